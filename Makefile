@@ -1,0 +1,41 @@
+# Carapace: one entry point for people and CI.
+SHELL := /bin/bash
+IPC_BIN := dist/bin/ipc
+GO_ENV := CGO_ENABLED=0 GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local
+
+.PHONY: all build ipc test bench logs up down ps e2e clean
+
+all: build
+
+node_modules: package.json package-lock.json
+	npm ci
+	@touch node_modules
+
+build: node_modules ipc
+	npx tsc -p tsconfig.json
+
+# Static ipc binary from Go's standard library only (no module downloads).
+ipc: $(IPC_BIN)
+$(IPC_BIN): $(wildcard ipc/*.go) ipc/go.mod
+	@mkdir -p $(dir $@)
+	cd ipc && $(GO_ENV) go build -trimpath -ldflags='-s -w' -o ../$(IPC_BIN) .
+
+test: build
+	node --experimental-vm-modules node_modules/jest/bin/jest.js
+
+bench: build
+	node dist/bench/run.js
+
+# Follow the JSONL audit log in a form a person can read.
+logs:
+	@node dist/core/src/audit/pretty.js --follow volumes/logs/audit.jsonl
+
+up:
+	docker compose up -d
+down:
+	docker compose down
+ps:
+	docker compose ps
+
+clean:
+	rm -rf dist

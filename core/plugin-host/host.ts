@@ -1,0 +1,292 @@
+// The plugin host: a separate process that runs every plugin's handler, so a crashing
+// or hanging handler can never take the core down. It talks to the core over the
+// private plugin socket and the event bus; the core has already validated everything.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import * as zmq from 'zeromq';
+import pino from 'pino';
+import { SendQueue } from '../src/boundary/send-queue.js';
+import type { CoreConfig } from '../src/config.js';
+import { INTRINSIC_NAMES } from '../src/intrinsics/intrinsics.js';
+import { discoverPlugins, type DiscoveredPlugin } from '../src/plugins/discovery.js';
+import { SOCKETS, type CoreToHost, type HandlerOutcome, type HostToCore, type ServiceMethod } from '../src/plugins/host-protocol.js';
+import type { EventEnvelope, JsonObject, RequestEnvelope } from '../src/protocol/envelope.js';
+import { APP_VERSION } from '../src/version.js';
+import { ToolError, type CoreServices, type PluginHandler } from '../sdk/index.js';
+import { categorize, handlerPath, loadHandler } from './load-handler.js';
+import { resolvePluginConfig } from './plugin-config.js';
+
+export interface HostOptions {
+  runDir: string;
+  pluginsDir: string;
+  handlersDir: string;
+  dataDir: string;
+  config: CoreConfig;
+  env?: NodeJS.ProcessEnv;
+}
+
+interface Loaded {
+  plugin: DiscoveredPlugin;
+  handler: PluginHandler;
+  config: JsonObject;
+  ready: boolean;
+}
+
+interface Context {
+  plugin: string;
+  rid: string | null;
+  group: string | null;
+}
+
+const SERVICE_TIMEOUT_MS = 5000;
+const log = pino({ base: { service: 'plugin-host' } }, pino.destination(2));
+
+/** Plain JSON data only: what the core can forward unchanged. */
+export function isJsonData(value: unknown, seen = new Set<object>()): boolean {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return true;
+  if (typeof value === 'number') return Number.isFinite(value);
+  if (typeof value !== 'object') return false;
+  if (seen.has(value)) return false;
+  seen.add(value);
+  const proto = Object.getPrototypeOf(value) as unknown;
+  const ok = Array.isArray(value)
+    ? value.every((v) => isJsonData(v, seen))
+    : (proto === Object.prototype || proto === null) && Object.values(value).every((v) => v === undefined || isJsonData(v, seen));
+  seen.delete(value);
+  return ok;
+}
+
+export class PluginHost {
+  private readonly dealer = new zmq.Dealer({ linger: 0, heartbeatInterval: 1000, heartbeatTimeout: 5000, reconnectInterval: 100 });
+  private readonly sub = new zmq.Subscriber({ linger: 0 });
+  private readonly pub = new zmq.Publisher({ linger: 0 });
+  private readonly toCore = new SendQueue((frames) => this.dealer.send(frames));
+  private readonly toBus = new SendQueue((frames) => this.pub.send(frames));
+  private readonly loaded = new Map<string, Loaded>();
+  private readonly calls = new Map<string, (r: Extract<CoreToHost, { t: 'service_result' }>) => void>();
+  private readonly context = new AsyncLocalStorage<Context>();
+  private inFlight = 0;
+  private stopping: Promise<void> | null = null;
+  private loops: Promise<void>[] = [];
+  onStopped: () => void = () => undefined;
+
+  constructor(private readonly options: HostOptions) {}
+
+  async start(): Promise<void> {
+    const { runDir } = this.options;
+    this.dealer.connect(`ipc://${join(runDir, SOCKETS.pluginHost)}`);
+    this.sub.connect(`ipc://${join(runDir, SOCKETS.busOut)}`);
+    this.pub.connect(`ipc://${join(runDir, SOCKETS.busIn)}`);
+    this.loops.push(this.receiveCore(), this.receiveEvents());
+
+    const { plugins } = discoverPlugins(this.options.pluginsDir, APP_VERSION, INTRINSIC_NAMES);
+    const secrets: string[] = [];
+    const failures: Extract<HostToCore, { t: 'init' }>[] = [];
+    const pending: Loaded[] = [];
+    for (const plugin of plugins) {
+      const resolved = resolvePluginConfig(this.options.config.plugins[plugin.name] ?? {}, plugin.manifest.config_schema, this.options.env ?? process.env);
+      if (!resolved.ok) {
+        failures.push({ t: 'init', plugin: plugin.name, ok: false, category: 'CONFIG_ERROR', detail: resolved.reason });
+        continue;
+      }
+      secrets.push(...resolved.secrets);
+      const file = handlerPath(plugin.name, plugin.dir, this.options.handlersDir);
+      if (!file) {
+        failures.push({ t: 'init', plugin: plugin.name, ok: false, category: 'CONFIG_ERROR', detail: 'no handler.js found (was the project built?)' });
+        continue;
+      }
+      try {
+        pending.push({ plugin, handler: await loadHandler(file), config: resolved.config, ready: false });
+      } catch (err) {
+        failures.push({ t: 'init', plugin: plugin.name, ok: false, category: categorize(err), detail: String((err as Error)?.stack ?? err) });
+      }
+    }
+    // Secrets first, so the core can scrub them from anything a handler says later.
+    await this.send({ t: 'hello', pid: process.pid, secrets });
+    for (const failure of failures) await this.send(failure);
+    await Promise.all(pending.map((entry) => this.initialize(entry)));
+  }
+
+  private async initialize(entry: Loaded): Promise<void> {
+    const name = entry.plugin.name;
+    const dataDir = join(this.options.dataDir, name);
+    mkdirSync(dataDir, { recursive: true });
+    try {
+      await withTimeout(entry.handler.initialize(entry.config, this.services(name, dataDir)), this.options.config.handler_timeout_ms, 'initialize()');
+      entry.ready = true;
+      this.loaded.set(name, entry);
+      for (const prefix of entry.plugin.manifest.subscribes) this.sub.subscribe(`${name} ${prefix}`);
+      await this.send({ t: 'init', plugin: name, ok: true });
+    } catch (err) {
+      log.error({ plugin: name, err }, 'initialize failed');
+      await this.send({ t: 'init', plugin: name, ok: false, category: categorize(err), detail: String((err as Error)?.stack ?? err) });
+    }
+  }
+
+  private services(plugin: string, dataDir: string): CoreServices {
+    const scoped = (): Context => {
+      const store = this.context.getStore();
+      return store && store.plugin === plugin ? store : { plugin, rid: null, group: null };
+    };
+    const call = (method: ServiceMethod, args: JsonObject, group: string | null = scoped().group) =>
+      this.callCore(plugin, scoped().rid, group, method, args);
+    return {
+      dataDir,
+      getAuditLog: (filters = {}) => call('getAuditLog', { ...filters }) as Promise<never>,
+      getToolCatalog: () => call('getToolCatalog', {}) as Promise<never>,
+      getSessionInfo: () => call('getSessionInfo', {}) as Promise<never>,
+      listConfirmations: (group) => call('listConfirmations', {}, group) as Promise<never>,
+      resolveConfirmation: (id, approve, by, group) => call('resolveConfirmation', { id, approve, by }, group) as Promise<boolean>,
+      publish: (topic, group, payload) => {
+        void this.toBus.push([Buffer.from(topic), Buffer.from(JSON.stringify({ plugin, group, payload }))]).catch(() => undefined);
+      },
+    };
+  }
+
+  private callCore(plugin: string, rid: string | null, group: string | null, method: ServiceMethod, args: JsonObject): Promise<unknown> {
+    const sid = randomUUID();
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => done({ t: 'service_result', sid, ok: false, message: 'core did not answer' }), SERVICE_TIMEOUT_MS);
+      const done = (r: Extract<CoreToHost, { t: 'service_result' }>): void => {
+        if (!this.calls.delete(sid)) return;
+        clearTimeout(timer);
+        if (r.ok) resolve(r.value);
+        else reject(new Error(`${method}: ${r.message ?? 'failed'}`));
+      };
+      this.calls.set(sid, done);
+      this.send({ t: 'service', sid, plugin, rid, group, method, args }).catch(() => done({ t: 'service_result', sid, ok: false, message: 'send failed' }));
+    });
+  }
+
+  private async handleRequest(rid: string, plugin: string, envelope: RequestEnvelope): Promise<void> {
+    const entry = this.loaded.get(plugin);
+    if (!entry?.ready || this.stopping) {
+      await this.send({ t: 'response', rid, outcome: { kind: 'unavailable' } });
+      return;
+    }
+    this.inFlight++;
+    let outcome: HandlerOutcome;
+    try {
+      const result = await this.context.run({ plugin, rid, group: envelope.group }, () => entry.handler.handleRequest(envelope));
+      outcome = isJsonData(result) ? { kind: 'result', result } : { kind: 'crash', detail: 'handler returned a value that is not plain JSON data' };
+    } catch (err) {
+      // instanceof against the one SDK module: a look-alike error is treated as a crash.
+      outcome =
+        err instanceof ToolError
+          ? { kind: 'tool_error', code: err.code, message: String(err.message), retriable: err.retriable === true }
+          : { kind: 'crash', detail: String((err as Error)?.stack ?? err) };
+    } finally {
+      this.inFlight--;
+    }
+    await this.send({ t: 'response', rid, outcome });
+  }
+
+  private async handleHook(message: Extract<CoreToHost, { t: 'hook' }>): Promise<void> {
+    const entry = this.loaded.get(message.plugin);
+    try {
+      if (!entry?.ready || typeof entry.handler.getBrief !== 'function') throw new Error('plugin does not provide getBrief');
+      const handler = entry.handler;
+      const value = await this.context.run({ plugin: message.plugin, rid: null, group: message.group }, () => handler.getBrief!(message.group));
+      await this.send({ t: 'hook_result', hid: message.hid, ok: true, value });
+    } catch (err) {
+      await this.send({ t: 'hook_result', hid: message.hid, ok: false, detail: String((err as Error)?.message ?? err) });
+    }
+  }
+
+  private async handleEvent(plugin: string, envelope: EventEnvelope): Promise<void> {
+    const entry = this.loaded.get(plugin);
+    if (!entry?.ready || this.stopping || typeof entry.handler.handleEvent !== 'function') return;
+    const handler = entry.handler;
+    try {
+      await this.context.run({ plugin, rid: null, group: envelope.group }, () => handler.handleEvent!(envelope));
+    } catch (err) {
+      log.error({ plugin, topic: envelope.topic, err }, 'handleEvent failed');
+    }
+  }
+
+  private async receiveCore(): Promise<void> {
+    try {
+      for await (const [frame] of this.dealer) {
+        let message: CoreToHost;
+        try {
+          message = JSON.parse(frame.toString('utf8')) as CoreToHost;
+        } catch {
+          continue;
+        }
+        if (message.t === 'request') void this.handleRequest(message.rid, message.plugin, message.envelope);
+        else if (message.t === 'hook') void this.handleHook(message);
+        else if (message.t === 'service_result') this.calls.get(message.sid)?.(message);
+        else if (message.t === 'shutdown') void this.stop(message.drain_ms, message.shutdown_ms);
+      }
+    } catch (err) {
+      if (!this.dealer.closed) throw err;
+    }
+  }
+
+  private async receiveEvents(): Promise<void> {
+    try {
+      for await (const [address, body] of this.sub) {
+        const plugin = address.toString('utf8').split(' ', 1)[0];
+        try {
+          void this.handleEvent(plugin, JSON.parse(body.toString('utf8')) as EventEnvelope);
+        } catch {
+          continue;
+        }
+      }
+    } catch (err) {
+      if (!this.sub.closed) throw err;
+    }
+  }
+
+  private send(message: HostToCore): Promise<void> {
+    return this.toCore.push([Buffer.from(JSON.stringify(message))]);
+  }
+
+  /** Drain in-flight requests, then every handler's shutdown() in parallel, bounded. */
+  stop(drainMs = this.options.config.handler_timeout_ms, shutdownMs = this.options.config.shutdown_timeout_ms): Promise<void> {
+    this.stopping ??= (async () => {
+      const deadline = Date.now() + drainMs;
+      while (this.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      const results = await Promise.all(
+        [...this.loaded.values()].map(async ({ plugin, handler }) => {
+          try {
+            await withTimeout(handler.shutdown?.() ?? Promise.resolve(), shutdownMs, 'shutdown()');
+            return { plugin: plugin.name, outcome: 'clean' as const };
+          } catch (err) {
+            const timedOut = err instanceof TimeoutError;
+            return { plugin: plugin.name, outcome: timedOut ? ('timeout' as const) : ('error' as const), detail: String((err as Error)?.message ?? err) };
+          }
+        }),
+      );
+      await this.send({ t: 'stopped', results }).catch(() => undefined);
+      // Give the report a moment to leave before the sockets close.
+      await new Promise((r) => setTimeout(r, 50));
+      this.dealer.close();
+      this.sub.close();
+      this.pub.close();
+      await Promise.all(this.loops.map((l) => l.catch(() => undefined)));
+      this.onStopped();
+    })();
+    return this.stopping;
+  }
+}
+
+class TimeoutError extends Error {}
+
+function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new TimeoutError(`${what} did not finish within ${ms} ms`)), ms);
+    promise.then(
+      (v) => {
+        clearTimeout(timer);
+        resolve(v);
+      },
+      (e: unknown) => {
+        clearTimeout(timer);
+        reject(e);
+      },
+    );
+  });
+}

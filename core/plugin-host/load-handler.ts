@@ -1,0 +1,41 @@
+// Finds and instantiates a plugin's handler. Bundled plugins are compiled with the
+// project (dist/plugins/<name>/handler.js); a plugin may also ship plain handler.js.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { InitError, type PluginHandler } from '../sdk/index.js';
+import type { InitFailureCategory } from '../src/protocol/errors.js';
+
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'ETIMEDOUT', 'EAI_AGAIN', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET']);
+
+export function handlerPath(name: string, pluginDir: string, handlersDir: string): string | null {
+  for (const candidate of [join(pluginDir, 'handler.js'), join(handlersDir, name, 'handler.js')]) {
+    if (existsSync(candidate)) return candidate;
+  }
+  return null;
+}
+
+function isHandler(value: unknown): value is PluginHandler {
+  const h = value as Partial<PluginHandler> | null;
+  return typeof h === 'object' && h !== null && typeof h.initialize === 'function' && typeof h.handleRequest === 'function';
+}
+
+/** The module's default export: a handler object or a class whose instances are handlers. */
+export async function loadHandler(file: string): Promise<PluginHandler> {
+  const mod = (await import(pathToFileURL(file).href)) as { default?: unknown };
+  const exported = mod.default;
+  const candidate = typeof exported === 'function' ? new (exported as new () => unknown)() : exported;
+  if (!isHandler(candidate)) throw new InitError('CONFIG_ERROR', `${file}: default export must implement initialize() and handleRequest()`);
+  return candidate;
+}
+
+/** Maps an initialization failure to the closed category the agent may see. */
+export function categorize(err: unknown): InitFailureCategory {
+  if (err instanceof InitError) return err.category;
+  const e = err as { code?: unknown; status?: unknown; statusCode?: unknown; cause?: { code?: unknown } } | null;
+  const code = e?.code ?? e?.cause?.code;
+  if (typeof code === 'string' && NETWORK_CODES.has(code)) return 'NETWORK_ERROR';
+  const status = e?.status ?? e?.statusCode;
+  if (status === 401 || status === 403) return 'AUTH_ERROR';
+  return 'INTERNAL_ERROR';
+}

@@ -1,0 +1,19 @@
+// The plugin host process. SIGTERM runs the same drain-and-shutdown as a core request.
+import { loadConfig } from '../src/config.js';
+import { StartupError } from '../src/protocol/errors.js';
+import { pathsFromEnv } from '../src/settings.js';
+import { PluginHost } from './host.js';
+
+async function main(): Promise<void> {
+  const paths = pathsFromEnv();
+  const host = new PluginHost({ ...paths, config: loadConfig(paths.configFile) });
+  host.onStopped = () => process.exit(0);
+  process.once('SIGTERM', () => void host.stop());
+  process.once('SIGINT', () => void host.stop());
+  await host.start();
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`carapace plugin host: ${err instanceof StartupError ? `${err.code}: ${err.message}` : String((err as Error)?.stack ?? err)}\n`);
+  process.exit(1);
+});

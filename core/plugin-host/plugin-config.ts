@@ -1,0 +1,41 @@
+// A plugin's configuration: its section of carapace.json with ${VAR} references filled
+// from the environment (.env), validated against the manifest's config_schema.
+// Every value taken from the environment is treated as a secret by the core's sanitizer.
+import type { JsonObject } from '../src/protocol/envelope.js';
+import { createAjv, describeFailure } from '../src/plugins/schema-compiler.js';
+
+export type ConfigResult = { ok: true; config: JsonObject; secrets: string[] } | { ok: false; reason: string };
+
+const REFERENCE = /\$\{([A-Z_][A-Z0-9_]*)\}/g;
+const ajv = createAjv();
+
+export function resolvePluginConfig(raw: JsonObject, schema: JsonObject | undefined, env: NodeJS.ProcessEnv): ConfigResult {
+  const secrets: string[] = [];
+  const missing: string[] = [];
+  const fill = (value: unknown): unknown => {
+    if (typeof value === 'string') {
+      return value.replace(REFERENCE, (_m, name: string) => {
+        const found = env[name];
+        if (found === undefined || found === '') {
+          missing.push(name);
+          return '';
+        }
+        secrets.push(found);
+        return found;
+      });
+    }
+    if (Array.isArray(value)) return value.map(fill);
+    if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, fill(v)]));
+    return value;
+  };
+  const config = fill(raw) as JsonObject;
+  if (missing.length > 0) return { ok: false, reason: `environment variable(s) not set: ${[...new Set(missing)].join(', ')} (see .env.example)` };
+  if (schema) {
+    const validate = ajv.compile(schema);
+    if (!validate(config)) {
+      const failure = describeFailure(validate.errors);
+      return { ok: false, reason: `config: ${failure.message}` };
+    }
+  }
+  return { ok: true, config, secrets };
+}

@@ -1,0 +1,91 @@
+// The plugin SDK: everything a handler imports (`import { ToolError } from '#sdk'`).
+// Handlers run in the plugin host, never in the core and never in a container.
+import type { InitFailureCategory } from '../src/protocol/errors.js';
+import type { EventEnvelope, JsonObject, RequestEnvelope } from '../src/protocol/envelope.js';
+import type { AuditEntry, AuditOutcome } from '../src/audit/audit-log.js';
+import type { PluginHealth, ToolSummary } from '../src/plugins/catalog.js';
+import type { PendingConfirmation } from '../src/confirm/confirmations.js';
+
+export type { EventEnvelope, JsonObject, RequestEnvelope, InitFailureCategory, AuditEntry, ToolSummary, PendingConfirmation };
+
+/** Throw for an intentional, agent-facing error. Anything else thrown is a crash. */
+export class ToolError extends Error {
+  readonly code: string;
+  readonly retriable: boolean;
+
+  constructor(opts: { code?: string; message: string; retriable: boolean }) {
+    super(opts.message);
+    this.code = opts.code ?? 'HANDLER_ERROR';
+    this.retriable = opts.retriable;
+    this.name = 'ToolError';
+  }
+}
+
+/** Throw from initialize() to say precisely why it failed; the agent sees only the category. */
+export class InitError extends Error {
+  constructor(
+    readonly category: InitFailureCategory,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'InitError';
+  }
+}
+
+export type PluginConfig = Record<string, unknown>;
+
+export interface AuditLogFilter {
+  correlation?: string;
+  topic?: string;
+  outcome?: AuditOutcome;
+  last_n?: number;
+  since?: string;
+  until?: string;
+}
+
+export interface SessionInfo {
+  group: string;
+  session_start: string | null;
+  plugins: PluginHealth;
+}
+
+/**
+ * Core services, scoped by the plugin host to the request being handled: a handler
+ * never names a group or session. They are asynchronous because the core is another process.
+ */
+export interface CoreServices {
+  getAuditLog(filters?: AuditLogFilter): Promise<AuditEntry[]>;
+  getToolCatalog(): Promise<ToolSummary[]>;
+  getSessionInfo(): Promise<SessionInfo>;
+  /** Channel plugins: publish message.inbound (or task.*) for a group. */
+  publish(topic: string, group: string, payload: JsonObject): void;
+  listConfirmations(group: string): Promise<PendingConfirmation[]>;
+  resolveConfirmation(id: string, approve: boolean, by: string, group: string): Promise<boolean>;
+  /** The plugin's own data directory on the host (never mounted into a container). */
+  dataDir: string;
+}
+
+export interface MemoryBriefEntry {
+  id: string;
+  type: string;
+  content: string;
+  behavioral: boolean;
+  tags: string[];
+  age_days: number;
+}
+
+export interface MemoryBrief {
+  entries: MemoryBriefEntry[];
+  generated_at: string;
+  entry_count: number;
+  brief_count: number;
+}
+
+export interface PluginHandler {
+  initialize(config: PluginConfig, services: CoreServices): Promise<void>;
+  handleRequest(envelope: RequestEnvelope): Promise<unknown>;
+  handleEvent?(envelope: EventEnvelope): Promise<void>;
+  shutdown?(): Promise<void>;
+  /** Only for a plugin whose manifest declares provides.hooks: ["memory_brief"]. */
+  getBrief?(group: string): Promise<MemoryBrief>;
+}

@@ -1,0 +1,28 @@
+// The local admin API: health and pending confirmations, for the dashboard and the CLI.
+// It listens on loopback by default; with CARAPACE_ADMIN_TOKEN set, every call needs it.
+import Fastify, { type FastifyInstance } from 'fastify';
+import { timingSafeEqual } from 'node:crypto';
+import type { Core } from '../core.js';
+
+export async function startAdminApi(core: Core, host: string, port: number, token?: string): Promise<FastifyInstance> {
+  const app = Fastify({ logger: false, bodyLimit: 16 * 1024 });
+  if (token) {
+    const expected = Buffer.from(`Bearer ${token}`);
+    app.addHook('onRequest', async (request, reply) => {
+      const given = Buffer.from(request.headers.authorization ?? '');
+      if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+        await reply.code(401).send({ code: 'UNAUTHORIZED', message: 'missing or wrong admin token' });
+      }
+    });
+  }
+  app.get('/health', async () => ({ status: 'ok', plugins: core.catalog.health(), sessions: core.sessions.all().length }));
+  app.get('/confirmations', async () => ({ pending: core.confirmations.list() }));
+  const answer = (approve: boolean) => async (request: { params: { id: string } }, reply: { code(n: number): { send(b: unknown): unknown } }) => {
+    const ok = core.confirmations.resolve(request.params.id, approve, 'admin-api');
+    return ok ? { id: request.params.id, decision: approve ? 'approved' : 'denied' } : reply.code(404).send({ code: 'NOT_FOUND', message: 'no such pending confirmation' });
+  };
+  app.post<{ Params: { id: string } }>('/confirmations/:id/approve', answer(true));
+  app.post<{ Params: { id: string } }>('/confirmations/:id/deny', answer(false));
+  await app.listen({ host, port });
+  return app;
+}

@@ -1,0 +1,45 @@
+// The core's own record of who is on which socket. A request's group and source come
+// from here, looked up by the socket it arrived on, never from the message.
+import { randomBytes } from 'node:crypto';
+
+export const GROUP_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
+
+export interface Session {
+  id: string;
+  group: string;
+  startedAt: string;
+  container: string | null;
+  socketPath: string;
+}
+
+export class SessionTable {
+  private readonly sessions = new Map<string, Session>();
+
+  create(group: string, socketPathFor: (id: string) => string): Session {
+    if (!GROUP_NAME_PATTERN.test(group)) {
+      throw new RangeError(`Invalid group name ${JSON.stringify(group)}: must match ${GROUP_NAME_PATTERN}`);
+    }
+    // Short ids keep socket paths under the 107-byte unix socket limit.
+    const id = `agent-${randomBytes(6).toString('hex')}`;
+    const session: Session = { id, group, startedAt: new Date().toISOString(), container: null, socketPath: socketPathFor(id) };
+    this.sessions.set(id, session);
+    return session;
+  }
+
+  get(id: string): Session | undefined {
+    return this.sessions.get(id);
+  }
+
+  setContainer(id: string, container: string): void {
+    const session = this.sessions.get(id);
+    if (session) session.container = container;
+  }
+
+  delete(id: string): void {
+    this.sessions.delete(id);
+  }
+
+  all(): Session[] {
+    return [...this.sessions.values()];
+  }
+}

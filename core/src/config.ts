@@ -1,0 +1,88 @@
+// Core configuration: one JSON file (volumes/config/carapace.json), validated at start-up
+// with every default spelled out here. Plugin settings live under "plugins".
+import { existsSync, readFileSync } from 'node:fs';
+import { StartupError } from './protocol/errors.js';
+import type { JsonObject } from './protocol/envelope.js';
+import { createAjv, describeFailure } from './plugins/schema-compiler.js';
+
+export interface RateLimit {
+  per_minute: number;
+  burst: number;
+}
+
+export interface GroupPolicy {
+  /** Tool names this group may call; "*" means every tool. Intrinsics are always allowed. */
+  tools: string[];
+  /** Plugins that may see this group's requests and events; "*" means all. */
+  plugins: string[];
+}
+
+export interface CoreConfig {
+  groups: Record<string, GroupPolicy>;
+  /** Policy for a group not listed in `groups`. */
+  default_group: GroupPolicy;
+  rate_limit: RateLimit;
+  tool_rate_limits: Record<string, RateLimit>;
+  handler_timeout_ms: number;
+  confirmation_timeout_ms: number;
+  shutdown_timeout_ms: number;
+  plugins: Record<string, JsonObject>;
+}
+
+const policySchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    tools: { type: 'array', items: { type: 'string' }, default: ['*'] },
+    plugins: { type: 'array', items: { type: 'string' }, default: ['*'] },
+  },
+};
+const rateSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['per_minute'],
+  properties: { per_minute: { type: 'number', exclusiveMinimum: 0 }, burst: { type: 'integer', minimum: 1, default: 20 } },
+};
+
+export const configSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    groups: {
+      type: 'object',
+      propertyNames: { pattern: '^[a-zA-Z0-9_-]{1,64}$' },
+      additionalProperties: policySchema,
+      default: {},
+    },
+    default_group: { ...policySchema, default: {} },
+    rate_limit: { ...rateSchema, default: { per_minute: 120, burst: 30 } },
+    tool_rate_limits: { type: 'object', additionalProperties: rateSchema, default: {} },
+    handler_timeout_ms: { type: 'integer', minimum: 1, default: 30_000 },
+    confirmation_timeout_ms: { type: 'integer', minimum: 1, default: 300_000 },
+    shutdown_timeout_ms: { type: 'integer', minimum: 1, default: 10_000 },
+    plugins: { type: 'object', additionalProperties: { type: 'object' }, default: {} },
+  },
+};
+
+const validateConfig = createAjv().compile(configSchema);
+
+export function parseConfig(raw: unknown, origin = 'configuration'): CoreConfig {
+  const copy = structuredClone(raw ?? {});
+  if (!validateConfig(copy)) {
+    const failure = describeFailure(validateConfig.errors);
+    throw new StartupError('CONFIG_INVALID', `${origin}: ${failure.field ? `${failure.field}: ` : ''}${failure.message}`);
+  }
+  return copy as unknown as CoreConfig;
+}
+
+/** A missing file means all defaults; a present but broken one stops start-up clearly. */
+export function loadConfig(file: string): CoreConfig {
+  if (!existsSync(file)) return parseConfig({}, file);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new StartupError('CONFIG_INVALID', `${file} is not valid JSON: ${(err as Error).message}`);
+  }
+  return parseConfig(raw, file);
+}

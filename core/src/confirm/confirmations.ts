@@ -1,0 +1,81 @@
+// Stage 5's waiting room: high-risk requests are held here until a person answers on
+// the dashboard, the CLI or the group's channel. Nothing here survives a restart:
+// a stopping core denies everything still pending.
+import { EventEmitter } from 'node:events';
+import { randomUUID } from 'node:crypto';
+
+export type Decision = 'approved' | 'denied' | 'timeout';
+
+export interface PendingConfirmation {
+  id: string;
+  group: string;
+  session: string;
+  tool: string;
+  correlation: string;
+  arguments: Record<string, unknown>;
+  requested_at: string;
+  expires_at: string;
+}
+
+interface Waiting {
+  pending: PendingConfirmation;
+  settle: (decision: Decision, by: string) => void;
+}
+
+export interface ConfirmationEvents {
+  requested: [PendingConfirmation];
+  resolved: [PendingConfirmation, Decision, string];
+}
+
+export class Confirmations extends EventEmitter<ConfirmationEvents> {
+  private readonly waiting = new Map<string, Waiting>();
+
+  constructor(private readonly timeoutMs: number) {
+    super();
+  }
+
+  request(input: Omit<PendingConfirmation, 'id' | 'requested_at' | 'expires_at'>): {
+    pending: PendingConfirmation;
+    answer: Promise<{ decision: Decision; by: string }>;
+  } {
+    const now = Date.now();
+    const pending: PendingConfirmation = {
+      ...input,
+      id: randomUUID(),
+      requested_at: new Date(now).toISOString(),
+      expires_at: new Date(now + this.timeoutMs).toISOString(),
+    };
+    const answer = new Promise<{ decision: Decision; by: string }>((resolve) => {
+      const timer = setTimeout(() => settle('timeout', 'core'), this.timeoutMs);
+      const settle = (decision: Decision, by: string): void => {
+        if (!this.waiting.delete(pending.id)) return;
+        clearTimeout(timer);
+        this.emit('resolved', pending, decision, by);
+        resolve({ decision, by });
+      };
+      this.waiting.set(pending.id, { pending, settle });
+    });
+    this.emit('requested', pending);
+    return { pending, answer };
+  }
+
+  list(group?: string): PendingConfirmation[] {
+    return [...this.waiting.values()].map((w) => w.pending).filter((p) => group === undefined || p.group === group);
+  }
+
+  get(id: string): PendingConfirmation | undefined {
+    return this.waiting.get(id)?.pending;
+  }
+
+  /** Returns false when there is no such pending confirmation (answered, expired, unknown). */
+  resolve(id: string, approve: boolean, by: string): boolean {
+    const waiting = this.waiting.get(id);
+    if (!waiting) return false;
+    waiting.settle(approve ? 'approved' : 'denied', by);
+    return true;
+  }
+
+  denyAll(by: string): void {
+    for (const waiting of [...this.waiting.values()]) waiting.settle('denied', by);
+  }
+}

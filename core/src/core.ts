@@ -1,0 +1,266 @@
+// Wires the parts together: sessions and their sockets (the trust boundary), the
+// pipeline, the plugin host link, the event bus, confirmations and the audit log.
+import { EventEmitter } from 'node:events';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { AuditLog, type AuditQuery } from './audit/audit-log.js';
+import { SessionSocket } from './boundary/session-socket.js';
+import { GROUP_NAME_PATTERN, SessionTable, type Session } from './boundary/session-table.js';
+import { EventBus } from './bus/event-bus.js';
+import type { CoreConfig } from './config.js';
+import { Confirmations } from './confirm/confirmations.js';
+import { INTRINSIC_NAMES, intrinsicTools } from './intrinsics/intrinsics.js';
+import { GroupAuthorizer } from './pipeline/authorize.js';
+import { runPipeline, type PipelineDeps } from './pipeline/pipeline.js';
+import { RateLimiter } from './pipeline/rate-limit.js';
+import { ToolCatalog } from './plugins/catalog.js';
+import { discoverPlugins } from './plugins/discovery.js';
+import { SOCKETS, type CoreToHost, type HostToCore, type PublishedEvent } from './plugins/host-protocol.js';
+import { PluginHostLink } from './plugins/host-link.js';
+import { eventEnvelope, type EventEnvelope, type JsonObject } from './protocol/envelope.js';
+import { createSanitizer, type Sanitizer } from './response/sanitize.js';
+import { APP_VERSION } from './version.js';
+
+export { APP_VERSION } from './version.js';
+
+/** Topics a plugin may publish; everything else on the bus is the core's to say. */
+const PLUGIN_TOPICS = new Set(['message.inbound', 'task.created', 'task.triggered']);
+const AUDIT_FILTER_KEYS = ['correlation', 'topic', 'outcome', 'last_n', 'since', 'until'] as const;
+
+export interface CoreOptions {
+  runDir: string;
+  pluginsDir: string;
+  auditFile: string;
+  config: CoreConfig;
+  /** Values the core itself holds (model key, ...): never to appear in a response. */
+  secrets?: string[];
+}
+
+export interface CoreEvents {
+  /** An event the core accepted from the bus, for the agent dispatcher. */
+  event: [EventEnvelope];
+}
+
+export class Core extends EventEmitter<CoreEvents> {
+  readonly audit: AuditLog;
+  readonly catalog: ToolCatalog;
+  readonly confirmations: Confirmations;
+  readonly sessions = new SessionTable();
+  private readonly sockets = new Map<string, SessionSocket>();
+  private readonly hostLink = new PluginHostLink();
+  private readonly bus = new EventBus();
+  private readonly authorizer: GroupAuthorizer;
+  private readonly limiter: RateLimiter;
+  private readonly deps: PipelineDeps;
+  private secrets: Set<string>;
+  private current: Sanitizer;
+  private stopping: Promise<void> | null = null;
+
+  private constructor(private readonly options: CoreOptions) {
+    super();
+    const { config } = options;
+    this.secrets = new Set(options.secrets ?? []);
+    this.current = createSanitizer(this.secrets);
+    const sanitize = Object.assign(<T>(value: T) => this.current(value), { scrub: (text: string) => this.current.scrub(text) });
+    this.audit = new AuditLog(options.auditFile, sanitize.scrub);
+    const discovery = discoverPlugins(options.pluginsDir, APP_VERSION, INTRINSIC_NAMES);
+    this.catalog = new ToolCatalog(intrinsicTools, discovery.plugins, discovery.rejected);
+    for (const bad of discovery.rejected) this.auditPluginFailure(bad.name, 'CONFIG_ERROR', bad.reason);
+    this.authorizer = new GroupAuthorizer(config);
+    this.limiter = new RateLimiter(config.rate_limit, config.tool_rate_limits);
+    this.confirmations = new Confirmations(config.confirmation_timeout_ms);
+    this.confirmations.on('requested', (p) =>
+      this.publish('confirmation.requested', p.group, { id: p.id, tool: p.tool, arguments: p.arguments, expires_at: p.expires_at }),
+    );
+    this.confirmations.on('resolved', (p, decision, by) =>
+      this.audit.record({ group: p.group, session: p.session, source: by, topic: `tool.invoke.${p.tool}`, correlation: p.correlation, stage: 'confirm', outcome: decision === 'approved' ? 'passed' : 'rejected', reason: `confirmation ${decision} by ${by}` }),
+    );
+    this.deps = {
+      catalog: this.catalog,
+      authorizer: this.authorizer,
+      limiter: this.limiter,
+      confirmations: this.confirmations,
+      audit: this.audit,
+      sanitize,
+      route: {
+        catalog: this.catalog,
+        hostLink: this.hostLink,
+        intrinsics: { audit: this.audit, catalog: this.catalog, authorizer: this.authorizer },
+        timeoutMs: config.handler_timeout_ms,
+      },
+    };
+  }
+
+  static async start(options: CoreOptions): Promise<Core> {
+    const core = new Core(options);
+    mkdirSync(join(options.runDir, SOCKETS.sessions), { recursive: true, mode: 0o755 });
+    core.hostLink.on('hello', (m) => core.onHostHello(m));
+    core.hostLink.on('init', (m) => core.onPluginInit(m));
+    core.hostLink.on('service', (m, reply) => reply(core.onService(m)));
+    core.hostLink.on('down', () => core.onHostDown());
+    await core.hostLink.open(`ipc://${join(options.runDir, SOCKETS.pluginHost)}`);
+    await core.bus.open(`ipc://${join(options.runDir, SOCKETS.busOut)}`, `ipc://${join(options.runDir, SOCKETS.busIn)}`, (t, e) => core.onPublished(t, e));
+    core.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'core', outcome: 'ok', reason: `core ${APP_VERSION} started` });
+    return core;
+  }
+
+  // ---- sessions: the trust boundary ------------------------------------------------
+
+  /** Opens a session for a group: its own ROUTER socket in its own directory. */
+  async openSession(group: string): Promise<Session> {
+    if (this.stopping) throw new Error('core is stopping');
+    const session = this.sessions.create(group, (id) => join(this.options.runDir, SOCKETS.sessions, id, 'carapace.sock'));
+    const socket = new SessionSocket(session.socketPath);
+    try {
+      await socket.open((frames, reply) => {
+        void runPipeline(frames, session, this.deps).then(reply, () => undefined).catch(() => undefined);
+      });
+    } catch (err) {
+      this.sessions.delete(session.id);
+      throw err;
+    }
+    this.sockets.set(session.id, socket);
+    this.audit.record({ group, session: session.id, source: 'core', topic: null, correlation: null, stage: 'session', outcome: 'ok', reason: 'session opened' });
+    return session;
+  }
+
+  async closeSession(id: string): Promise<void> {
+    const socket = this.sockets.get(id);
+    const session = this.sessions.get(id);
+    this.sockets.delete(id);
+    this.sessions.delete(id);
+    this.limiter.forgetSession(id);
+    await socket?.close();
+    if (session) this.audit.record({ group: session.group, session: id, source: 'core', topic: null, correlation: null, stage: 'session', outcome: 'ok', reason: 'session closed' });
+  }
+
+  // ---- events --------------------------------------------------------------------------
+
+  /** Publishes a core event to every healthy subscriber that may see the group. */
+  publish(topic: string, group: string | null, payload: JsonObject, source = 'core', except?: string): EventEnvelope {
+    const envelope = eventEnvelope(topic, source, group, payload);
+    for (const plugin of this.catalog.subscribers(topic)) {
+      if (plugin === except || (group !== null && !this.authorizer.pluginMaySee(plugin, group))) continue;
+      void this.bus.deliver(plugin, envelope).catch(() => undefined);
+    }
+    return envelope;
+  }
+
+  private onPublished(topic: string, event: PublishedEvent): void {
+    const drop = (reason: string): void =>
+      void this.audit.record({ group: typeof event.group === 'string' ? event.group.slice(0, 64) : null, session: null, source: String(event.plugin).slice(0, 64), topic: topic.slice(0, 128), correlation: null, stage: 'event', outcome: 'dropped', reason });
+    if (!PLUGIN_TOPICS.has(topic)) return drop('plugins may not publish this topic');
+    if (this.catalog.state(event.plugin) !== 'healthy') return drop('publisher is not a healthy plugin');
+    if (typeof event.group !== 'string' || !GROUP_NAME_PATTERN.test(event.group)) return drop('invalid group');
+    if (!this.authorizer.pluginMaySee(event.plugin, event.group)) return drop('plugin may not act for this group');
+    if (typeof event.payload !== 'object' || event.payload === null || Array.isArray(event.payload)) return drop('payload must be an object');
+    const envelope = this.publish(topic, event.group, event.payload, event.plugin, event.plugin);
+    this.audit.record({ group: event.group, session: null, source: event.plugin, topic, correlation: null, stage: 'event', outcome: 'routed', reason: 'event accepted' });
+    this.emit('event', envelope);
+  }
+
+  // ---- plugin host -----------------------------------------------------------------
+
+  private onHostHello(message: Extract<HostToCore, { t: 'hello' }>): void {
+    for (const secret of message.secrets) this.secrets.add(secret);
+    this.current = createSanitizer(this.secrets);
+    for (const name of this.catalog.pluginNames()) if (this.catalog.state(name) !== 'failed') this.catalog.setState(name, 'starting');
+    this.audit.record({ group: null, session: null, source: 'plugin-host', topic: null, correlation: null, stage: 'plugin', outcome: 'ok', reason: `plugin host connected (pid ${message.pid})` });
+  }
+
+  private onPluginInit(message: Extract<HostToCore, { t: 'init' }>): void {
+    if (this.catalog.state(message.plugin) === undefined) return;
+    if (message.ok) {
+      this.catalog.setState(message.plugin, 'healthy');
+      this.audit.record({ group: null, session: null, source: message.plugin, topic: null, correlation: null, stage: 'plugin', outcome: 'ok', reason: 'initialized' });
+      this.publish('plugin.ready', null, { plugin: message.plugin });
+    } else {
+      this.catalog.setState(message.plugin, 'failed', message.category);
+      this.auditPluginFailure(message.plugin, message.category, message.detail);
+    }
+  }
+
+  private auditPluginFailure(plugin: string, category: string, detail: string): void {
+    this.audit.record({ group: null, session: null, source: plugin, topic: null, correlation: null, stage: 'plugin', outcome: 'error', severity: 'CRITICAL', code: category, reason: `plugin "${plugin}" failed to initialize (${category})`, detail });
+  }
+
+  private onHostDown(): void {
+    for (const name of this.catalog.pluginNames()) if (this.catalog.state(name) === 'healthy') this.catalog.setState(name, 'starting');
+    this.audit.record({ group: null, session: null, source: 'plugin-host', topic: null, correlation: null, stage: 'plugin', outcome: 'error', reason: 'plugin host disconnected; its tools are unavailable until it returns' });
+  }
+
+  /** Core services, answered for the request the call runs under: never by a group the caller names. */
+  private onService(m: Extract<HostToCore, { t: 'service' }>): Extract<CoreToHost, { t: 'service_result' }> {
+    const fail = (message: string) => ({ t: 'service_result' as const, sid: m.sid, ok: false, message });
+    const ok = (value: unknown) => ({ t: 'service_result' as const, sid: m.sid, ok: true, value });
+    const request = m.rid ? this.hostLink.requestContext(m.rid) : undefined;
+    if (request && request.plugin !== m.plugin) return fail('request context belongs to another plugin');
+    switch (m.method) {
+      case 'getToolCatalog':
+        return ok(this.catalog.available());
+      case 'getAuditLog': {
+        if (!request) return fail('getAuditLog is only available while handling a request');
+        const query: AuditQuery = { group: request.group };
+        for (const key of AUDIT_FILTER_KEYS) if (m.args[key] !== undefined) Object.assign(query, { [key]: m.args[key] });
+        return ok(this.audit.query(query));
+      }
+      case 'getSessionInfo': {
+        if (!request) return fail('getSessionInfo is only available while handling a request');
+        const session = this.sessions.get(request.session);
+        return ok({ group: request.group, session_start: session?.startedAt ?? null, plugins: this.catalog.health() });
+      }
+      case 'listConfirmations': {
+        const group = m.group;
+        if (!group || !this.authorizer.pluginMaySee(m.plugin, group)) return fail('plugin may not see this group');
+        return ok(this.confirmations.list(group));
+      }
+      case 'resolveConfirmation': {
+        const pending = this.confirmations.get(String(m.args.id));
+        if (!pending || !this.authorizer.pluginMaySee(m.plugin, pending.group) || (m.group !== null && m.group !== pending.group)) {
+          return fail('no such pending confirmation');
+        }
+        return ok(this.confirmations.resolve(pending.id, m.args.approve === true, `${m.plugin}:${String(m.args.by ?? 'user')}`));
+      }
+    }
+  }
+
+  /** The memory brief for a new agent, if a plugin provides one; null on failure or timeout. */
+  async memoryBrief(group: string, timeoutMs = 5000): Promise<unknown> {
+    const provider = this.catalog.hookProvider('memory_brief');
+    if (!provider) return null;
+    const r = await this.hostLink.callHook(provider, group, timeoutMs);
+    if (r.ok) return this.current(r.value).value;
+    this.audit.record({ group, session: null, source: provider, topic: null, correlation: null, stage: 'plugin', outcome: 'error', reason: `memory brief unavailable: ${r.detail ?? 'unknown'}` });
+    return null;
+  }
+
+  // ---- shutdown ------------------------------------------------------------------------
+
+  /** Drain, shut handlers down (in parallel, bounded), close everything. Idempotent. */
+  stop(): Promise<void> {
+    this.stopping ??= this.shutdown();
+    return this.stopping;
+  }
+
+  private async shutdown(): Promise<void> {
+    const { handler_timeout_ms: drainMs, shutdown_timeout_ms: shutdownMs } = this.options.config;
+    const live = this.catalog.pluginNames().filter((n) => this.catalog.state(n) === 'healthy');
+    for (const name of live) this.publish('plugin.stopping', null, { plugin: name });
+    for (const name of live) this.catalog.setState(name, 'draining');
+    this.confirmations.denyAll('core shutdown');
+    const deadline = Date.now() + drainMs;
+    while (live.some((n) => this.hostLink.inFlightFor(n) > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    const report = await this.hostLink.shutdown(0, shutdownMs);
+    for (const name of live) {
+      const result = report?.results.find((r) => r.plugin === name);
+      const outcome = result?.outcome ?? 'timeout';
+      this.catalog.setState(name, 'stopped');
+      this.audit.record({ group: null, session: null, source: name, topic: null, correlation: null, stage: 'plugin', outcome: outcome === 'clean' ? 'ok' : 'error', reason: `shutdown ${outcome === 'timeout' ? 'timeout-forced' : outcome}`, detail: result?.detail });
+    }
+    await Promise.all([...this.sockets.keys()].map((id) => this.closeSession(id)));
+    await this.hostLink.close();
+    await this.bus.close();
+    this.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'core', outcome: 'ok', reason: 'core stopped' });
+    await this.audit.flush();
+  }
+}

@@ -1,0 +1,38 @@
+// The core process: load configuration, start, serve until SIGTERM, then shut down
+// gracefully. A configuration problem is one clear line and exit code 1.
+import pino from 'pino';
+import { startAdminApi } from './admin/http-api.js';
+import { loadConfig } from './config.js';
+import { Core } from './core.js';
+import { StartupError } from './protocol/errors.js';
+import { auditFile, coreSecrets, pathsFromEnv } from './settings.js';
+
+const log = pino({ base: { service: 'core' } });
+
+async function main(): Promise<void> {
+  const paths = pathsFromEnv();
+  const config = loadConfig(paths.configFile);
+  const core = await Core.start({ runDir: paths.runDir, pluginsDir: paths.pluginsDir, auditFile: auditFile(paths), config, secrets: coreSecrets() });
+  const admin = await startAdminApi(
+    core,
+    process.env.CARAPACE_ADMIN_HOST || '127.0.0.1',
+    Number(process.env.CARAPACE_ADMIN_PORT || 8780),
+    process.env.CARAPACE_ADMIN_TOKEN || undefined,
+  );
+  log.info({ runDir: paths.runDir, plugins: core.catalog.pluginNames() }, 'core started');
+  const stop = (): void => {
+    log.info('stopping');
+    void admin.close().then(() => core.stop()).then(() => process.exit(0));
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+}
+
+main().catch((err: unknown) => {
+  if (err instanceof StartupError) {
+    process.stderr.write(`carapace: ${err.code}: ${err.message}\n`);
+  } else {
+    log.fatal({ err }, 'core failed to start');
+  }
+  process.exit(1);
+});

@@ -1,0 +1,113 @@
+// The six stages in order, each decision written to the audit log, every outcome sent
+// back through the response path. Nothing thrown escapes: a bug becomes PLUGIN_ERROR.
+import type { AuditInput, AuditLog } from '../audit/audit-log.js';
+import type { Session } from '../boundary/session-table.js';
+import { parseWire } from '../boundary/wire.js';
+import type { Confirmations } from '../confirm/confirmations.js';
+import type { ToolCatalog } from '../plugins/catalog.js';
+import { pipelineError, PLUGIN_ERROR_MESSAGE, type ErrorPayload } from '../protocol/errors.js';
+import { buildResponse, type Answer, type ResponseContext } from '../response/respond.js';
+import type { Sanitizer } from '../response/sanitize.js';
+import type { GroupAuthorizer } from './authorize.js';
+import { confirm } from './confirm.js';
+import { constructEnvelope } from './construct-envelope.js';
+import type { RateLimiter } from './rate-limit.js';
+import { route, type RouteDeps } from './route.js';
+import { validatePayload } from './validate-payload.js';
+import { validateTopic } from './validate-topic.js';
+
+export interface PipelineDeps {
+  catalog: ToolCatalog;
+  authorizer: GroupAuthorizer;
+  limiter: RateLimiter;
+  confirmations: Confirmations;
+  audit: AuditLog;
+  sanitize: Sanitizer;
+  route: RouteDeps;
+}
+
+/** Processes one message from a session's socket and returns the reply frame. */
+export async function runPipeline(frames: Buffer[], session: Session, deps: PipelineDeps): Promise<Buffer> {
+  const startedAt = performance.now();
+  const ctx: ResponseContext = { group: session.group, session: session.id, topic: '', correlation: null, startedAt };
+  const answer = await decide(frames, session, deps, ctx).catch((err: unknown): Answer => {
+    deps.audit.record({ ...auditBase(ctx), stage: 'core', outcome: 'error', reason: 'pipeline failure', detail: String((err as Error)?.stack ?? err) });
+    return { source: 'core', error: pipelineError('PLUGIN_ERROR', PLUGIN_ERROR_MESSAGE, false) };
+  });
+  return buildResponse(ctx, answer, deps.sanitize, deps.audit);
+}
+
+function auditBase(ctx: ResponseContext): Pick<AuditInput, 'group' | 'session' | 'source' | 'topic' | 'correlation'> {
+  return { group: ctx.group, session: ctx.session, source: ctx.session, topic: ctx.topic || null, correlation: ctx.correlation };
+}
+
+async function decide(frames: Buffer[], session: Session, deps: PipelineDeps, ctx: ResponseContext): Promise<Answer> {
+  const { audit } = deps;
+  const reject = (stage: AuditInput['stage'], error: ErrorPayload): Answer => {
+    audit.record({ ...auditBase(ctx), stage, outcome: 'rejected', code: error.code, reason: `STAGE ${error.stage ?? 6}: ${error.message}` });
+    return { source: 'core', error };
+  };
+  const pass = (stage: AuditInput['stage']): void => void audit.record({ ...auditBase(ctx), stage, outcome: 'passed' });
+
+  // Stage 1: construct the envelope from session state.
+  const body = frames.filter((f) => f.length > 0);
+  if (body.length !== 1) {
+    return reject('envelope', pipelineError('VALIDATION_FAILED', 'Request must be exactly one JSON frame', false, { stage: 1, field: 'message' }));
+  }
+  const wire = parseWire(body[0]);
+  if (!wire.ok) {
+    ctx.correlation = wire.correlation;
+    ctx.topic = wire.topic;
+    return reject('envelope', wire.error);
+  }
+  ctx.topic = wire.message.topic;
+  ctx.correlation = wire.message.correlation;
+  const envelope = constructEnvelope(wire.message, session);
+  pass('envelope');
+
+  // Stage 2: the topic names a known tool.
+  const topic = validateTopic(envelope.topic, deps.catalog);
+  if ('error' in topic) return reject('topic', topic.error);
+  const { tool } = topic;
+  pass('topic');
+
+  // Stage 3: arguments match the tool's schema.
+  const invalid = validatePayload(tool, envelope.payload.arguments);
+  if (invalid) return reject('payload', invalid);
+  pass('payload');
+
+  // Stage 4: the group may use the tool, and the session is within its rate.
+  if (!deps.authorizer.mayUse(session.group, tool)) {
+    return reject('authorize', pipelineError('UNAUTHORIZED', `Group "${session.group}" may not use ${tool.name}`, false, { stage: 4 }));
+  }
+  const rate = deps.limiter.check(session.id, tool.name);
+  if (!rate.ok) {
+    const message = `Rate limit exceeded for ${tool.name} (${rate.limit.per_minute} requests/minute)`;
+    return reject('rate_limit', pipelineError('RATE_LIMITED', message, true, { stage: 4, retry_after: rate.retryAfter }));
+  }
+  pass('authorize');
+
+  // Stage 5: high-risk tools wait for a person.
+  const denied = await confirm(tool, envelope, session, deps.confirmations, (id) =>
+    audit.record({ ...auditBase(ctx), stage: 'confirm', outcome: 'pending', reason: `awaiting user confirmation ${id}` }),
+  );
+  if (denied) return reject('confirm', denied);
+  if (tool.risk_level === 'high') pass('confirm');
+
+  // Stage 6: route to the owner.
+  audit.record({ ...auditBase(ctx), stage: 'route', outcome: 'routed', reason: `to ${tool.owner}` });
+  const routed = await route(tool, envelope, session, deps.route);
+  if ('error' in routed) {
+    audit.record({
+      ...auditBase(ctx),
+      source: tool.owner,
+      stage: 'handler',
+      outcome: 'error',
+      code: routed.handler?.code ?? routed.error.code,
+      reason: routed.handler?.message ?? routed.error.message,
+      detail: routed.detail,
+    });
+    return { source: routed.source, error: routed.error };
+  }
+  return routed;
+}

@@ -1,0 +1,88 @@
+// Stage 6: hand the validated envelope to the intrinsic or plugin that owns the tool,
+// and turn whatever comes back into either a result or a structured error.
+import type { Session } from '../boundary/session-table.js';
+import type { IntrinsicDeps } from '../intrinsics/intrinsics.js';
+import { runIntrinsic } from '../intrinsics/intrinsics.js';
+import type { ToolCatalog } from '../plugins/catalog.js';
+import type { ToolEntry } from '../plugins/discovery.js';
+import type { PluginHostLink } from '../plugins/host-link.js';
+import { pipelineError, PLUGIN_ERROR_MESSAGE, RESERVED_CODES, type ErrorPayload } from '../protocol/errors.js';
+import type { RequestEnvelope } from '../protocol/envelope.js';
+
+export const MAX_RESPONSE_BYTES = 1024 * 1024;
+
+export type Routed =
+  | { source: string; result: unknown }
+  | {
+      source: string;
+      error: ErrorPayload;
+      /** What the handler itself said, before normalization (audit only). */
+      handler?: { code: string; message: string };
+      /** Internal detail for the audit log only (stack traces). */
+      detail?: string;
+    };
+
+export interface RouteDeps {
+  catalog: ToolCatalog;
+  hostLink: PluginHostLink;
+  intrinsics: IntrinsicDeps;
+  timeoutMs: number;
+}
+
+function crash(source: string, detail: string): Routed {
+  return { source: 'core', error: pipelineError('PLUGIN_ERROR', PLUGIN_ERROR_MESSAGE, false), detail: `${source}: ${detail}` };
+}
+
+/** A result must be plain JSON data and at most 1 MB once serialized. */
+function checkResult(source: string, result: unknown): Routed {
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(result);
+  } catch (err) {
+    return crash(source, `result is not JSON-serializable: ${(err as Error).message}`);
+  }
+  if (json === undefined) return crash(source, 'result is not JSON-serializable (undefined or a function)');
+  if (Buffer.byteLength(json) > MAX_RESPONSE_BYTES) {
+    return { source, error: { code: 'HANDLER_ERROR', message: 'Response exceeded maximum size', retriable: false } };
+  }
+  return { source, result };
+}
+
+export async function route(tool: ToolEntry, envelope: RequestEnvelope, session: Session, deps: RouteDeps): Promise<Routed> {
+  if (tool.owner === 'core') {
+    try {
+      return checkResult('core', runIntrinsic(tool.name, envelope.payload.arguments, session, deps.intrinsics));
+    } catch (err) {
+      return crash('core', (err as Error).stack ?? String(err));
+    }
+  }
+  const plugin = tool.owner;
+  const unavailable = (why: string): Routed => ({
+    source: 'core',
+    error: pipelineError('PLUGIN_UNAVAILABLE', `Plugin "${plugin}" is ${why}`, true, { stage: 6 }),
+  });
+  if (deps.catalog.state(plugin) !== 'healthy') return unavailable('not available right now');
+
+  const outcome = await deps.hostLink.invoke(plugin, envelope, session.id, deps.timeoutMs);
+  switch (outcome.kind) {
+    case 'result':
+      return checkResult(plugin, outcome.result);
+    case 'tool_error': {
+      const code = RESERVED_CODES.has(outcome.code) ? 'HANDLER_ERROR' : outcome.code;
+      return {
+        source: plugin,
+        error: { code, message: outcome.message, retriable: outcome.retriable },
+        handler: { code: outcome.code, message: outcome.message },
+      };
+    }
+    case 'crash':
+      return crash(plugin, outcome.detail);
+    case 'unavailable':
+      return unavailable('not running');
+    case 'timeout':
+      return {
+        source: 'core',
+        error: pipelineError('PLUGIN_TIMEOUT', `Plugin "${plugin}" did not respond within ${Math.round(deps.timeoutMs / 1000)}s`, true, { stage: 6 }),
+      };
+  }
+}

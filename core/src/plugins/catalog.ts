@@ -1,0 +1,97 @@
+// The flat tool catalog (intrinsics + plugin tools) and each plugin's health.
+// Tools of a plugin that failed are unknown (stage 2); tools of a plugin that is
+// starting, draining or whose host is down are known but unavailable (stage 6).
+import type { InitFailureCategory } from '../protocol/errors.js';
+import type { DiscoveredPlugin, RejectedPlugin, ToolEntry } from './discovery.js';
+
+export type PluginState = 'starting' | 'healthy' | 'failed' | 'draining' | 'stopped';
+
+export interface PluginHealth {
+  healthy: string[];
+  failed: { name: string; category: InitFailureCategory }[];
+}
+
+export interface ToolSummary {
+  name: string;
+  description: string;
+  risk_level: 'low' | 'high';
+  arguments_schema: unknown;
+}
+
+interface PluginRecord {
+  plugin: DiscoveredPlugin | null;
+  state: PluginState;
+  category?: InitFailureCategory;
+}
+
+export class ToolCatalog {
+  private readonly tools = new Map<string, ToolEntry>();
+  private readonly plugins = new Map<string, PluginRecord>();
+
+  constructor(intrinsics: ToolEntry[], discovered: DiscoveredPlugin[], rejected: RejectedPlugin[]) {
+    for (const tool of intrinsics) this.tools.set(tool.name, tool);
+    for (const plugin of discovered) {
+      this.plugins.set(plugin.name, { plugin, state: 'starting' });
+      for (const tool of plugin.tools) this.tools.set(tool.name, tool);
+    }
+    for (const bad of rejected) this.plugins.set(bad.name, { plugin: null, state: 'failed', category: 'CONFIG_ERROR' });
+  }
+
+  /** The tool for a name, unless its plugin failed to initialize. */
+  lookup(name: string): ToolEntry | undefined {
+    const tool = this.tools.get(name);
+    if (!tool || tool.owner === 'core') return tool;
+    return this.plugins.get(tool.owner)?.state === 'failed' ? undefined : tool;
+  }
+
+  state(plugin: string): PluginState | undefined {
+    return this.plugins.get(plugin)?.state;
+  }
+
+  setState(plugin: string, state: PluginState, category?: InitFailureCategory): void {
+    const record = this.plugins.get(plugin);
+    if (!record) return;
+    record.state = state;
+    record.category = state === 'failed' ? category ?? 'INTERNAL_ERROR' : undefined;
+  }
+
+  pluginNames(): string[] {
+    return [...this.plugins.keys()];
+  }
+
+  discovered(name: string): DiscoveredPlugin | null {
+    return this.plugins.get(name)?.plugin ?? null;
+  }
+
+  /** Plugins subscribed to a topic (prefix match, as ZeroMQ does) that are healthy. */
+  subscribers(topic: string): string[] {
+    const out: string[] = [];
+    for (const [name, record] of this.plugins) {
+      if (record.state === 'healthy' && record.plugin?.manifest.subscribes.some((prefix) => topic.startsWith(prefix))) out.push(name);
+    }
+    return out;
+  }
+
+  hookProvider(hook: string): string | null {
+    for (const [name, record] of this.plugins) {
+      if (record.state === 'healthy' && record.plugin?.manifest.provides.hooks.includes(hook)) return name;
+    }
+    return null;
+  }
+
+  health(): PluginHealth {
+    const health: PluginHealth = { healthy: [], failed: [] };
+    for (const [name, record] of this.plugins) {
+      if (record.state === 'healthy') health.healthy.push(name);
+      else if (record.state === 'failed') health.failed.push({ name, category: record.category ?? 'INTERNAL_ERROR' });
+    }
+    return health;
+  }
+
+  /** What an agent may call now: intrinsics and the tools of healthy plugins. */
+  available(): ToolSummary[] {
+    return [...this.tools.values()]
+      .filter((t) => t.owner === 'core' || this.plugins.get(t.owner)?.state === 'healthy')
+      .map(({ name, description, risk_level, arguments_schema }) => ({ name, description, risk_level, arguments_schema }));
+  }
+}

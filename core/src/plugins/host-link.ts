@@ -1,0 +1,166 @@
+// The core's end of the plugin host connection: sends validated envelopes to handlers,
+// enforces the handler deadline, answers service calls. A host that dies or hangs costs
+// the callers a structured error, never the core.
+import { EventEmitter } from 'node:events';
+import { randomUUID } from 'node:crypto';
+import * as zmq from 'zeromq';
+import { SendQueue } from '../boundary/send-queue.js';
+import type { RequestEnvelope } from '../protocol/envelope.js';
+import type { CoreToHost, HandlerOutcome, HostToCore } from './host-protocol.js';
+
+export type InvokeOutcome = HandlerOutcome | { kind: 'timeout' };
+
+interface InFlight {
+  plugin: string;
+  group: string;
+  session: string;
+  finish: (outcome: InvokeOutcome) => void;
+}
+
+export interface HostLinkEvents {
+  hello: [Extract<HostToCore, { t: 'hello' }>];
+  init: [Extract<HostToCore, { t: 'init' }>];
+  service: [Extract<HostToCore, { t: 'service' }>, (reply: Extract<CoreToHost, { t: 'service_result' }>) => void];
+  stopped: [Extract<HostToCore, { t: 'stopped' }>];
+  down: [];
+}
+
+export class PluginHostLink extends EventEmitter<HostLinkEvents> {
+  private readonly router = new zmq.Router({ linger: 0, mandatory: true, heartbeatInterval: 1000, heartbeatTimeout: 5000 });
+  private readonly queue = new SendQueue((frames) => this.router.send(frames));
+  private host: Buffer | null = null;
+  private readonly inFlight = new Map<string, InFlight>();
+  private readonly hooks = new Map<string, (r: Extract<HostToCore, { t: 'hook_result' }>) => void>();
+  private loop: Promise<void> = Promise.resolve();
+
+  async open(endpoint: string): Promise<void> {
+    this.router.events.on('disconnect', () => this.hostLost());
+    await this.router.bind(endpoint);
+    this.loop = this.receive();
+  }
+
+  get connected(): boolean {
+    return this.host !== null;
+  }
+
+  /** Requests currently with a handler, by plugin: what the drain phase waits for. */
+  inFlightFor(plugin: string): number {
+    let n = 0;
+    for (const f of this.inFlight.values()) if (f.plugin === plugin) n++;
+    return n;
+  }
+
+  /** The request a service call claims to run under, so the core can scope it. */
+  requestContext(rid: string): { plugin: string; group: string; session: string } | undefined {
+    return this.inFlight.get(rid);
+  }
+
+  invoke(plugin: string, envelope: RequestEnvelope, session: string, timeoutMs: number): Promise<InvokeOutcome> {
+    if (!this.host) return Promise.resolve({ kind: 'unavailable' });
+    const rid = randomUUID();
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => finish({ kind: 'timeout' }), timeoutMs);
+      const finish = (outcome: InvokeOutcome): void => {
+        if (!this.inFlight.delete(rid)) return;
+        clearTimeout(timer);
+        resolve(outcome);
+      };
+      this.inFlight.set(rid, { plugin, group: envelope.group, session, finish });
+      this.send({ t: 'request', rid, plugin, envelope }).catch(() => finish({ kind: 'unavailable' }));
+    });
+  }
+
+  callHook(plugin: string, group: string, timeoutMs: number): Promise<{ ok: boolean; value?: unknown; detail?: string }> {
+    if (!this.host) return Promise.resolve({ ok: false, detail: 'plugin host not connected' });
+    const hid = randomUUID();
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => done({ t: 'hook_result', hid, ok: false, detail: `timed out after ${timeoutMs} ms` }), timeoutMs);
+      const done = (r: Extract<HostToCore, { t: 'hook_result' }>): void => {
+        if (!this.hooks.delete(hid)) return;
+        clearTimeout(timer);
+        resolve(r);
+      };
+      this.hooks.set(hid, done);
+      this.send({ t: 'hook', hid, plugin, hook: 'memory_brief', group }).catch(() => done({ t: 'hook_result', hid, ok: false, detail: 'send failed' }));
+    });
+  }
+
+  /** Asks the host to run every handler's shutdown(); resolves with its report or null. */
+  async shutdown(drainMs: number, shutdownMs: number): Promise<Extract<HostToCore, { t: 'stopped' }> | null> {
+    if (!this.host) return null;
+    const stopped = new Promise<Extract<HostToCore, { t: 'stopped' }> | null>((resolve) => {
+      const timer = setTimeout(() => resolve(null), drainMs + shutdownMs + 1000);
+      this.once('stopped', (m) => {
+        clearTimeout(timer);
+        resolve(m);
+      });
+    });
+    await this.send({ t: 'shutdown', drain_ms: drainMs, shutdown_ms: shutdownMs }).catch(() => undefined);
+    return stopped;
+  }
+
+  private send(message: CoreToHost): Promise<void> {
+    if (!this.host) return Promise.reject(new Error('plugin host not connected'));
+    return this.queue.push([this.host, Buffer.from(JSON.stringify(message))]);
+  }
+
+  private async receive(): Promise<void> {
+    try {
+      for await (const [identity, frame] of this.router) {
+        let message: HostToCore;
+        try {
+          message = JSON.parse(frame.toString('utf8')) as HostToCore;
+        } catch {
+          continue;
+        }
+        this.dispatch(identity, message);
+      }
+    } catch (err) {
+      if (!this.router.closed) throw err;
+    }
+  }
+
+  private dispatch(identity: Buffer, message: HostToCore): void {
+    switch (message.t) {
+      case 'hello':
+        // A new host (first start or restart): requests held by the old one are lost.
+        this.failAll();
+        this.host = identity;
+        this.emit('hello', message);
+        break;
+      case 'init':
+        this.emit('init', message);
+        break;
+      case 'response':
+        this.inFlight.get(message.rid)?.finish(message.outcome);
+        break;
+      case 'hook_result':
+        this.hooks.get(message.hid)?.(message);
+        break;
+      case 'service':
+        this.emit('service', message, (reply) => void this.send(reply).catch(() => undefined));
+        break;
+      case 'stopped':
+        this.emit('stopped', message);
+        break;
+    }
+  }
+
+  private failAll(): void {
+    for (const f of [...this.inFlight.values()]) f.finish({ kind: 'unavailable' });
+    for (const [hid, done] of [...this.hooks]) done({ t: 'hook_result', hid, ok: false, detail: 'plugin host restarted' });
+  }
+
+  private hostLost(): void {
+    if (!this.host) return;
+    this.host = null;
+    this.failAll();
+    this.emit('down');
+  }
+
+  async close(): Promise<void> {
+    this.failAll();
+    this.router.close();
+    await this.loop.catch(() => undefined);
+  }
+}

@@ -1,0 +1,44 @@
+// Messages between the core and the plugin host over the private plugin socket.
+// Both ends are trusted; the socket is never mounted into an agent container.
+import type { InitFailureCategory } from '../protocol/errors.js';
+import type { EventEnvelope, JsonObject, RequestEnvelope } from '../protocol/envelope.js';
+
+export type HandlerOutcome =
+  | { kind: 'result'; result: unknown }
+  | { kind: 'tool_error'; code: string; message: string; retriable: boolean }
+  | { kind: 'crash'; detail: string }
+  | { kind: 'unavailable' };
+
+export type ServiceMethod = 'getAuditLog' | 'getToolCatalog' | 'getSessionInfo' | 'resolveConfirmation' | 'listConfirmations';
+
+export type HostToCore =
+  | { t: 'hello'; pid: number; secrets: string[] }
+  | { t: 'init'; plugin: string; ok: true }
+  | { t: 'init'; plugin: string; ok: false; category: InitFailureCategory; detail: string }
+  | { t: 'response'; rid: string; outcome: HandlerOutcome }
+  | { t: 'hook_result'; hid: string; ok: boolean; value?: unknown; detail?: string }
+  | { t: 'service'; sid: string; plugin: string; rid: string | null; group: string | null; method: ServiceMethod; args: JsonObject }
+  | { t: 'stopped'; results: { plugin: string; outcome: 'clean' | 'timeout' | 'error'; detail?: string }[] };
+
+export type CoreToHost =
+  | { t: 'request'; rid: string; plugin: string; envelope: RequestEnvelope }
+  | { t: 'hook'; hid: string; plugin: string; hook: 'memory_brief'; group: string }
+  | { t: 'service_result'; sid: string; ok: boolean; value?: unknown; message?: string }
+  | { t: 'shutdown'; drain_ms: number; shutdown_ms: number };
+
+/** Events travel on the PUB/SUB bus; the first frame is "<plugin> <topic>" so each
+ *  plugin subscribes only to what the core addressed to it. */
+export interface PublishedEvent {
+  plugin: string;
+  group: string;
+  payload: JsonObject;
+}
+
+export type DeliveredEvent = EventEnvelope;
+
+export const SOCKETS = {
+  pluginHost: 'plugins.sock',
+  busOut: 'bus-out.sock',
+  busIn: 'bus-in.sock',
+  sessions: 'sessions',
+} as const;

@@ -1,0 +1,71 @@
+// The manifest format, as a JSON Schema the core validates every plugin against.
+import type { JsonObject } from '../protocol/envelope.js';
+
+export type RiskLevel = 'low' | 'high';
+
+export interface ToolDeclaration {
+  name: string;
+  description: string;
+  risk_level: RiskLevel;
+  arguments_schema: JsonObject;
+}
+
+export interface Manifest {
+  description: string;
+  version: string;
+  app_compat: string;
+  author?: { name?: string; url?: string; email?: string };
+  provides: { channels: string[]; hooks: string[]; tools: ToolDeclaration[] };
+  subscribes: string[];
+  config_schema?: JsonObject;
+}
+
+export const HOOKS = ['memory_brief'] as const;
+export const TOOL_NAME_PATTERN = '^[a-z][a-z0-9_]{0,63}$';
+export const PLUGIN_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+
+export const manifestSchema = {
+  type: 'object',
+  required: ['description', 'version', 'app_compat', 'provides'],
+  additionalProperties: false,
+  properties: {
+    description: { type: 'string', minLength: 1, maxLength: 1024 },
+    version: { type: 'string', pattern: '^\\d+\\.\\d+\\.\\d+' },
+    app_compat: { type: 'string', minLength: 1 },
+    author: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { name: { type: 'string' }, url: { type: 'string' }, email: { type: 'string' } },
+    },
+    provides: {
+      type: 'object',
+      required: ['tools'],
+      additionalProperties: false,
+      properties: {
+        channels: { type: 'array', items: { type: 'string', pattern: '^[a-z0-9_-]{1,64}$' }, default: [] },
+        hooks: { type: 'array', items: { enum: [...HOOKS] }, uniqueItems: true, default: [] },
+        tools: {
+          type: 'array',
+          items: {
+            type: 'object',
+            required: ['name', 'description', 'arguments_schema'],
+            additionalProperties: false,
+            properties: {
+              name: { type: 'string', pattern: TOOL_NAME_PATTERN },
+              description: { type: 'string', minLength: 1, maxLength: 1024 },
+              risk_level: { enum: ['low', 'high'], default: 'low' },
+              // Every tool takes a JSON object and rejects undeclared fields.
+              arguments_schema: {
+                type: 'object',
+                required: ['type', 'additionalProperties'],
+                properties: { type: { const: 'object' }, additionalProperties: { const: false } },
+              },
+            },
+          },
+        },
+      },
+    },
+    subscribes: { type: 'array', items: { type: 'string', pattern: '^[a-z][a-z0-9_.]*$' }, default: [] },
+    config_schema: { type: 'object' },
+  },
+} as const;

@@ -1,0 +1,50 @@
+import { randomUUID } from 'node:crypto';
+import type { ErrorPayload } from './errors.js';
+
+export const PROTOCOL_VERSION = 1;
+
+export type JsonObject = { [key: string]: unknown };
+
+interface EnvelopeBase {
+  id: string;
+  version: number;
+  topic: string;
+  source: string;
+  timestamp: string;
+}
+
+export interface RequestEnvelope extends EnvelopeBase {
+  type: 'request';
+  group: string;
+  correlation: string;
+  payload: { arguments: JsonObject };
+}
+
+export interface EventEnvelope extends EnvelopeBase {
+  type: 'event';
+  /** null for system events (plugin.ready, plugin.stopping) that concern no group. */
+  group: string | null;
+  correlation: string | null;
+  payload: JsonObject;
+}
+
+export interface ResponseEnvelope extends EnvelopeBase {
+  type: 'response';
+  group: string;
+  correlation: string | null;
+  payload: { result: unknown; error: ErrorPayload | null };
+}
+
+export function newId(): string {
+  return randomUUID();
+}
+
+export function now(): string {
+  return new Date().toISOString();
+}
+
+export function eventEnvelope(topic: string, source: string, group: string | null, payload: JsonObject): EventEnvelope {
+  return { id: newId(), version: PROTOCOL_VERSION, type: 'event', topic, source, correlation: null, timestamp: now(), group, payload };
+}
+
+export const TOOL_TOPIC_PREFIX = 'tool.invoke.';

@@ -1,0 +1,45 @@
+// The response path: sanitize, log, forward. Every answer takes it, errors included.
+import type { AuditLog } from '../audit/audit-log.js';
+import type { ErrorPayload } from '../protocol/errors.js';
+import { newId, now, PROTOCOL_VERSION, type ResponseEnvelope } from '../protocol/envelope.js';
+import type { Sanitizer } from './sanitize.js';
+
+export interface ResponseContext {
+  group: string;
+  session: string;
+  topic: string;
+  correlation: string | null;
+  startedAt: number;
+}
+
+export type Answer = { source: string; result: unknown } | { source: string; error: ErrorPayload };
+
+export function buildResponse(ctx: ResponseContext, answer: Answer, sanitize: Sanitizer, audit: AuditLog): Buffer {
+  const payload = 'error' in answer ? { result: null, error: answer.error } : { result: answer.result, error: null };
+  const { value, redactedPaths } = sanitize(payload);
+  const base = { group: ctx.group, session: ctx.session, source: answer.source, topic: ctx.topic, correlation: ctx.correlation };
+  if (redactedPaths.length > 0) {
+    audit.record({ ...base, stage: 'sanitize', outcome: 'sanitized', fields: redactedPaths, reason: 'credential pattern redacted' });
+  }
+  const error = value.error;
+  audit.record({
+    ...base,
+    stage: 'response',
+    outcome: error ? 'error' : 'ok',
+    code: error?.code,
+    reason: error?.message,
+    duration_ms: Math.round((performance.now() - ctx.startedAt) * 1000) / 1000,
+  });
+  const envelope: ResponseEnvelope = {
+    id: newId(),
+    version: PROTOCOL_VERSION,
+    type: 'response',
+    topic: ctx.topic,
+    source: answer.source,
+    correlation: ctx.correlation,
+    timestamp: now(),
+    group: ctx.group,
+    payload: value,
+  };
+  return Buffer.from(JSON.stringify(envelope));
+}

@@ -1,0 +1,33 @@
+// Where things live, from the environment, with defaults that work from a checkout.
+import { join, resolve } from 'node:path';
+
+export interface Paths {
+  runDir: string;
+  pluginsDir: string;
+  handlersDir: string;
+  configFile: string;
+  logDir: string;
+  dataDir: string;
+}
+
+export function pathsFromEnv(env: NodeJS.ProcessEnv = process.env): Paths {
+  const at = (name: string, fallback: string): string => resolve(env[name] || fallback);
+  const logDir = at('CARAPACE_LOG_DIR', 'volumes/logs');
+  return {
+    runDir: at('CARAPACE_RUN_DIR', '/run/carapace'),
+    pluginsDir: at('CARAPACE_PLUGINS_DIR', 'plugins'),
+    handlersDir: at('CARAPACE_HANDLERS_DIR', 'dist/plugins'),
+    configFile: at('CARAPACE_CONFIG', 'volumes/config/carapace.json'),
+    logDir,
+    dataDir: at('CARAPACE_DATA_DIR', 'volumes/data'),
+  };
+}
+
+export function auditFile(paths: Paths): string {
+  return join(paths.logDir, 'audit.jsonl');
+}
+
+/** Credentials the core itself holds; never to appear in anything it forwards. */
+export function coreSecrets(env: NodeJS.ProcessEnv = process.env): string[] {
+  return ['ANTHROPIC_API_KEY', 'CLAUDE_CODE_OAUTH_TOKEN', 'CARAPACE_ADMIN_TOKEN'].map((k) => env[k] ?? '').filter((v) => v.length > 0);
+}

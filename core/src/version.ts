@@ -1,0 +1,1 @@
+export const APP_VERSION = '0.1.0';

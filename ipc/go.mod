@@ -1,0 +1,3 @@
+module carapace/ipc
+
+go 1.19
