@@ -1,0 +1,172 @@
+// Test harness: a real core in this process, a real plugin host process, the real ipc
+// binary. Each stack gets its own temporary directory for sockets, logs and data.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseConfig } from '../src/config.js';
+import { Core } from '../src/core.js';
+import type { AuditEntry } from '../src/audit/audit-log.js';
+import type { Session } from '../src/boundary/session-table.js';
+
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+export const IPC_BIN = process.env.CARAPACE_IPC_BIN ?? join(ROOT, 'dist/bin/ipc');
+export const FIXTURES = join(ROOT, 'core/test/fixtures/plugins');
+export const FIXTURE_HANDLERS = join(ROOT, 'dist/core/test/fixtures/plugins');
+export const HOST_MAIN = join(ROOT, 'dist/core/plugin-host/main.js');
+
+export const FAULTY_TOKEN = 'faulty-secret-token-5f2c9a7e';
+
+export interface IpcResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+  out: any;
+  err: any;
+}
+
+export interface StackOptions {
+  plugins: string[];
+  config?: Record<string, unknown>;
+  env?: Record<string, string>;
+  /** Plugin folders to place as given (name → source folder), e.g. for startup-conflict tests. */
+  extraPluginDirs?: Record<string, string>;
+}
+
+export class Stack {
+  core!: Core;
+  host: ChildProcess | null = null;
+  hostOutput = '';
+  readonly dir = mkdtempSync(join(tmpdir(), 'cp-'));
+  readonly runDir = join(this.dir, 'run');
+  readonly pluginsDir = join(this.dir, 'plugins');
+  readonly auditFile = join(this.dir, 'logs', 'audit.jsonl');
+  readonly configFile = join(this.dir, 'carapace.json');
+  private rawConfig: Record<string, unknown>;
+
+  constructor(private readonly options: StackOptions) {
+    mkdirSync(this.pluginsDir, { recursive: true });
+    mkdirSync(this.runDir, { recursive: true });
+    for (const name of options.plugins) symlinkSync(join(FIXTURES, name), join(this.pluginsDir, name));
+    for (const [name, src] of Object.entries(options.extraPluginDirs ?? {})) symlinkSync(src, join(this.pluginsDir, name));
+    this.rawConfig = options.config ?? {};
+    writeFileSync(this.configFile, JSON.stringify(this.rawConfig));
+  }
+
+  static async start(options: StackOptions): Promise<Stack> {
+    const stack = new Stack(options);
+    stack.core = await Core.start({
+      runDir: stack.runDir,
+      pluginsDir: stack.pluginsDir,
+      auditFile: stack.auditFile,
+      config: parseConfig(stack.rawConfig),
+    });
+    stack.startHost();
+    await stack.waitSettled();
+    return stack;
+  }
+
+  startHost(): void {
+    const host = spawn(process.execPath, [HOST_MAIN], {
+      env: {
+        PATH: process.env.PATH,
+        CARAPACE_RUN_DIR: this.runDir,
+        CARAPACE_PLUGINS_DIR: this.pluginsDir,
+        CARAPACE_HANDLERS_DIR: FIXTURE_HANDLERS,
+        CARAPACE_CONFIG: this.configFile,
+        CARAPACE_DATA_DIR: join(this.dir, 'data'),
+        FAULTY_TOKEN,
+        ...this.options.env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    host.stdout?.on('data', (d: Buffer) => (this.hostOutput += d.toString()));
+    host.stderr?.on('data', (d: Buffer) => (this.hostOutput += d.toString()));
+    this.host = host;
+  }
+
+  /** Waits until no plugin is still starting. */
+  async waitSettled(timeoutMs = 15000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    const names = this.core.catalog.pluginNames();
+    while (names.some((n) => this.core.catalog.state(n) === 'starting')) {
+      if (Date.now() > deadline) throw new Error(`plugins did not settle: ${names.map((n) => `${n}=${this.core.catalog.state(n)}`).join(' ')}\n${this.hostOutput}`);
+      await sleep(20);
+    }
+  }
+
+  async killHost(): Promise<void> {
+    const host = this.host;
+    if (!host || host.exitCode !== null) return;
+    const exited = new Promise((r) => host.once('exit', r));
+    host.kill('SIGKILL');
+    await exited;
+  }
+
+  openSession(group: string): Promise<Session> {
+    return this.core.openSession(group);
+  }
+
+  ipc(session: Session, topic: string, args: unknown, opts: { stdin?: boolean; timeoutMs?: number } = {}): Promise<IpcResult> {
+    const text = typeof args === 'string' ? args : JSON.stringify(args);
+    return new Promise((resolveResult) => {
+      const child = execFile(
+        IPC_BIN,
+        [topic, opts.stdin ? '-' : text],
+        {
+          env: { CARAPACE_IPC_ENDPOINT: `ipc://${session.socketPath}`, CARAPACE_IPC_TIMEOUT_MS: String(opts.timeoutMs ?? 10000) },
+          maxBuffer: 16 * 1024 * 1024,
+        },
+        (error, stdout, stderr) => {
+          const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+          resolveResult({ code, stdout, stderr, out: tryParse(stdout), err: tryParse(stderr) });
+        },
+      );
+      if (opts.stdin) child.stdin?.end(text);
+    });
+  }
+
+  async auditEntries(): Promise<AuditEntry[]> {
+    await this.core.audit.flush();
+    if (!existsSync(this.auditFile)) return [];
+    return readFileSync(this.auditFile, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as AuditEntry);
+  }
+
+  async auditText(): Promise<string> {
+    await this.core.audit.flush();
+    return existsSync(this.auditFile) ? readFileSync(this.auditFile, 'utf8') : '';
+  }
+
+  async stop(): Promise<void> {
+    await this.core.stop();
+    const host = this.host;
+    if (host && host.exitCode === null && host.signalCode === null) {
+      const exited = new Promise((r) => host.once('exit', r));
+      const timer = setTimeout(() => host.kill('SIGKILL'), 5000);
+      await exited;
+      clearTimeout(timer);
+    }
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+export function tryParse(text: string): any {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+export async function until<T>(probe: () => T | undefined | null | false, timeoutMs = 5000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await sleep(10);
+  }
+}
