@@ -127,15 +127,16 @@ export class Stack {
     });
   }
 
-  async auditEntries(): Promise<AuditEntry[]> {
+  /** The audit file once every entry recorded so far has reached it. */
+  async auditText(): Promise<string> {
+    const read = () => (existsSync(this.auditFile) ? readFileSync(this.auditFile, 'utf8') : '');
     await this.core.audit.flush();
-    if (!existsSync(this.auditFile)) return [];
-    return readFileSync(this.auditFile, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as AuditEntry);
+    await until(() => read().split('\n').length - 1 >= this.core.audit.recorded, 10000);
+    return read();
   }
 
-  async auditText(): Promise<string> {
-    await this.core.audit.flush();
-    return existsSync(this.auditFile) ? readFileSync(this.auditFile, 'utf8') : '';
+  async auditEntries(): Promise<AuditEntry[]> {
+    return (await this.auditText()).trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as AuditEntry);
   }
 
   async stop(): Promise<void> {

@@ -47,6 +47,8 @@ export class AuditLog {
   private readonly logger: pino.Logger;
   private readonly window: AuditEntry[] = [];
   private start = 0;
+  /** Entries recorded since start-up (tests compare it with the file). */
+  recorded = 0;
 
   /**
    * @param scrub applied to free-text fields (reason, detail) so no secret is ever written.
@@ -69,6 +71,7 @@ export class AuditLog {
     if (entry.detail !== undefined) entry.detail = this.scrub(entry.detail);
     const level = entry.severity === 'CRITICAL' ? 'fatal' : LEVEL[entry.outcome];
     this.logger[level](entry);
+    this.recorded++;
     this.remember(entry);
     return entry;
   }
@@ -98,6 +101,7 @@ export class AuditLog {
     return q.last_n === undefined ? out : out.slice(-q.last_n);
   }
 
+  /** Best effort: pino's async destination may still be writing when this returns. */
   flush(): Promise<void> {
     return new Promise((resolve) => this.logger.flush(() => resolve()));
   }

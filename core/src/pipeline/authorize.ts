@@ -7,7 +7,8 @@ export class GroupAuthorizer {
   constructor(private readonly config: Pick<CoreConfig, 'groups' | 'default_group'>) {}
 
   private policy(group: string): GroupPolicy {
-    return this.config.groups[group] ?? this.config.default_group;
+    // hasOwn: a group named "constructor" must not find Object.prototype's.
+    return Object.hasOwn(this.config.groups, group) ? this.config.groups[group] : this.config.default_group;
   }
 
   pluginMaySee(plugin: string, group: string): boolean {

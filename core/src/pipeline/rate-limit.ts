@@ -18,7 +18,7 @@ export class RateLimiter {
   ) {}
 
   check(session: string, tool: string, nowMs = Date.now()): RateDecision {
-    const limit = this.perTool[tool] ?? this.defaults;
+    const limit = Object.hasOwn(this.perTool, tool) ? this.perTool[tool] : this.defaults;
     const perMs = limit.per_minute / 60_000;
     const key = `${session}\u0000${tool}`;
     const bucket = this.buckets.get(key) ?? { tokens: limit.burst, updated: nowMs };

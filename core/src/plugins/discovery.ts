@@ -7,7 +7,7 @@ import semver from 'semver';
 import { StartupError } from '../protocol/errors.js';
 import type { JsonObject } from '../protocol/envelope.js';
 import { manifestSchema, PLUGIN_NAME_PATTERN, type Manifest } from './manifest.js';
-import { createAjv, describeFailure, type ValidateFunction } from './schema-compiler.js';
+import { createAjv, describeFailure, type Ajv, type ValidateFunction } from './schema-compiler.js';
 
 export interface ToolEntry {
   name: string;
@@ -36,17 +36,19 @@ export interface Discovery {
   rejected: RejectedPlugin[];
 }
 
-const ajv = createAjv();
-const validateManifest = ajv.compile(manifestSchema);
+const validateManifest = createAjv().compile(manifestSchema);
+const defaultAjv = createAjv();
 
+/** Compiles a tool's schema. Each discovery passes its own ajv, so schema $ids never collide across runs. */
 export function compileTool(
   decl: { name: string; description: string; risk_level: 'low' | 'high'; arguments_schema: JsonObject },
   owner: string,
+  ajv: Ajv = defaultAjv,
 ): ToolEntry {
   return { ...decl, owner, validate: ajv.compile(decl.arguments_schema) };
 }
 
-function loadPlugin(name: string, dir: string, appVersion: string): DiscoveredPlugin | RejectedPlugin {
+function loadPlugin(name: string, dir: string, appVersion: string, ajv: Ajv): DiscoveredPlugin | RejectedPlugin {
   if (!PLUGIN_NAME_PATTERN.test(name)) return { name, reason: `plugin folder name must match ${PLUGIN_NAME_PATTERN}` };
   const file = join(dir, 'manifest.json');
   let manifest: unknown;
@@ -70,7 +72,7 @@ function loadPlugin(name: string, dir: string, appVersion: string): DiscoveredPl
     if (seen.has(decl.name)) return { name, reason: `tool "${decl.name}" is declared twice` };
     seen.add(decl.name);
     try {
-      tools.push(compileTool(decl, name));
+      tools.push(compileTool(decl, name, ajv));
     } catch (err) {
       return { name, reason: `tool "${decl.name}": arguments_schema does not compile: ${(err as Error).message}` };
     }
@@ -88,11 +90,17 @@ function loadPlugin(name: string, dir: string, appVersion: string): DiscoveredPl
 export function discoverPlugins(pluginsDir: string, appVersion: string, reservedTools: readonly string[]): Discovery {
   const result: Discovery = { plugins: [], rejected: [] };
   if (!existsSync(pluginsDir)) return result;
-  const names = readdirSync(pluginsDir)
-    .filter((n) => !n.startsWith('.') && statSync(join(pluginsDir, n)).isDirectory() && existsSync(join(pluginsDir, n, 'manifest.json')))
-    .sort();
+  const isPluginDir = (n: string): boolean => {
+    try {
+      return !n.startsWith('.') && statSync(join(pluginsDir, n)).isDirectory() && existsSync(join(pluginsDir, n, 'manifest.json'));
+    } catch {
+      return false; // a dangling link or unreadable entry is not a plugin
+    }
+  };
+  const names = readdirSync(pluginsDir).filter(isPluginDir).sort();
+  const ajv = createAjv();
   for (const name of names) {
-    const loaded = loadPlugin(name, join(pluginsDir, name), appVersion);
+    const loaded = loadPlugin(name, join(pluginsDir, name), appVersion, ajv);
     if ('manifest' in loaded) result.plugins.push(loaded);
     else result.rejected.push(loaded);
   }

@@ -31,12 +31,20 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
   private host: Buffer | null = null;
   private readonly inFlight = new Map<string, InFlight>();
   private readonly hooks = new Map<string, (r: Extract<HostToCore, { t: 'hook_result' }>) => void>();
-  private loop: Promise<void> = Promise.resolve();
+  private loops: Promise<void>[] = [];
 
   async open(endpoint: string): Promise<void> {
-    this.router.events.on('disconnect', () => this.hostLost());
     await this.router.bind(endpoint);
-    this.loop = this.receive();
+    this.loops = [this.receive(), this.watch()];
+  }
+
+  /** A dropped connection (crash, kill, heartbeat timeout) means the host is gone. */
+  private async watch(): Promise<void> {
+    try {
+      for await (const event of this.router.events) if (event.type === 'disconnect') this.hostLost();
+    } catch {
+      // the socket closed
+    }
   }
 
   get connected(): boolean {
@@ -161,6 +169,6 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
   async close(): Promise<void> {
     this.failAll();
     this.router.close();
-    await this.loop.catch(() => undefined);
+    await Promise.all(this.loops.map((l) => l.catch(() => undefined)));
   }
 }

@@ -35,4 +35,4 @@ export function describeFailure(errors: ErrorObject[] | null | undefined): Schem
   return { field, message: `${field || 'value'} ${error.message ?? 'is invalid'}` };
 }
 
-export type { ValidateFunction };
+export type { Ajv, ValidateFunction };

@@ -60,6 +60,16 @@ describe('createSanitizer().scrub: well-known credential shapes', () => {
     expect(scrub(pem)).toBe(R);
   });
 
+  it('redacts an unencrypted PKCS#8 block and a truncated block to the end of the text', () => {
+    expect(scrub('-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----')).toBe(R);
+    expect(scrub('oops -----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIIrYSSNQFaA2Hwf1duRSxKtLYX5CB04fSeQ6tF1aY\n')).toBe(`oops ${R}`);
+  });
+
+  it('redacts every occurrence in one string', () => {
+    const out = scrub('a AKIAIOSFODNN7EXAMPLE b AKIAI44QH8DHBEXAMPLE c');
+    expect(out).toBe(`a ${R} b ${R} c`);
+  });
+
   it('redacts the value of password=… but keeps the key name', () => {
     const out = scrub('connect with password=hunter2secret&user=bob');
     expect(out).toBe(`connect with password=${R}&user=bob`);

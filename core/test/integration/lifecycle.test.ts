@@ -1,0 +1,78 @@
+// Plugin host lifecycle: crashes, restarts, start-up conflicts and the shutdown sequence.
+import { describe, expect, it } from '@jest/globals';
+import { join } from 'node:path';
+import { FIXTURES, Stack, sleep, until } from '../harness.js';
+import { StartupError } from '../../src/protocol/errors.js';
+
+describe('plugin host failure', () => {
+  it('a killed plugin host costs callers PLUGIN_UNAVAILABLE, never the core; a restarted host serves again', async () => {
+    const stack = await Stack.start({ plugins: ['echo', 'slowstop'] });
+    try {
+      const session = await stack.openSession('family');
+      const inFlight = stack.ipc(session, 'tool.invoke.hold', { ms: 5000 });
+      await until(() => stack.core.catalog.state('slowstop') === 'healthy' && stack.hostOutput !== null);
+      await sleep(200);
+      await stack.killHost();
+      const held = await inFlight;
+      expect(held.err).toMatchObject({ code: 'PLUGIN_UNAVAILABLE', stage: 6, retriable: true });
+
+      const during = await stack.ipc(session, 'tool.invoke.echo', { text: 'x' });
+      expect(during.err).toMatchObject({ code: 'PLUGIN_UNAVAILABLE', stage: 6 });
+      const info = await stack.ipc(session, 'tool.invoke.get_session_info', {});
+      expect(info.code).toBe(0);
+
+      stack.startHost();
+      await until(() => stack.core.catalog.state('echo') === 'healthy', 10000);
+      const after = await stack.ipc(session, 'tool.invoke.echo', { text: 'back' });
+      expect(after.out.echoed.text).toBe('back');
+    } finally {
+      await stack.stop();
+    }
+  });
+
+  it('the core boots and serves intrinsics when every plugin fails', async () => {
+    const stack = await Stack.start({ plugins: ['netfail', 'crashinit', 'badconfig'] });
+    try {
+      const session = await stack.openSession('main');
+      const info = await stack.ipc(session, 'tool.invoke.get_session_info', {});
+      expect(info.out.plugins.healthy).toEqual([]);
+      expect(info.out.plugins.failed).toHaveLength(3);
+      const tools = await stack.ipc(session, 'tool.invoke.list_tools', {});
+      expect(tools.out.tools.map((t: { name: string }) => t.name).sort()).toEqual(['get_diagnostics', 'get_session_info', 'list_tools']);
+    } finally {
+      await stack.stop();
+    }
+  });
+});
+
+describe('start-up conflicts', () => {
+  it('two plugins declaring one tool stop start-up, naming both', async () => {
+    const attempt = Stack.start({ plugins: ['echo'], extraPluginDirs: { 'echo-copy': join(FIXTURES, 'echo') } });
+    await expect(attempt).rejects.toThrow(StartupError);
+    await expect(attempt).rejects.toThrow(/"echo".*"echo-copy"|"echo-copy".*"echo"/);
+  });
+});
+
+describe('shutdown sequence', () => {
+  it('drains in-flight requests, refuses new ones, forces a hung shutdown and records each outcome', async () => {
+    const stack = await Stack.start({ plugins: ['echo', 'slowstop'], config: { shutdown_timeout_ms: 300 } });
+    const session = await stack.openSession('family');
+    const held = stack.ipc(session, 'tool.invoke.hold', { ms: 700 });
+    await sleep(150);
+    const stopping = stack.core.stop();
+    const refused = await stack.ipc(session, 'tool.invoke.echo', { text: 'late' });
+    expect(refused.err).toMatchObject({ code: 'PLUGIN_UNAVAILABLE', stage: 6 });
+    const finished = await held;
+    expect(finished.code).toBe(0);
+    expect(finished.out).toEqual({ held: 700 });
+    await stopping;
+    const entries = await stack.auditEntries();
+    const outcome = (plugin: string) => entries.find((e) => e.stage === 'plugin' && e.source === plugin && e.reason?.startsWith('shutdown'))?.reason;
+    expect(outcome('echo')).toBe('shutdown clean');
+    expect(outcome('slowstop')).toBe('shutdown timeout-forced');
+    const drained = entries.filter((e) => e.stage === 'response' && e.topic === 'tool.invoke.echo' && e.code === 'PLUGIN_UNAVAILABLE');
+    expect(drained.length).toBe(1);
+    await until(() => stack.host?.exitCode !== null || stack.host?.signalCode !== null, 5000);
+    await stack.stop();
+  });
+});

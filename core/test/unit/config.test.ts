@@ -1,0 +1,134 @@
+import { describe, it, expect, beforeEach, afterEach } from '@jest/globals';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig, parseConfig } from '../../src/config.js';
+import { StartupError } from '../../src/protocol/errors.js';
+
+function startupError(fn: () => unknown): StartupError {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(StartupError);
+    return err as StartupError;
+  }
+  throw new Error('expected a StartupError');
+}
+
+const DEFAULTS = {
+  groups: {},
+  default_group: { tools: ['*'], plugins: ['*'] },
+  rate_limit: { per_minute: 120, burst: 30 },
+  tool_rate_limits: {},
+  handler_timeout_ms: 30_000,
+  confirmation_timeout_ms: 300_000,
+  shutdown_timeout_ms: 10_000,
+  plugins: {},
+};
+
+describe('parseConfig', () => {
+  it('fills in every default for an empty object', () => {
+    expect(parseConfig({})).toEqual(DEFAULTS);
+  });
+
+  it('treats null/undefined as an empty configuration', () => {
+    expect(parseConfig(undefined)).toEqual(DEFAULTS);
+    expect(parseConfig(null)).toEqual(DEFAULTS);
+  });
+
+  it('does not mutate its input', () => {
+    const raw = { groups: { main: {} } };
+    parseConfig(raw);
+    expect(raw).toEqual({ groups: { main: {} } });
+  });
+
+  it('does not share default objects between calls', () => {
+    const a = parseConfig({});
+    a.default_group.tools.push('mutated');
+    a.rate_limit.burst = 1;
+    const b = parseConfig({});
+    expect(b.default_group.tools).toEqual(['*']);
+    expect(b.rate_limit.burst).toBe(30);
+  });
+
+  it('fills policy defaults inside listed groups and burst inside rate limits', () => {
+    const c = parseConfig({ groups: { family: { tools: ['echo'] } }, tool_rate_limits: { echo: { per_minute: 5 } } });
+    expect(c.groups.family).toEqual({ tools: ['echo'], plugins: ['*'] });
+    expect(c.tool_rate_limits.echo).toEqual({ per_minute: 5, burst: 20 });
+  });
+
+  it('keeps provided values', () => {
+    const c = parseConfig({ handler_timeout_ms: 5, rate_limit: { per_minute: 10, burst: 2 }, plugins: { echo: { a: 1 } } });
+    expect(c.handler_timeout_ms).toBe(5);
+    expect(c.rate_limit).toEqual({ per_minute: 10, burst: 2 });
+    expect(c.plugins).toEqual({ echo: { a: 1 } });
+  });
+
+  it('rejects an unknown top-level key with CONFIG_INVALID naming it', () => {
+    const err = startupError(() => parseConfig({ rate_limits: {} }, 'carapace.json'));
+    expect(err.code).toBe('CONFIG_INVALID');
+    expect(err.message).toContain('carapace.json');
+    expect(err.message).toContain('rate_limits');
+  });
+
+  it('rejects an unknown key nested in a group, with the field path', () => {
+    const err = startupError(() => parseConfig({ groups: { main: { tool: ['x'] } } }));
+    expect(err.code).toBe('CONFIG_INVALID');
+    expect(err.message).toContain('groups.main.tool');
+  });
+
+  it('rejects a bad group name key', () => {
+    const err = startupError(() => parseConfig({ groups: { 'bad name!': {} } }));
+    expect(err.code).toBe('CONFIG_INVALID');
+    expect(err.message).toContain('groups');
+  });
+
+  it('rejects wrong types and out-of-range values', () => {
+    expect(startupError(() => parseConfig({ handler_timeout_ms: '30' })).message).toContain('handler_timeout_ms');
+    expect(startupError(() => parseConfig({ shutdown_timeout_ms: 0 })).message).toContain('shutdown_timeout_ms');
+    expect(startupError(() => parseConfig({ rate_limit: { per_minute: 0 } })).message).toContain('rate_limit.per_minute');
+    expect(startupError(() => parseConfig({ rate_limit: { burst: 3 } })).message).toContain('per_minute');
+    expect(startupError(() => parseConfig([])).code).toBe('CONFIG_INVALID');
+  });
+});
+
+describe('loadConfig', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'carapace-config-'));
+  });
+  afterEach(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('returns all defaults for a missing file', () => {
+    expect(loadConfig(join(dir, 'absent.json'))).toEqual(DEFAULTS);
+  });
+
+  it('reads and validates a present file', () => {
+    const file = join(dir, 'carapace.json');
+    writeFileSync(file, JSON.stringify({ groups: { main: { tools: ['echo'], plugins: ['echo'] } }, confirmation_timeout_ms: 1000 }));
+    const c = loadConfig(file);
+    expect(c.groups.main).toEqual({ tools: ['echo'], plugins: ['echo'] });
+    expect(c.confirmation_timeout_ms).toBe(1000);
+    expect(c.handler_timeout_ms).toBe(30_000);
+  });
+
+  it('throws CONFIG_INVALID naming the file for invalid JSON', () => {
+    const file = join(dir, 'carapace.json');
+    writeFileSync(file, '{ "groups": ');
+    const err = startupError(() => loadConfig(file));
+    expect(err.code).toBe('CONFIG_INVALID');
+    expect(err.message).toContain(file);
+    expect(err.message).toMatch(/not valid JSON/);
+  });
+
+  it('throws CONFIG_INVALID naming the file and field for a schema failure', () => {
+    const file = join(dir, 'carapace.json');
+    writeFileSync(file, JSON.stringify({ unknown_option: true }));
+    const err = startupError(() => loadConfig(file));
+    expect(err.code).toBe('CONFIG_INVALID');
+    expect(err.message).toContain(file);
+    expect(err.message).toContain('unknown_option');
+  });
+});
