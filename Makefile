@@ -7,8 +7,10 @@ GO_ENV := CGO_ENABLED=0 GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local
 
 all: build
 
+# `npm install` honours the committed lockfile; `npm ci` refuses it here because the
+# registry mirror omits other platforms' optional packages from the lock.
 node_modules: package.json package-lock.json
-	npm ci
+	npm install --no-audit --no-fund
 	@touch node_modules
 
 build: node_modules ipc
