@@ -30,7 +30,8 @@ bench: build
 
 # Follow the JSONL audit log in a form a person can read.
 logs:
-	@node dist/core/src/audit/pretty.js --follow volumes/logs/audit.jsonl
+	@touch volumes/logs/audit.jsonl
+	@tail -n 100 -F volumes/logs/audit.jsonl | node dist/core/src/audit/pretty.js
 
 up:
 	docker compose up -d

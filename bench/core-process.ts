@@ -1,0 +1,120 @@
+// Benchmark core: a real Core in its own process (so its RSS and CPU are its own), plus
+// the real plugin host as a child process, serving the echo fixture plugin.
+//
+//   node dist/bench/core-process.js <sessions>
+//
+// Prints one JSON line on stdout once echo is healthy:
+//   {"sessions":[{"id","socketPath"}...],"pid","hostPid","dir","startupMs"}
+// Stops gracefully on SIGTERM/SIGINT, or when stdin closes (the driver went away).
+// Extra node flags for the plugin host (e.g. --cpu-prof) come from BENCH_HOST_NODE_ARGS.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseConfig } from '../core/src/config.js';
+import { Core } from '../core/src/core.js';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const FIXTURES = join(ROOT, 'core/test/fixtures/plugins');
+const FIXTURE_HANDLERS = join(ROOT, 'dist/core/test/fixtures/plugins');
+const HOST_MAIN = join(ROOT, 'dist/core/plugin-host/main.js');
+
+/** High enough that the bench measures the pipeline, not the limiter. */
+const RAW_CONFIG = {
+  rate_limit: { per_minute: 100_000_000, burst: 1_000_000 },
+  handler_timeout_ms: 10_000,
+  shutdown_timeout_ms: 5_000,
+};
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const log = (msg: string): void => void process.stderr.write(`[core-process] ${msg}\n`);
+
+async function main(): Promise<void> {
+  const count = Number(process.argv[2] ?? '8');
+  if (!Number.isInteger(count) || count < 1 || count > 1024) throw new Error(`bad session count: ${process.argv[2]}`);
+  const t0 = performance.now();
+
+  const dir = mkdtempSync(join(tmpdir(), 'cp-bench-'));
+  const runDir = join(dir, 'run');
+  const pluginsDir = join(dir, 'plugins');
+  const configFile = join(dir, 'carapace.json');
+  mkdirSync(runDir, { recursive: true });
+  mkdirSync(pluginsDir, { recursive: true });
+  symlinkSync(join(FIXTURES, 'echo'), join(pluginsDir, 'echo'));
+  writeFileSync(configFile, JSON.stringify(RAW_CONFIG));
+
+  let core: Core | null = null;
+  let host: ChildProcess | null = null;
+  let hostOutput = '';
+  let stopping: Promise<void> | null = null;
+
+  const stop = (code: number): Promise<void> =>
+    (stopping ??= (async () => {
+      try {
+        await core?.stop();
+      } catch (err) {
+        log(`core.stop failed: ${String(err)}`);
+      }
+      const h = host;
+      if (h && h.exitCode === null && h.signalCode === null) {
+        const exited = new Promise((r) => h.once('exit', r));
+        const timer = setTimeout(() => h.kill('SIGKILL'), 5000);
+        await exited;
+        clearTimeout(timer);
+      }
+      rmSync(dir, { recursive: true, force: true });
+      process.exit(code);
+    })());
+
+  process.once('SIGTERM', () => void stop(0));
+  process.once('SIGINT', () => void stop(0));
+  process.stdin.on('end', () => void stop(0));
+  process.stdin.on('error', () => void stop(0));
+  process.stdin.resume();
+
+  try {
+    core = await Core.start({ runDir, pluginsDir, auditFile: join(dir, 'logs', 'audit.jsonl'), config: parseConfig(RAW_CONFIG) });
+    const hostArgs = (process.env.BENCH_HOST_NODE_ARGS ?? '').split(' ').filter(Boolean);
+    host = spawn(process.execPath, [...hostArgs, HOST_MAIN], {
+      env: {
+        PATH: process.env.PATH,
+        CARAPACE_RUN_DIR: runDir,
+        CARAPACE_PLUGINS_DIR: pluginsDir,
+        CARAPACE_HANDLERS_DIR: FIXTURE_HANDLERS,
+        CARAPACE_CONFIG: configFile,
+        CARAPACE_DATA_DIR: join(dir, 'data'),
+        CARAPACE_LOG_DIR: join(dir, 'logs'),
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const keep = (d: Buffer): void => void (hostOutput = (hostOutput + d.toString()).slice(-16_384));
+    host.stdout?.on('data', keep);
+    host.stderr?.on('data', keep);
+    host.once('exit', (code, signal) => {
+      if (!stopping) log(`plugin host exited unexpectedly (code ${code}, signal ${signal})\n${hostOutput}`);
+    });
+
+    const deadline = Date.now() + 20_000;
+    while (core.catalog.state('echo') !== 'healthy') {
+      if (Date.now() > deadline) throw new Error(`echo did not become healthy (state ${core.catalog.state('echo')})\n${hostOutput}`);
+      await sleep(5);
+    }
+
+    const sessions = [];
+    for (let i = 0; i < count; i++) {
+      const s = await core.openSession(`bench${i}`);
+      sessions.push({ id: s.id, socketPath: s.socketPath });
+    }
+    const ready = { sessions, pid: process.pid, hostPid: host.pid ?? null, dir, startupMs: Math.round((performance.now() - t0) * 10) / 10 };
+    process.stdout.write(`${JSON.stringify(ready)}\n`);
+  } catch (err) {
+    log(`start failed: ${String((err as Error)?.stack ?? err)}`);
+    await stop(1);
+  }
+}
+
+main().catch((err: unknown) => {
+  log(String((err as Error)?.stack ?? err));
+  process.exit(1);
+});
