@@ -132,3 +132,13 @@ describe('loadConfig', () => {
     expect(err.message).toContain('unknown_option');
   });
 });
+
+describe('the shipped example configuration', () => {
+  it('is valid as it stands', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { fileURLToPath } = await import('node:url');
+    const file = fileURLToPath(new URL('../../../../volumes/config/carapace.example.json', import.meta.url));
+    const config = parseConfig(JSON.parse(readFileSync(file, 'utf8')));
+    expect(config.groups.main.tools).toEqual(['*']);
+  });
+});
