@@ -5,7 +5,7 @@
 //
 // Prints one JSON line on stdout once echo is healthy:
 //   {"sessions":[{"id","socketPath"}...],"pid","hostPid","dir","startupMs"}
-// Stops gracefully on SIGTERM/SIGINT, or when stdin closes (the driver went away).
+// Stops gracefully on SIGTERM/SIGINT, or (with BENCH_WATCH_STDIN=1) when stdin closes.
 // Extra node flags for the plugin host (e.g. --cpu-prof) come from BENCH_HOST_NODE_ARGS.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -69,9 +69,12 @@ async function main(): Promise<void> {
 
   process.once('SIGTERM', () => void stop(0));
   process.once('SIGINT', () => void stop(0));
-  process.stdin.on('end', () => void stop(0));
-  process.stdin.on('error', () => void stop(0));
-  process.stdin.resume();
+  if (process.env.BENCH_WATCH_STDIN === '1') {
+    // The driver holds our stdin: if it goes away without stopping us, stop anyway.
+    process.stdin.on('end', () => void stop(0));
+    process.stdin.on('error', () => void stop(0));
+    process.stdin.resume();
+  }
 
   try {
     core = await Core.start({ runDir, pluginsDir, auditFile: join(dir, 'logs', 'audit.jsonl'), config: parseConfig(RAW_CONFIG) });

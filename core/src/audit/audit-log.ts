@@ -4,7 +4,7 @@ import pino from 'pino';
 
 export type AuditStage =
   | 'envelope' | 'topic' | 'payload' | 'authorize' | 'rate_limit' | 'confirm' | 'route'
-  | 'handler' | 'sanitize' | 'response' | 'plugin' | 'event' | 'session' | 'core';
+  | 'handler' | 'sanitize' | 'response' | 'plugin' | 'event' | 'session' | 'core' | 'llm' | 'agent';
 
 export type AuditOutcome = 'passed' | 'routed' | 'rejected' | 'sanitized' | 'error' | 'ok' | 'dropped' | 'pending';
 

@@ -1,0 +1,76 @@
+// The LLM proxy: the session token is swapped for the real key, streaming passes
+// through, usage is audited, and nothing else gets through.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { AuditLog } from '../../src/audit/audit-log.js';
+import { LlmProxy, type LlmSession } from '../../src/llm/llm-proxy.js';
+import { AnthropicStandIn } from '../support/anthropic-standin.js';
+
+const REAL_KEY = 'sk-ant-api03-real-key-never-in-a-container';
+let dir: string;
+let standIn: AnthropicStandIn;
+let audit: AuditLog;
+let proxy: LlmProxy;
+let session: LlmSession;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'cp-llm-'));
+  standIn = new AnthropicStandIn(() => [{ type: 'text', text: 'hello from the model' }]);
+  const upstream = await standIn.start();
+  audit = new AuditLog(join(dir, 'audit.jsonl'), (s) => s);
+  proxy = new LlmProxy({ upstream, credential: { apiKey: REAL_KEY }, audit });
+  session = await proxy.open('agent-1', 'family', join(dir, 'llm.sock'));
+});
+
+afterAll(async () => {
+  await proxy.close('agent-1');
+  await standIn.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function post(path: string, body: unknown, headers: Record<string, string>): Promise<{ status: number; text: string; headers: Record<string, unknown> }> {
+  return new Promise((resolve, reject) => {
+    const payload = JSON.stringify(body);
+    const req = request({ socketPath: session.socketPath, path, method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', ...headers } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), headers: res.headers }));
+    });
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+describe('LLM proxy', () => {
+  it('swaps the session token for the real key and returns the model answer', async () => {
+    const r = await post('/v1/messages', { model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': session.token });
+    expect(r.status).toBe(200);
+    expect(JSON.parse(r.text).content[0].text).toBe('hello from the model');
+    const seen = standIn.requests.at(-1)!;
+    expect(seen.headers['x-api-key']).toBe(REAL_KEY);
+    expect(JSON.stringify(seen.headers)).not.toContain(session.token);
+    expect(seen.headers['anthropic-version']).toBe('2023-06-01');
+  });
+
+  it('streams server-sent events through and audits token usage', async () => {
+    const r = await post('/v1/messages', { model: 'm', max_tokens: 10, stream: true, messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${session.token}` });
+    expect(r.status).toBe(200);
+    expect(r.headers['content-type']).toContain('text/event-stream');
+    expect(r.text).toContain('event: message_start');
+    expect(r.text).toContain('hello from the model');
+    const entry = audit.query({ session: 'agent-1' }).at(-1);
+    expect(entry).toMatchObject({ stage: 'llm', outcome: 'ok', group: 'family' });
+    expect(entry?.reason).toContain('input_tokens 12; output_tokens 7');
+  });
+
+  it('refuses a wrong or missing token, and paths outside /v1/', async () => {
+    const before = standIn.requests.length;
+    expect((await post('/v1/messages', {}, { 'x-api-key': 'sk-ant-guess' })).status).toBe(401);
+    expect((await post('/v1/messages', {}, {})).status).toBe(401);
+    expect((await post('/admin', {}, { 'x-api-key': session.token })).status).toBe(404);
+    expect(standIn.requests.length).toBe(before);
+  });
+});

@@ -1,0 +1,104 @@
+// A scripted stand-in for the Anthropic Messages API, speaking its real wire format:
+// JSON responses, or server-sent events when the request asks to stream. A policy
+// function decides each reply from the request, so a real Claude Code CLI can be led
+// through a conversation with tool_use blocks.
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export type Block = { type: 'text'; text: string } | { type: 'tool_use'; id?: string; name: string; input: Record<string, unknown> };
+
+export interface RecordedRequest {
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: any;
+}
+
+export type Policy = (request: RecordedRequest) => Block[];
+
+export class AnthropicStandIn {
+  readonly requests: RecordedRequest[] = [];
+  private server: Server | null = null;
+  private counter = 0;
+
+  constructor(public policy: Policy) {}
+
+  async start(host = '127.0.0.1'): Promise<string> {
+    this.server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        let body: any = null;
+        try {
+          body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : null;
+        } catch {
+          body = null;
+        }
+        const recorded: RecordedRequest = { path: (req.url ?? '').split('?')[0], headers: req.headers, body };
+        this.requests.push(recorded);
+        if (req.method !== 'POST' || !recorded.path.startsWith('/v1/messages')) {
+          res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ type: 'error', error: { type: 'not_found_error', message: 'not here' } }));
+          return;
+        }
+        if (recorded.path === '/v1/messages/count_tokens') {
+          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ input_tokens: 10 }));
+          return;
+        }
+        const blocks = this.policy(recorded).map((b) => (b.type === 'tool_use' ? { ...b, id: b.id ?? `toolu_${++this.counter}` } : b));
+        const message = {
+          id: `msg_${++this.counter}`,
+          type: 'message',
+          role: 'assistant',
+          model: body?.model ?? 'claude-standin',
+          content: blocks,
+          stop_reason: blocks.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn',
+          stop_sequence: null,
+          usage: { input_tokens: 12, output_tokens: 7 },
+        };
+        if (body?.stream) this.stream(res, message);
+        else res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(message));
+      });
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, host, resolve));
+    const { port } = this.server.address() as AddressInfo;
+    return `http://${host}:${port}`;
+  }
+
+  private stream(res: import('node:http').ServerResponse, message: { content: Block[]; usage: { input_tokens: number; output_tokens: number } } & Record<string, unknown>): void {
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    const send = (event: string, data: unknown) => res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    send('message_start', { type: 'message_start', message: { ...message, content: [], stop_reason: null, usage: { input_tokens: message.usage.input_tokens, output_tokens: 1 } } });
+    message.content.forEach((block, index) => {
+      if (block.type === 'text') {
+        send('content_block_start', { type: 'content_block_start', index, content_block: { type: 'text', text: '' } });
+        send('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'text_delta', text: block.text } });
+      } else {
+        send('content_block_start', { type: 'content_block_start', index, content_block: { type: 'tool_use', id: block.id, name: block.name, input: {} } });
+        send('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: JSON.stringify(block.input) } });
+      }
+      send('content_block_stop', { type: 'content_block_stop', index });
+    });
+    send('message_delta', { type: 'message_delta', delta: { stop_reason: message.stop_reason, stop_sequence: null }, usage: { output_tokens: message.usage.output_tokens } });
+    send('message_stop', { type: 'message_stop' });
+    res.end();
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    if (!server) return;
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+}
+
+/** The text of every tool_result in a request's conversation, oldest first. */
+export function toolResults(request: RecordedRequest): string[] {
+  const out: string[] = [];
+  for (const message of request.body?.messages ?? []) {
+    if (!Array.isArray(message.content)) continue;
+    for (const block of message.content) {
+      if (block.type !== 'tool_result') continue;
+      out.push(typeof block.content === 'string' ? block.content : (block.content ?? []).map((c: { text?: string }) => c.text ?? '').join(''));
+    }
+  }
+  return out;
+}
