@@ -27,6 +27,19 @@ export interface CoreConfig {
   confirmation_timeout_ms: number;
   shutdown_timeout_ms: number;
   plugins: Record<string, JsonObject>;
+  agents: AgentSettings;
+}
+
+export interface AgentSettings {
+  image: string;
+  /** "legacy": no network, model through the core's LLM proxy. */
+  mode: 'legacy';
+  idle_timeout_ms: number;
+  /** A run longer than this is a hung agent: killed, and the user told. */
+  run_timeout_ms: number;
+  memory_mb: number;
+  cpus: number;
+  pids: number;
 }
 
 const policySchema = {
@@ -61,6 +74,20 @@ export const configSchema = {
     confirmation_timeout_ms: { type: 'integer', minimum: 1, default: 300_000 },
     shutdown_timeout_ms: { type: 'integer', minimum: 1, default: 10_000 },
     plugins: { type: 'object', additionalProperties: { type: 'object' }, default: {} },
+    agents: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        image: { type: 'string', minLength: 1, default: 'carapace-agent:latest' },
+        mode: { enum: ['legacy'], default: 'legacy' },
+        idle_timeout_ms: { type: 'integer', minimum: 1000, default: 900_000 },
+        run_timeout_ms: { type: 'integer', minimum: 1000, default: 600_000 },
+        memory_mb: { type: 'integer', minimum: 128, default: 1024 },
+        cpus: { type: 'number', exclusiveMinimum: 0, default: 1 },
+        pids: { type: 'integer', minimum: 16, default: 256 },
+      },
+    },
   },
 };
 

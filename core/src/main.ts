@@ -1,7 +1,11 @@
 // The core process: load configuration, start, serve until SIGTERM, then shut down
 // gracefully. A configuration problem is one clear line and exit code 1.
 import pino from 'pino';
+import { join } from 'node:path';
 import { startAdminApi } from './admin/http-api.js';
+import { AgentManager } from './agents/agent-manager.js';
+import { DockerRuntime } from './agents/docker-runtime.js';
+import { LlmProxy } from './llm/llm-proxy.js';
 import { loadConfig } from './config.js';
 import { Core } from './core.js';
 import { StartupError } from './protocol/errors.js';
@@ -19,10 +23,28 @@ async function main(): Promise<void> {
     Number(process.env.CARAPACE_ADMIN_PORT || 8780),
     process.env.CARAPACE_ADMIN_TOKEN || undefined,
   );
-  log.info({ runDir: paths.runDir, plugins: core.catalog.pluginNames() }, 'core started');
+  const llm = new LlmProxy({
+    upstream: process.env.CARAPACE_MODEL_API_URL || 'https://api.anthropic.com',
+    credential: { apiKey: process.env.ANTHROPIC_API_KEY || undefined, oauthToken: process.env.CLAUDE_CODE_OAUTH_TOKEN || undefined },
+    audit: core.audit,
+  });
+  const agents = new AgentManager(core, new DockerRuntime(), llm, config.agents, {
+    groupsDir: paths.groupsDir,
+    stateDir: join(paths.dataDir, 'agents'),
+    agentImageDir: paths.agentImageDir,
+  }, () => Object.keys(config.groups));
+  const orphans = await agents.removeOrphans();
+  core.on('event', (event) => {
+    agents.onEvent(event)?.catch((err: unknown) => log.error({ err, group: event.group }, 'agent run failed'));
+  });
+  log.info({ runDir: paths.runDir, plugins: core.catalog.pluginNames(), orphansRemoved: orphans }, 'core started');
   const stop = (): void => {
     log.info('stopping');
-    void admin.close().then(() => core.stop()).then(() => process.exit(0));
+    void admin
+      .close()
+      .then(() => agents.stop())
+      .then(() => core.stop())
+      .then(() => process.exit(0));
   };
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);

@@ -8,6 +8,8 @@ export interface Paths {
   configFile: string;
   logDir: string;
   dataDir: string;
+  groupsDir: string;
+  agentImageDir: string;
 }
 
 export function pathsFromEnv(env: NodeJS.ProcessEnv = process.env): Paths {
@@ -20,6 +22,8 @@ export function pathsFromEnv(env: NodeJS.ProcessEnv = process.env): Paths {
     configFile: at('CARAPACE_CONFIG', 'volumes/config/carapace.json'),
     logDir,
     dataDir: at('CARAPACE_DATA_DIR', 'volumes/data'),
+    groupsDir: at('CARAPACE_GROUPS_DIR', 'volumes/groups'),
+    agentImageDir: at('CARAPACE_AGENT_IMAGE_DIR', 'agent-image'),
   };
 }
 

@@ -1,0 +1,197 @@
+// Event-to-agent logic and the container lifecycle. Each group has at most one live
+// agent container, handles its messages one at a time in order, keeps it warm until
+// an idle timeout, and never shares it with another group.
+import { chownSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { AgentSettings } from '../config.js';
+import type { Core } from '../core.js';
+import type { LlmProxy } from '../llm/llm-proxy.js';
+import type { EventEnvelope } from '../protocol/envelope.js';
+import { renderBrief } from './memory-brief.js';
+import { promptFor } from './prompt.js';
+import type { AgentRuntime, MountSpec } from './runtime.js';
+import { writeSkills } from './skills.js';
+
+const AGENT_UID = 1000;
+const FORWARDER_PORT = 8089;
+
+export interface AgentPaths {
+  /** Group workspaces, mounted read-write at /workspace/group. */
+  groupsDir: string;
+  /** Claude Code state per group (read-write) and per-session read-only overlays. */
+  stateDir: string;
+  /** agent-image/: settings.json and the CLAUDE.md template. */
+  agentImageDir: string;
+}
+
+interface Agent {
+  group: string;
+  session: string;
+  container: string;
+  privateDir: string;
+  idle: NodeJS.Timeout | null;
+  runs: number;
+}
+
+export interface RunOutcome {
+  ok: boolean;
+  output: string;
+}
+
+export class AgentManager {
+  private readonly agents = new Map<string, Agent>();
+  private readonly queues = new Map<string, Promise<unknown>>();
+  private stopped = false;
+
+  constructor(
+    private readonly core: Core,
+    private readonly runtime: AgentRuntime,
+    private readonly llm: LlmProxy,
+    private readonly settings: AgentSettings,
+    private readonly paths: AgentPaths,
+    private readonly knownGroups: () => string[],
+  ) {}
+
+  /** Removes containers left by an earlier core: their socket mounts point at nothing now. */
+  async removeOrphans(): Promise<number> {
+    const orphans = await this.runtime.listManaged();
+    await Promise.all(orphans.map((o) => this.runtime.remove(o.id)));
+    return orphans.length;
+  }
+
+  /** message.inbound and task.triggered for a known group start (or reuse) its agent. */
+  onEvent(event: EventEnvelope): Promise<RunOutcome> | null {
+    const audit = (reason: string) =>
+      this.core.audit.record({ group: event.group, session: null, source: event.source, topic: event.topic, correlation: null, stage: 'agent', outcome: 'dropped', reason });
+    if (event.topic !== 'message.inbound' && event.topic !== 'task.triggered') return null;
+    if (event.group === null || !this.knownGroups().includes(event.group)) {
+      audit('no agent for an unknown group');
+      return null;
+    }
+    const prompt = promptFor(event);
+    if (prompt === null) {
+      audit('event carries no prompt');
+      return null;
+    }
+    return this.enqueue(event.group, prompt, event);
+  }
+
+  /** Runs prompts for one group strictly one after another. */
+  enqueue(group: string, prompt: string, cause?: EventEnvelope): Promise<RunOutcome> {
+    const previous = this.queues.get(group) ?? Promise.resolve();
+    const next = previous.then(() => this.run(group, prompt, cause));
+    this.queues.set(group, next.catch(() => undefined));
+    return next;
+  }
+
+  private async run(group: string, prompt: string, cause?: EventEnvelope): Promise<RunOutcome> {
+    if (this.stopped) return { ok: false, output: 'stopping' };
+    const agent = this.agents.get(group) ?? (await this.spawn(group));
+    if (agent.idle) clearTimeout(agent.idle);
+    const trigger = cause ? { topic: cause.topic, event_id: cause.id } : {};
+    const args = ['claude', '-p', prompt, '--output-format', 'json'];
+    if (agent.runs > 0) args.push('--continue');
+    agent.runs++;
+    const result = await this.runtime.exec(agent.container, args, this.settings.run_timeout_ms);
+    if (result.timedOut) {
+      this.core.publish('agent.error', group, { session: agent.session, reason: 'timeout', limit_ms: this.settings.run_timeout_ms, ...trigger });
+      this.core.audit.record({ group, session: agent.session, source: 'core', topic: null, correlation: null, stage: 'agent', outcome: 'error', reason: `agent run exceeded ${this.settings.run_timeout_ms} ms; container killed` });
+      await this.retire(group);
+      return { ok: false, output: result.stdout };
+    }
+    const ok = result.exitCode === 0;
+    this.core.publish(ok ? 'agent.completed' : 'agent.error', group, { session: agent.session, exit_code: result.exitCode, ...trigger });
+    this.core.audit.record({ group, session: agent.session, source: 'core', topic: null, correlation: null, stage: 'agent', outcome: ok ? 'ok' : 'error', reason: ok ? 'agent run completed' : `agent exited ${String(result.exitCode)}`, detail: ok ? undefined : result.stderr.slice(-2000) });
+    agent.idle = setTimeout(() => void this.retire(group), this.settings.idle_timeout_ms);
+    agent.idle.unref();
+    return { ok, output: result.stdout };
+  }
+
+  private async spawn(group: string): Promise<Agent> {
+    const session = await this.core.openSession(group);
+    const sessionDir = join(session.socketPath, '..');
+    const privateDir = join(this.paths.stateDir, 'sessions', session.id);
+    try {
+      const llm = await this.llm.open(session.id, group, join(sessionDir, 'llm.sock'));
+      const workspace = this.ownedDir(join(this.paths.groupsDir, group));
+      const claudeState = this.ownedDir(join(this.paths.stateDir, 'claude', group));
+      mkdirSync(privateDir, { recursive: true });
+      const claudeMd = join(privateDir, 'CLAUDE.md');
+      writeFileSync(claudeMd, await this.instructions(group));
+      const skills = join(privateDir, 'skills');
+      writeSkills(skills, this.core.catalog);
+      const mounts: MountSpec[] = [
+        { source: sessionDir, target: '/run/carapace', readOnly: false },
+        { source: workspace, target: '/workspace/group', readOnly: false },
+        { source: claudeState, target: '/home/node/.claude', readOnly: false },
+        { source: join(this.paths.agentImageDir, 'settings.json'), target: '/home/node/.claude/settings.json', readOnly: true },
+        { source: claudeMd, target: '/home/node/.claude/CLAUDE.md', readOnly: true },
+        { source: skills, target: '/home/node/.claude/skills', readOnly: true },
+      ];
+      const container = await this.runtime.start({
+        name: `carapace-agent-${group}-${session.id.slice(-6)}`,
+        image: this.settings.image,
+        group,
+        session: session.id,
+        network: 'none',
+        mounts,
+        cmd: ['idle'],
+        env: [
+          `ANTHROPIC_BASE_URL=http://127.0.0.1:${FORWARDER_PORT}`,
+          `ANTHROPIC_API_KEY=${llm.token}`,
+          `CARAPACE_LLM_SOCKET=/run/carapace/llm.sock`,
+          `CARAPACE_LLM_PORT=${FORWARDER_PORT}`,
+          'DISABLE_AUTOUPDATER=1',
+          'CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1',
+        ],
+        limits: { memoryBytes: this.settings.memory_mb * 1024 * 1024, nanoCpus: Math.round(this.settings.cpus * 1e9), pids: this.settings.pids },
+      });
+      this.core.sessions.setContainer(session.id, container);
+      const agent: Agent = { group, session: session.id, container, privateDir, idle: null, runs: 0 };
+      this.agents.set(group, agent);
+      this.core.publish('agent.started', group, { session: session.id });
+      return agent;
+    } catch (err) {
+      await this.llm.close(session.id);
+      await this.core.closeSession(session.id);
+      rmSync(privateDir, { recursive: true, force: true });
+      this.core.publish('agent.error', group, { session: session.id, reason: 'spawn failed' });
+      throw err;
+    }
+  }
+
+  private async instructions(group: string): Promise<string> {
+    const template = readFileSync(join(this.paths.agentImageDir, 'CLAUDE.md'), 'utf8');
+    const brief = renderBrief(await this.core.memoryBrief(group));
+    return template.replaceAll('{{GROUP}}', group).replace('{{MEMORY_BRIEF}}', brief);
+  }
+
+  /** A directory the unprivileged agent user can write. */
+  private ownedDir(path: string): string {
+    if (!existsSync(path)) mkdirSync(path, { recursive: true });
+    if (process.getuid?.() === 0) chownSync(path, AGENT_UID, AGENT_UID);
+    return path;
+  }
+
+  /** Stops a group's agent: container, LLM endpoint, session socket, overlays. */
+  async retire(group: string): Promise<void> {
+    const agent = this.agents.get(group);
+    if (!agent) return;
+    this.agents.delete(group);
+    if (agent.idle) clearTimeout(agent.idle);
+    await this.runtime.remove(agent.container).catch(() => undefined);
+    await this.llm.close(agent.session);
+    await this.core.closeSession(agent.session);
+    rmSync(agent.privateDir, { recursive: true, force: true });
+  }
+
+  live(group: string): { session: string; container: string } | null {
+    const agent = this.agents.get(group);
+    return agent ? { session: agent.session, container: agent.container } : null;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await Promise.all([...this.agents.keys()].map((g) => this.retire(g)));
+  }
+}

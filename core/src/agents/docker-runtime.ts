@@ -1,0 +1,112 @@
+// The Docker runtime: hardened agent containers through dockerode. Every property here
+// is checked against a real engine by the tests (docker inspect).
+import { existsSync, readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { PassThrough } from 'node:stream';
+import Docker from 'dockerode';
+import { LABELS, type AgentRuntime, type AgentSpec, type ExecResult } from './runtime.js';
+
+const MAX_OUTPUT = 4 * 1024 * 1024;
+
+export class DockerRuntime implements AgentRuntime {
+  private readonly docker: Docker;
+  private pathMap: Promise<{ dest: string; source: string }[]> | null = null;
+
+  constructor(socketPath = process.env.DOCKER_HOST?.replace(/^unix:\/\//, '') || '/var/run/docker.sock') {
+    this.docker = new Docker({ socketPath });
+  }
+
+  /**
+   * The core may itself run in a container: bind sources must then be host paths.
+   * Its own container's mounts (from the Docker API) say where each of its paths lives.
+   */
+  private async hostPath(local: string): Promise<string> {
+    this.pathMap ??= (async () => {
+      if (!existsSync('/.dockerenv')) return [];
+      const id = readFileSync('/etc/hostname', 'utf8').trim() || hostname();
+      const info = await this.docker.getContainer(id).inspect().catch(() => null);
+      return (info?.Mounts ?? []).map((m) => ({ dest: m.Destination, source: m.Source })).sort((a, b) => b.dest.length - a.dest.length);
+    })();
+    for (const { dest, source } of await this.pathMap) {
+      if (local === dest || local.startsWith(`${dest}/`)) return source + local.slice(dest.length);
+    }
+    return local;
+  }
+
+  async start(spec: AgentSpec): Promise<string> {
+    const binds = await Promise.all(spec.mounts.map(async (m) => `${await this.hostPath(m.source)}:${m.target}:${m.readOnly ? 'ro' : 'rw'}`));
+    const container = await this.docker.createContainer({
+      name: spec.name,
+      Image: spec.image,
+      Cmd: spec.cmd,
+      Env: spec.env,
+      User: '1000:1000',
+      WorkingDir: '/workspace/group',
+      Labels: { [LABELS.managed]: 'true', [LABELS.group]: spec.group, [LABELS.session]: spec.session },
+      NetworkDisabled: spec.network === 'none',
+      HostConfig: {
+        Binds: binds,
+        NetworkMode: spec.network,
+        ReadonlyRootfs: true,
+        CapDrop: ['ALL'],
+        SecurityOpt: ['no-new-privileges'],
+        PidsLimit: spec.limits.pids,
+        Memory: spec.limits.memoryBytes,
+        MemorySwap: spec.limits.memoryBytes,
+        NanoCpus: spec.limits.nanoCpus,
+        Tmpfs: { '/tmp': 'rw,nosuid,nodev,size=256m' },
+        Init: true,
+        AutoRemove: false,
+      },
+    });
+    await container.start();
+    return container.id;
+  }
+
+  async exec(id: string, cmd: string[], timeoutMs: number): Promise<ExecResult> {
+    const container = this.docker.getContainer(id);
+    const exec = await container.exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true, User: '1000:1000', WorkingDir: '/workspace/group' });
+    const stream = await exec.start({ hijack: true, stdin: false });
+    const stdout = new PassThrough();
+    const stderr = new PassThrough();
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    let size = 0;
+    const keep = (into: Buffer[]) => (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= MAX_OUTPUT) into.push(chunk);
+    };
+    stdout.on('data', keep(out));
+    stderr.on('data', keep(err));
+    this.docker.modem.demuxStream(stream, stdout, stderr);
+    const finished = new Promise<boolean>((resolve) => {
+      stream.on('end', () => resolve(false));
+      stream.on('close', () => resolve(false));
+      stream.on('error', () => resolve(false));
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = await Promise.race([finished, new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), timeoutMs)))]);
+    clearTimeout(timer);
+    if (timedOut) {
+      stream.destroy();
+      return { exitCode: null, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), timedOut: true };
+    }
+    const info = await exec.inspect();
+    return { exitCode: info.ExitCode ?? null, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), timedOut: false };
+  }
+
+  async remove(id: string): Promise<void> {
+    await this.docker.getContainer(id).remove({ force: true, v: true }).catch((err: { statusCode?: number }) => {
+      if (err.statusCode !== 404) throw err;
+    });
+  }
+
+  async listManaged(): Promise<{ id: string; group: string | null }[]> {
+    const list = await this.docker.listContainers({ all: true, filters: { label: [`${LABELS.managed}=true`] } });
+    return list.map((c) => ({ id: c.Id, group: c.Labels[LABELS.group] ?? null }));
+  }
+
+  inspect(id: string): Promise<Docker.ContainerInspectInfo> {
+    return this.docker.getContainer(id).inspect();
+  }
+}

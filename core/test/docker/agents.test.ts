@@ -1,0 +1,149 @@
+// Agent containers on a real Docker engine: hardening checked through docker inspect,
+// and attacks tried from inside a running agent. Needs the carapace-agent image
+// (`make images`).
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { AgentManager } from '../../src/agents/agent-manager.js';
+import { DockerRuntime } from '../../src/agents/docker-runtime.js';
+import { LlmProxy } from '../../src/llm/llm-proxy.js';
+import { parseConfig } from '../../src/config.js';
+import { ROOT, Stack } from '../harness.js';
+import { AnthropicStandIn } from '../support/anthropic-standin.js';
+
+const REAL_KEY = 'sk-ant-api03-REAL-KEY-MUST-NOT-ENTER-CONTAINERS-0123456789';
+let stack: Stack;
+let runtime: DockerRuntime;
+let manager: AgentManager;
+let standIn: AnthropicStandIn;
+let container: string;
+let groupsDir: string;
+
+beforeAll(async () => {
+  stack = await Stack.start({ plugins: ['echo'], config: { groups: { family: {}, other: {} } } });
+  standIn = new AnthropicStandIn(() => [{ type: 'text', text: 'ok' }]);
+  const upstream = await standIn.start();
+  runtime = new DockerRuntime();
+  const llm = new LlmProxy({ upstream, credential: { apiKey: REAL_KEY }, audit: stack.core.audit });
+  groupsDir = join(stack.dir, 'groups');
+  mkdirSync(join(groupsDir, 'other'), { recursive: true });
+  writeFileSync(join(groupsDir, 'other', 'other-secret.txt'), 'belongs to other');
+  const settings = parseConfig({ agents: { run_timeout_ms: 60_000 } }).agents;
+  manager = new AgentManager(stack.core, runtime, llm, settings, { groupsDir, stateDir: join(stack.dir, 'state'), agentImageDir: join(ROOT, 'agent-image') }, () => ['family', 'other']);
+  await manager.removeOrphans();
+  await manager.enqueue('family', 'warm up').catch(() => undefined);
+  container = manager.live('family')!.container;
+}, 120_000);
+
+afterAll(async () => {
+  await manager?.stop();
+  await standIn?.stop();
+  await stack?.stop();
+});
+
+async function sh(script: string): Promise<{ code: number | null; out: string; err: string }> {
+  const r = await runtime.exec(container, ['sh', '-c', script], 30_000);
+  return { code: r.exitCode, out: r.stdout, err: r.stderr };
+}
+
+describe('hardening (docker inspect)', () => {
+  it('runs locked down', async () => {
+    const info = await runtime.inspect(container);
+    const host = info.HostConfig;
+    expect(info.Config.User).toBe('1000:1000');
+    expect(host.ReadonlyRootfs).toBe(true);
+    expect(host.CapDrop).toEqual(['ALL']);
+    expect(host.CapAdd ?? []).toEqual([]);
+    expect(host.Privileged).toBe(false);
+    expect(host.SecurityOpt).toContain('no-new-privileges');
+    expect(host.NetworkMode).toBe('none');
+    expect(host.PidsLimit).toBeGreaterThan(0);
+    expect(host.Memory).toBeGreaterThan(0);
+    expect(host.NanoCpus).toBeGreaterThan(0);
+    expect(Object.keys(host.Tmpfs ?? {})).toEqual(['/tmp']);
+  });
+
+  it('mounts exactly the spec table, with read-only overlays', async () => {
+    const info = await runtime.inspect(container);
+    const mounts = Object.fromEntries(info.Mounts.map((m) => [m.Destination, m.RW]));
+    expect(mounts).toEqual({
+      '/run/carapace': true,
+      '/workspace/group': true,
+      '/home/node/.claude': true,
+      '/home/node/.claude/settings.json': false,
+      '/home/node/.claude/CLAUDE.md': false,
+      '/home/node/.claude/skills': false,
+    });
+    expect(info.Mounts.some((m) => m.Source.includes('docker.sock'))).toBe(false);
+    const session = manager.live('family')!.session;
+    const socketMount = info.Mounts.find((m) => m.Destination === '/run/carapace');
+    expect(socketMount?.Source.endsWith(`/sessions/${session}`)).toBe(true);
+  });
+
+  it('has no secret in Env, Labels or the image config', async () => {
+    const info = await runtime.inspect(container);
+    const visible = JSON.stringify({ env: info.Config.Env, labels: info.Config.Labels, cmd: info.Config.Cmd });
+    expect(visible).not.toContain(REAL_KEY);
+    expect(visible).not.toMatch(/sk-ant-/);
+  });
+});
+
+describe('attacks from inside the container', () => {
+  it('cannot write the root filesystem or the read-only overlays', async () => {
+    expect((await sh('touch /usr/local/bin/evil')).code).not.toBe(0);
+    expect((await sh('echo x > /usr/local/bin/ipc')).code).not.toBe(0);
+    expect((await sh('echo "{}" > /home/node/.claude/settings.json')).code).not.toBe(0);
+    expect((await sh('echo hi > /home/node/.claude/CLAUDE.md')).code).not.toBe(0);
+    expect((await sh('mkdir /home/node/.claude/skills/evil')).code).not.toBe(0);
+    // The workspace is meant to be writable.
+    expect((await sh('echo ok > /workspace/group/note.txt && cat /workspace/group/note.txt')).out.trim()).toBe('ok');
+  });
+
+  it('has no network interface but loopback', async () => {
+    const r = await sh('ls /sys/class/net');
+    expect(r.out.trim().split(/\s+/)).toEqual(['lo']);
+    expect((await sh('cat /proc/net/route | tail -n +2')).out.trim()).toBe('');
+  });
+
+  it('sees only its own session socket: no plugin socket, no bus, no other session', async () => {
+    const other = await stack.openSession('other');
+    const r = await sh('ls -A /run/carapace; ls /run 2>/dev/null');
+    const names = r.out.split(/\s+/).filter(Boolean);
+    expect(names).toContain('carapace.sock');
+    expect(names).not.toContain('plugins.sock');
+    expect(names).not.toContain('bus-out.sock');
+    expect(names).not.toContain(other.id);
+    expect((await sh(`find / -name 'plugins.sock' -o -name 'bus-*.sock' -o -name '${other.id}' 2>/dev/null`)).out.trim()).toBe('');
+    await stack.core.closeSession(other.id);
+  });
+
+  it("cannot see another group's workspace", async () => {
+    expect((await sh('find / -name other-secret.txt 2>/dev/null')).out.trim()).toBe('');
+    expect((await sh('ls /workspace')).out.trim()).toBe('group');
+  });
+
+  it('finds the model key nowhere: env, process environments, files it can read', async () => {
+    const r = await sh(`env; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n'; grep -rs -l 'REAL-KEY' /home /run /workspace /tmp /etc 2>/dev/null; true`);
+    expect(r.out).not.toContain(REAL_KEY);
+    expect(r.out).not.toContain('REAL-KEY');
+  });
+
+  it('cannot forge its group through ipc', async () => {
+    const forged = await sh(`ipc tool.invoke.echo '{"text":"x","group":"other"}'`);
+    expect(forged.code).toBe(1);
+    expect(JSON.parse(forged.err)).toMatchObject({ code: 'VALIDATION_FAILED', field: 'group' });
+    const info = await sh(`ipc tool.invoke.get_session_info '{}'`);
+    expect(info.code).toBe(0);
+    expect(JSON.parse(info.out).group).toBe('family');
+    const echoed = await sh(`ipc tool.invoke.echo '{"text":"from inside"}'`);
+    expect(JSON.parse(echoed.out)).toMatchObject({ group: 'family', echoed: { text: 'from inside' } });
+  });
+
+  it('reaches the model only through the LLM proxy, with a session token', async () => {
+    const before = standIn.requests.length;
+    const r = await sh(`node -e "fetch('http://127.0.0.1:8089/v1/messages',{method:'POST',headers:{'x-api-key':process.env.ANTHROPIC_API_KEY,'content-type':'application/json','anthropic-version':'2023-06-01'},body:JSON.stringify({model:'m',max_tokens:5,messages:[{role:'user',content:'hi'}]})}).then(r=>r.text()).then(t=>console.log(t))"`);
+    expect(r.out).toContain('"text":"ok"');
+    expect(standIn.requests.length).toBe(before + 1);
+    expect(standIn.requests.at(-1)?.headers['x-api-key']).toBe(REAL_KEY);
+  });
+});
