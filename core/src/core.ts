@@ -72,9 +72,10 @@ export class Core extends EventEmitter<CoreEvents> {
     this.confirmations.on('requested', (p) =>
       this.publish('confirmation.requested', p.group, { id: p.id, tool: p.tool, arguments: p.arguments, expires_at: p.expires_at }),
     );
-    this.confirmations.on('resolved', (p, decision, by) =>
-      this.audit.record({ group: p.group, session: p.session, source: by, topic: `tool.invoke.${p.tool}`, correlation: p.correlation, stage: 'confirm', outcome: decision === 'approved' ? 'passed' : 'rejected', reason: `confirmation ${decision} by ${by}` }),
-    );
+    this.confirmations.on('resolved', (p, decision, by) => {
+      this.publish('confirmation.resolved', p.group, { id: p.id, tool: p.tool, decision, by });
+      this.audit.record({ group: p.group, session: p.session, source: by, topic: `tool.invoke.${p.tool}`, correlation: p.correlation, stage: 'confirm', outcome: decision === 'approved' ? 'passed' : 'rejected', reason: `confirmation ${decision} by ${by}` });
+    });
     this.deps = {
       catalog: this.catalog,
       authorizer: this.authorizer,
@@ -215,9 +216,10 @@ export class Core extends EventEmitter<CoreEvents> {
         return ok(this.confirmations.list(group));
       }
       case 'resolveConfirmation': {
+        // Unknown, answered, expired or another group's: all read as "nothing to resolve".
         const pending = this.confirmations.get(String(m.args.id));
         if (!pending || !this.authorizer.pluginMaySee(m.plugin, pending.group) || (m.group !== null && m.group !== pending.group)) {
-          return fail('no such pending confirmation');
+          return ok(false);
         }
         return ok(this.confirmations.resolve(pending.id, m.args.approve === true, `${m.plugin}:${String(m.args.by ?? 'user')}`));
       }

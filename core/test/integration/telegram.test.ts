@@ -1,0 +1,321 @@
+// The bundled Telegram channel plugin, end to end: the real core, the real plugin host
+// process, the real ipc binary and a Bot API stand-in on 127.0.0.1.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FIXTURE_HANDLERS, ROOT, Stack, until, type IpcResult } from '../harness.js';
+import { TelegramStandIn, TEXT_LIMIT } from '../support/telegram-standin.js';
+import type { EventEnvelope } from '../../src/protocol/envelope.js';
+import type { Session } from '../../src/boundary/session-table.js';
+
+const TOKEN = '123456789:AAH-test_token-0123456789abcdefghijk';
+const MAIN_CHAT = 100;
+const FAMILY_CHAT = 200;
+const OWNER = 42;
+
+/**
+ * The harness points CARAPACE_HANDLERS_DIR at the fixtures' compiled handlers; the real
+ * plugin's handler is compiled to dist/plugins/telegram. A temporary handlers dir holds both.
+ */
+function handlersDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'cp-handlers-'));
+  symlinkSync(join(ROOT, 'dist/plugins/telegram'), join(dir, 'telegram'));
+  symlinkSync(join(FIXTURE_HANDLERS, 'guarded'), join(dir, 'guarded'));
+  return dir;
+}
+
+function startStack(tg: { url: string }, handlers: string, token = TOKEN, extraConfig: Record<string, unknown> = {}): Promise<Stack> {
+  return Stack.start({
+    plugins: ['guarded'],
+    extraPluginDirs: { telegram: join(ROOT, 'plugins/telegram') },
+    env: { TELEGRAM_BOT_TOKEN: token, CARAPACE_HANDLERS_DIR: handlers },
+    config: {
+      groups: { main: {}, family: {} },
+      confirmation_timeout_ms: 20_000,
+      plugins: {
+        telegram: {
+          bot_token: '${TELEGRAM_BOT_TOKEN}',
+          api_base_url: tg.url,
+          chats: { [String(MAIN_CHAT)]: 'main', [String(FAMILY_CHAT)]: 'family' },
+          owners: [OWNER],
+          poll_timeout_s: 5,
+          ...extraConfig,
+        },
+      },
+    },
+  });
+}
+
+function expectError(r: IpcResult, code: string, extra: Record<string, unknown> = {}): void {
+  expect(r.code).toBe(1);
+  expect(r.err).toMatchObject({ code, ...extra });
+}
+
+let tg: TelegramStandIn;
+let handlers: string;
+let stack: Stack;
+let main: Session;
+const events: EventEnvelope[] = [];
+const inbound = (body: string) => events.filter((e) => e.topic === 'message.inbound' && e.payload.body === body);
+
+beforeAll(async () => {
+  tg = await TelegramStandIn.start(TOKEN);
+  handlers = handlersDir();
+  stack = await startStack(tg, handlers);
+  stack.core.on('event', (e) => events.push(e));
+  main = await stack.openSession('main');
+});
+
+afterAll(async () => {
+  await stack?.stop();
+  await tg?.close();
+  if (handlers) rmSync(handlers, { recursive: true, force: true });
+});
+
+describe('start-up', () => {
+  it('checks the token with getMe, then long-polls getUpdates for messages and button presses', async () => {
+    expect(stack.core.catalog.state('telegram')).toBe('healthy');
+    expect(tg.callsOf('getMe')).toHaveLength(1);
+    const poll = await until(() => tg.callsOf('getUpdates')[0]);
+    expect(poll.params).toMatchObject({ timeout: 5, allowed_updates: ['message', 'callback_query'] });
+  });
+});
+
+describe('inbound messages', () => {
+  it('a text message from a mapped chat becomes message.inbound for its group', async () => {
+    const { message_id } = tg.queueMessage({ chatId: MAIN_CHAT, text: 'hello carapace', fromId: OWNER });
+    const event = await until(() => inbound('hello carapace')[0]);
+    expect(event).toMatchObject({
+      type: 'event',
+      topic: 'message.inbound',
+      group: 'main',
+      source: 'telegram',
+      payload: { channel: 'telegram', sender: String(MAIN_CHAT), content_type: 'text', body: 'hello carapace', metadata: { reply_to: message_id, from: OWNER, attachments: [] } },
+    });
+  });
+
+  it('messages from unmapped chats are ignored, and their content is not logged', async () => {
+    tg.queueMessage({ chatId: 999, text: 'top secret words', fromId: 7 });
+    tg.queueMessage({ chatId: FAMILY_CHAT, text: 'after the stranger', fromId: 7 });
+    const event = await until(() => inbound('after the stranger')[0]);
+    expect(event.group).toBe('family');
+    expect(inbound('top secret words')).toHaveLength(0);
+    expect(stack.hostOutput).not.toContain('top secret words');
+  });
+});
+
+describe('send_telegram', () => {
+  it('sends to a chat of the caller\'s group', async () => {
+    const r = await stack.ipc(main, 'tool.invoke.send_telegram', { recipient: String(MAIN_CHAT), body: 'hi there' });
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const sent = tg.sentTo(MAIN_CHAT).find((m) => m.text === 'hi there');
+    expect(sent).toBeDefined();
+    expect(r.out).toEqual({ message_ids: [sent!.message_id], chunks: 1 });
+  });
+
+  it('refuses a chat of another group, or an unmapped one, with HANDLER_ERROR', async () => {
+    for (const recipient of [String(FAMILY_CHAT), '999']) {
+      const r = await stack.ipc(main, 'tool.invoke.send_telegram', { recipient, body: 'leak' });
+      expectError(r, 'HANDLER_ERROR', { message: 'recipient is not a chat of this group', retriable: false });
+    }
+    expect(tg.sent.some((m) => m.text === 'leak')).toBe(false);
+  });
+
+  it('splits a long body into messages of at most 4096 characters, at line breaks', async () => {
+    const lines = Array.from({ length: 300 }, (_, i) => `line ${i} ${'x'.repeat(40)}`);
+    const body = lines.join('\n');
+    const before = tg.sentTo(MAIN_CHAT).length;
+    const r = await stack.ipc(main, 'tool.invoke.send_telegram', { recipient: String(MAIN_CHAT), body });
+    expect(r.code).toBe(0);
+    const parts = tg.sentTo(MAIN_CHAT).slice(before);
+    expect(parts.length).toBeGreaterThanOrEqual(2);
+    expect(r.out).toEqual({ message_ids: parts.map((p) => p.message_id), chunks: parts.length });
+    for (const part of parts) expect(part.text.length).toBeLessThanOrEqual(TEXT_LIMIT);
+    expect(parts.map((p) => p.text).join('\n')).toBe(body);
+  });
+
+  it('rejects a body over the manifest\'s 32768 characters before the handler', async () => {
+    const r = await stack.ipc(main, 'tool.invoke.send_telegram', { recipient: String(MAIN_CHAT), body: 'z'.repeat(32769) });
+    expectError(r, 'VALIDATION_FAILED', { stage: 3, field: 'body' });
+  });
+
+  it('waits out 429 retry_after and sends', async () => {
+    tg.rateLimitNextSends(2, 1);
+    const limitedBefore = tg.callsOf('sendMessage').filter((c) => c.status === 429).length;
+    const started = Date.now();
+    const r = await stack.ipc(main, 'tool.invoke.send_telegram', { recipient: String(MAIN_CHAT), body: 'after the storm' });
+    expect(r.code).toBe(0);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1900);
+    expect(tg.callsOf('sendMessage').filter((c) => c.status === 429).length - limitedBefore).toBe(2);
+    expect(tg.sentTo(MAIN_CHAT).at(-1)?.text).toBe('after the storm');
+  });
+
+  it('gives up after a bounded number of retries with a retriable error naming the wait', async () => {
+    tg.rateLimitNextSends(4, 1);
+    const r = await stack.ipc(main, 'tool.invoke.send_telegram', { recipient: String(MAIN_CHAT), body: 'never' }, { timeoutMs: 15000 });
+    expectError(r, 'HANDLER_ERROR', { retriable: true });
+    expect(r.err.message).toMatch(/rate limit.*try again in 1 s/);
+    expect(r.err.message).not.toMatch(/http|bot\d/i);
+    expect(tg.sent.some((m) => m.text === 'never')).toBe(false);
+  });
+});
+
+describe('get_telegram_history', () => {
+  it('returns both sides of a chat of the group, newest last, up to limit', async () => {
+    const r = await stack.ipc(main, 'tool.invoke.get_telegram_history', { chat_id: String(MAIN_CHAT), limit: 100 });
+    expect(r.code).toBe(0);
+    const texts = r.out.messages.map((m: { text: string }) => m.text);
+    expect(texts.indexOf('hello carapace')).toBeGreaterThanOrEqual(0);
+    expect(texts.indexOf('hi there')).toBeGreaterThan(texts.indexOf('hello carapace'));
+    expect(r.out.messages[texts.indexOf('hello carapace')]).toMatchObject({ from: 'user', sender: String(OWNER) });
+    expect(r.out.messages.at(-1)).toMatchObject({ from: 'bot', text: 'after the storm' });
+
+    const two = await stack.ipc(main, 'tool.invoke.get_telegram_history', { chat_id: String(MAIN_CHAT), limit: 2 });
+    expect(two.out.messages).toEqual(r.out.messages.slice(-2));
+  });
+
+  it('refuses a chat of another group', async () => {
+    const r = await stack.ipc(main, 'tool.invoke.get_telegram_history', { chat_id: String(FAMILY_CHAT) });
+    expectError(r, 'HANDLER_ERROR', { retriable: false });
+  });
+});
+
+describe('confirmations', () => {
+  const promptIn = (chat: number, target: string) => () =>
+    tg.sentTo(chat).find((m) => m.text.startsWith('Approve delete_everything?') && m.text.includes(`"target":"${target}"`));
+  const answerFor = (id: string) => () => tg.callbackAnswers.find((a) => a.callback_query_id === id);
+
+  it('puts Approve/Deny buttons in the group\'s chats; only an owner\'s press approves', async () => {
+    const call = stack.ipc(main, 'tool.invoke.delete_everything', { target: 'photos' }, { timeoutMs: 25000 });
+    const prompt = await until(promptIn(MAIN_CHAT, 'photos'), 10000);
+    const pending = stack.core.confirmations.list('main').find((p) => p.arguments.target === 'photos')!;
+    const buttons = prompt.reply_markup!.inline_keyboard![0];
+    expect(buttons.map((b) => b.text)).toEqual(['Approve', 'Deny']);
+    expect(buttons.map((b) => b.callback_data)).toEqual([`c:${pending.id}:a`, `c:${pending.id}:d`]);
+    for (const b of buttons) expect(Buffer.byteLength(b.callback_data!)).toBeLessThanOrEqual(64);
+    expect(tg.sentTo(FAMILY_CHAT).some((m) => m.text.startsWith('Approve'))).toBe(false);
+
+    const stranger = tg.queueCallback({ chatId: MAIN_CHAT, messageId: prompt.message_id, fromId: 7, data: `c:${pending.id}:a` });
+    expect((await until(answerFor(stranger.id))).text).toBe('Not allowed');
+    expect(stack.core.confirmations.get(pending.id)).toBeDefined();
+
+    // An owner pressing a forged button in another group's chat cannot reach this group's request.
+    const elsewhere = tg.queueCallback({ chatId: FAMILY_CHAT, messageId: 1, fromId: OWNER, data: `c:${pending.id}:a` });
+    expect((await until(answerFor(elsewhere.id))).text).toBe('Already answered');
+    expect(stack.core.confirmations.get(pending.id)).toBeDefined();
+
+    const owner = tg.queueCallback({ chatId: MAIN_CHAT, messageId: prompt.message_id, fromId: OWNER, data: `c:${pending.id}:a` });
+    const r = await call;
+    expect(r.code).toBe(0);
+    expect(r.out).toEqual({ deleted: 'photos' });
+    expect((await until(answerFor(owner.id))).text).toBe('Approved');
+    const edit = await until(() => tg.edits.find((e) => e.chat_id === String(MAIN_CHAT) && e.message_id === prompt.message_id));
+    expect(edit.text).toMatch(/Approved by @user42$/);
+    expect(edit.reply_markup).toBeUndefined();
+    const audit = stack.core.audit.query({ outcome: 'passed' }).find((e) => e.stage === 'confirm' && e.correlation === pending.correlation);
+    expect(audit?.reason).toBe(`confirmation approved by telegram:${OWNER}`);
+  });
+
+  it('an owner can deny; a second press is told it was already answered', async () => {
+    const call = stack.ipc(main, 'tool.invoke.delete_everything', { target: 'music' }, { timeoutMs: 25000 });
+    const prompt = await until(promptIn(MAIN_CHAT, 'music'), 10000);
+    const data = prompt.reply_markup!.inline_keyboard![0][1].callback_data!;
+    const first = tg.queueCallback({ chatId: MAIN_CHAT, messageId: prompt.message_id, fromId: OWNER, data });
+    expectError(await call, 'CONFIRMATION_DENIED', { stage: 5 });
+    expect((await until(answerFor(first.id))).text).toBe('Denied');
+    const second = tg.queueCallback({ chatId: MAIN_CHAT, messageId: prompt.message_id, fromId: OWNER, data });
+    expect((await until(answerFor(second.id))).text).toBe('Already answered');
+  });
+});
+
+describe('agent errors', () => {
+  it('agent.error for a group apologizes in that group\'s chats only', async () => {
+    stack.core.publish('agent.error', 'main', { reason: 'timeout' });
+    await until(() => tg.sentTo(MAIN_CHAT).find((m) => m.text === 'Sorry, something went wrong while handling that (timeout)'));
+    expect(tg.sentTo(FAMILY_CHAT).some((m) => m.text.startsWith('Sorry'))).toBe(false);
+  });
+});
+
+describe('restarts', () => {
+  it('persists the update offset: after a restart nothing is replayed and nothing queued meanwhile is lost', async () => {
+    const before = tg.queueMessage({ chatId: MAIN_CHAT, text: 'before the restart' });
+    await until(() => inbound('before the restart')[0]);
+    // The next poll carries the new offset; the plugin saves it before polling again.
+    await until(() => tg.callsOf('getUpdates').find((c) => Number(c.params.offset) > before.update_id), 10000);
+    const file = join(stack.dir, 'data', 'telegram', 'offset.json');
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({ offset: before.update_id + 1 });
+
+    await stack.killHost();
+    const mark = tg.calls.length;
+    const during = tg.queueMessage({ chatId: MAIN_CHAT, text: 'while the host was down' });
+    stack.startHost();
+    await until(() => tg.calls.slice(mark).some((c) => c.method === 'getMe'), 10000);
+    await until(() => stack.core.catalog.state('telegram') === 'healthy', 10000);
+    const firstPoll = await until(() => tg.calls.slice(mark).find((c) => c.method === 'getUpdates'), 10000);
+    expect(Number(firstPoll.params.offset)).toBe(before.update_id + 1);
+
+    await until(() => inbound('while the host was down')[0], 10000);
+    expect(inbound('while the host was down')).toHaveLength(1);
+    expect(inbound('before the restart')).toHaveLength(1);
+    expect(during.update_id).toBe(before.update_id + 1);
+  });
+});
+
+describe('start-up failures', () => {
+  it('a wrong token leaves the plugin failed with AUTH_ERROR, and the token never appears', async () => {
+    const wrong = '987654321:AAwrong-token_zyxwvutsrqponmlkjihgf';
+    const other = await startStack(tg, handlers, wrong);
+    try {
+      const session = await other.openSession('main');
+      const info = await other.ipc(session, 'tool.invoke.get_session_info', {});
+      expect(info.out.plugins.failed).toContainEqual({ name: 'telegram', category: 'AUTH_ERROR' });
+      const tools = await other.ipc(session, 'tool.invoke.list_tools', {});
+      expect(tools.out.tools.map((t: { name: string }) => t.name)).not.toContain('send_telegram');
+      const r = await other.ipc(session, 'tool.invoke.send_telegram', { recipient: String(MAIN_CHAT), body: 'x' });
+      expect(r.code).toBe(1);
+      expect(`${info.stdout}${r.stderr}${await other.auditText()}`).not.toContain(wrong);
+    } finally {
+      await other.stop();
+    }
+  });
+
+  it('an unreachable Bot API leaves the plugin failed with NETWORK_ERROR', async () => {
+    const closed = await new Promise<number>((resolve) => {
+      const server = createServer();
+      server.listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as { port: number };
+        server.close(() => resolve(port));
+      });
+    });
+    const other = await startStack({ url: `http://127.0.0.1:${closed}` }, handlers);
+    try {
+      expect(other.core.catalog.health().failed).toContainEqual({ name: 'telegram', category: 'NETWORK_ERROR' });
+    } finally {
+      await other.stop();
+    }
+  });
+});
+
+describe('shutdown', () => {
+  it('aborts the long poll at once, saves the offset and reports a clean shutdown', async () => {
+    // Its own Bot API: two plugins polling one bot would take each other's updates.
+    const own = await TelegramStandIn.start(TOKEN);
+    const other = await startStack(own, handlers, TOKEN, { poll_timeout_s: 25 });
+    try {
+      const delivered = own.queueMessage({ chatId: FAMILY_CHAT, text: 'just before shutdown' });
+      await until(() => own.callsOf('getUpdates').find((c) => Number(c.params.offset) > delivered.update_id), 10000);
+      const started = Date.now();
+      await other.core.stop();
+      expect(Date.now() - started).toBeLessThan(5000);
+      const entries = await other.auditEntries();
+      expect(entries.find((e) => e.stage === 'plugin' && e.source === 'telegram' && e.reason?.startsWith('shutdown'))?.reason).toBe('shutdown clean');
+      expect(JSON.parse(readFileSync(join(other.dir, 'data', 'telegram', 'offset.json'), 'utf8'))).toEqual({ offset: delivered.update_id + 1 });
+    } finally {
+      await other.stop();
+      await own.close();
+    }
+  });
+});

@@ -1,0 +1,403 @@
+// The Telegram channel: long-polls the Bot API for messages from the chats mapped to
+// groups and publishes them as message.inbound; sends what the agent asks, only to the
+// chats of the asking group; puts confirmation buttons in front of the owners.
+import pino from 'pino';
+import {
+  InitError,
+  ToolError,
+  type CoreServices,
+  type EventEnvelope,
+  type JsonObject,
+  type PluginConfig,
+  type PluginHandler,
+  type RequestEnvelope,
+} from '#sdk';
+import { BotApi, BotApiAborted, BotApiError, BotApiUnreachable, type TgCallbackQuery, type TgMessage, type TgUpdate, type TgUser } from './bot-api.js';
+import { OffsetStore } from './offset-store.js';
+import { splitMessage } from './split.js';
+
+const log = pino({ base: { service: 'plugin-host', plugin: 'telegram' } }, pino.destination(2));
+
+/** Messages remembered per chat for get_telegram_history (both directions). */
+const HISTORY_PER_CHAT = 200;
+/** 429 handling for one tool call: at most this many retries, and this much waiting in all. */
+const MAX_RETRIES = 3;
+const RETRY_BUDGET_MS = 20_000;
+const ARGUMENTS_PREVIEW = 1000;
+const TRACKED_PROMPTS = 200;
+const CALLBACK = /^c:([A-Za-z0-9-]{1,58}):([ad])$/;
+
+interface Settings {
+  token: string;
+  baseUrl: string;
+  /** chat id → group */
+  chats: Map<string, string>;
+  owners: Set<string>;
+  pollTimeoutS: number;
+}
+
+interface HistoryEntry {
+  message_id: number;
+  from: 'user' | 'bot';
+  /** The Telegram user id of a user's message; null for the bot's own. */
+  sender: string | null;
+  text: string;
+  date: string;
+}
+
+interface Prompt {
+  chat: string;
+  message_id: number;
+  text: string;
+}
+
+/** 429s that outlast the retry budget: the agent may try again after `retryAfter` s. */
+class RateLimited extends Error {
+  constructor(readonly retryAfter: number) {
+    super(`rate limited for ${retryAfter} s`);
+  }
+}
+
+function parseSettings(config: PluginConfig): Settings {
+  // The host has validated the config against the manifest's config_schema (defaults applied).
+  const chats = new Map<string, string>(Object.entries((config.chats ?? {}) as Record<string, string>));
+  const owners = new Set(((config.owners ?? []) as (string | number)[]).map((o) => String(o)));
+  return {
+    token: String(config.bot_token),
+    baseUrl: String(config.api_base_url ?? 'https://api.telegram.org'),
+    chats,
+    owners,
+    pollTimeoutS: typeof config.poll_timeout_s === 'number' ? config.poll_timeout_s : 25,
+  };
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+function who(user: TgUser): string {
+  return user.username ? `@${user.username}` : user.first_name ?? String(user.id);
+}
+
+function truncate(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
+
+export default class TelegramChannel implements PluginHandler {
+  private settings!: Settings;
+  private services!: CoreServices;
+  private api!: BotApi;
+  private store!: OffsetStore;
+  private offset = 0;
+  private loop: Promise<void> | null = null;
+  private stopping = false;
+  private readonly abort = new AbortController();
+  private readonly history = new Map<string, HistoryEntry[]>();
+  private readonly prompts = new Map<string, Prompt[]>();
+  private readonly locks = new Map<string, Promise<void>>();
+
+  async initialize(config: PluginConfig, services: CoreServices): Promise<void> {
+    this.services = services;
+    this.settings = parseSettings(config);
+    this.api = new BotApi(this.settings.baseUrl, this.settings.token);
+    this.store = new OffsetStore(services.dataDir);
+
+    let me: TgUser;
+    try {
+      me = await this.api.call<TgUser>('getMe', {}, { timeoutMs: 10_000 });
+    } catch (err) {
+      throw initFailure(err);
+    }
+    this.offset = await this.store.load();
+    if (this.settings.chats.size === 0) log.warn('no chats configured: every incoming message will be ignored');
+    if (this.settings.owners.size === 0) log.warn('no owners configured: confirmation buttons cannot be answered from Telegram');
+    log.info({ bot: me.username ?? me.id, offset: this.offset, chats: this.settings.chats.size }, 'connected; polling for updates');
+    this.loop = this.poll();
+  }
+
+  async handleRequest(envelope: RequestEnvelope): Promise<unknown> {
+    const args = envelope.payload.arguments;
+    const tool = envelope.topic.slice('tool.invoke.'.length);
+    if (tool === 'send_telegram') return this.sendTelegram(envelope.group, String(args.recipient), String(args.body));
+    if (tool === 'get_telegram_history') return this.getHistory(envelope.group, String(args.chat_id), typeof args.limit === 'number' ? args.limit : 20);
+    throw new ToolError({ message: `unknown tool ${tool}`, retriable: false });
+  }
+
+  async handleEvent(envelope: EventEnvelope): Promise<void> {
+    if (envelope.group === null) return;
+    if (envelope.topic === 'confirmation.requested') await this.announceConfirmation(envelope.group, envelope.payload);
+    else if (envelope.topic === 'agent.error') await this.apologize(envelope.group, envelope.payload);
+  }
+
+  async shutdown(): Promise<void> {
+    this.stopping = true;
+    this.abort.abort();
+    await this.loop?.catch(() => undefined);
+    if (this.store) await this.store.save(this.offset).catch((err: unknown) => log.error({ err: String(err) }, 'could not save the update offset'));
+  }
+
+  // ---- tools -----------------------------------------------------------------------------
+
+  private chatsOf(group: string): string[] {
+    return [...this.settings.chats].filter(([, g]) => g === group).map(([chat]) => chat);
+  }
+
+  private async sendTelegram(group: string, recipient: string, body: string): Promise<unknown> {
+    const chat = recipient.trim();
+    if (this.settings.chats.get(chat) !== group) throw new ToolError({ message: 'recipient is not a chat of this group', retriable: false });
+    const chunks = splitMessage(body);
+    if (chunks.length === 0) throw new ToolError({ message: 'body is empty', retriable: false });
+    // One message at a time per chat, so the parts of two long messages never interleave.
+    return this.exclusive(chat, async () => {
+      const budget = { waitedMs: 0 };
+      const ids: number[] = [];
+      for (const chunk of chunks) {
+        try {
+          ids.push((await this.send(chat, chunk, {}, budget)).message_id);
+        } catch (err) {
+          throw toolError(err, ids.length, chunks.length);
+        }
+      }
+      return { message_ids: ids, chunks: chunks.length };
+    });
+  }
+
+  private getHistory(group: string, chatId: string, limit: number): unknown {
+    const chat = chatId.trim();
+    if (this.settings.chats.get(chat) !== group) throw new ToolError({ message: 'chat_id is not a chat of this group', retriable: false });
+    const messages = this.history.get(chat) ?? [];
+    return { chat_id: chat, messages: messages.slice(-Math.max(1, limit)) };
+  }
+
+  private async exclusive<T>(chat: string, fn: () => Promise<T>): Promise<T> {
+    const previous = this.locks.get(chat) ?? Promise.resolve();
+    const run = previous.then(fn);
+    const tail = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.locks.set(chat, tail);
+    try {
+      return await run;
+    } finally {
+      if (this.locks.get(chat) === tail) this.locks.delete(chat);
+    }
+  }
+
+  /** sendMessage, waiting out 429s within the budget; remembers what was sent. */
+  private async send(chat: string, text: string, extra: JsonObject, budget = { waitedMs: 0 }): Promise<TgMessage> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const message = await this.api.call<TgMessage>('sendMessage', { chat_id: chat, text, ...extra }, { signal: this.abort.signal });
+        this.remember(chat, { message_id: message.message_id, from: 'bot', sender: null, text, date: new Date().toISOString() });
+        return message;
+      } catch (err) {
+        if (!(err instanceof BotApiError) || err.errorCode !== 429) throw err;
+        const retryAfter = Math.max(1, Math.ceil(err.retryAfter ?? 1));
+        if (attempt >= MAX_RETRIES || budget.waitedMs + retryAfter * 1000 > RETRY_BUDGET_MS) throw new RateLimited(retryAfter);
+        log.info({ chat, retry_after: retryAfter }, 'rate limited by Telegram; waiting');
+        budget.waitedMs += retryAfter * 1000;
+        await sleep(retryAfter * 1000, this.abort.signal);
+        if (this.abort.signal.aborted) throw new BotApiAborted('sendMessage');
+      }
+    }
+  }
+
+  private remember(chat: string, entry: HistoryEntry): void {
+    let list = this.history.get(chat);
+    if (!list) this.history.set(chat, (list = []));
+    list.push(entry);
+    if (list.length > HISTORY_PER_CHAT) list.splice(0, list.length - HISTORY_PER_CHAT);
+  }
+
+  // ---- events from the core ---------------------------------------------------------------
+
+  private async announceConfirmation(group: string, payload: JsonObject): Promise<void> {
+    const id = String(payload.id ?? '');
+    const tool = String(payload.tool ?? 'a tool');
+    if (!id) return;
+    const expires = Date.parse(String(payload.expires_at ?? ''));
+    const minutes = Number.isFinite(expires) ? Math.max(1, Math.round((expires - Date.now()) / 60_000)) : null;
+    const text = `Approve ${tool}? ${truncate(JSON.stringify(payload.arguments ?? {}), ARGUMENTS_PREVIEW)}${minutes ? `\n(expires in ${minutes} min)` : ''}`;
+    const buttons = Buffer.byteLength(`c:${id}:a`) <= 64 && CALLBACK.test(`c:${id}:a`);
+    const extra: JsonObject = buttons
+      ? { reply_markup: { inline_keyboard: [[{ text: 'Approve', callback_data: `c:${id}:a` }, { text: 'Deny', callback_data: `c:${id}:d` }]] } }
+      : {};
+    const sent: Prompt[] = [];
+    for (const chat of this.chatsOf(group)) {
+      try {
+        const message = await this.exclusive(chat, () => this.send(chat, buttons ? text : `${text}\n(answer on the dashboard)`, extra));
+        sent.push({ chat, message_id: message.message_id, text });
+      } catch (err) {
+        log.error({ chat, err: describe(err) }, 'could not send a confirmation request');
+      }
+    }
+    if (sent.length === 0) return;
+    this.prompts.set(id, sent);
+    while (this.prompts.size > TRACKED_PROMPTS) this.prompts.delete(this.prompts.keys().next().value as string);
+  }
+
+  private async apologize(group: string, payload: JsonObject): Promise<void> {
+    const reason = typeof payload.reason === 'string' ? payload.reason : typeof payload.exit_code === 'number' ? `exit code ${payload.exit_code}` : null;
+    const text = `Sorry, something went wrong while handling that${reason ? ` (${truncate(reason, 200)})` : ''}`;
+    for (const chat of this.chatsOf(group)) {
+      try {
+        await this.exclusive(chat, () => this.send(chat, text, {}));
+      } catch (err) {
+        log.error({ chat, err: describe(err) }, 'could not send an error notice');
+      }
+    }
+  }
+
+  // ---- updates from Telegram -------------------------------------------------------------
+
+  private async poll(): Promise<void> {
+    let backoffMs = 1000;
+    while (!this.stopping) {
+      let updates: TgUpdate[];
+      try {
+        updates = await this.api.call<TgUpdate[]>(
+          'getUpdates',
+          { offset: this.offset, timeout: this.settings.pollTimeoutS, allowed_updates: ['message', 'callback_query'] },
+          { signal: this.abort.signal, timeoutMs: (this.settings.pollTimeoutS + 15) * 1000 },
+        );
+        backoffMs = 1000;
+      } catch (err) {
+        if (this.stopping) break;
+        let waitMs = backoffMs;
+        if (err instanceof BotApiError && err.errorCode === 429) waitMs = Math.max(1, err.retryAfter ?? 1) * 1000;
+        else if (err instanceof BotApiError && err.errorCode === 409) log.error('getUpdates conflict: another instance polls this bot, or a webhook is set');
+        else if (err instanceof BotApiError && err.errorCode === 401) log.error('Telegram no longer accepts the bot token');
+        else log.warn({ err: describe(err), retry_in_ms: waitMs }, 'getUpdates failed');
+        backoffMs = Math.min(backoffMs * 2, 30_000);
+        await sleep(waitMs, this.abort.signal);
+        continue;
+      }
+      if (!Array.isArray(updates) || updates.length === 0) continue;
+      for (const update of updates) {
+        if (typeof update?.update_id !== 'number') continue;
+        if (update.update_id < this.offset) continue; // already handled (Telegram should not resend it)
+        try {
+          await this.handleUpdate(update);
+        } catch (err) {
+          log.error({ update_id: update.update_id, err: describe(err) }, 'update could not be handled');
+        }
+        this.offset = update.update_id + 1;
+      }
+      // Before the next getUpdates confirms the batch to Telegram: a restart resumes here.
+      await this.store.save(this.offset).catch((err: unknown) => log.error({ err: String(err) }, 'could not save the update offset'));
+    }
+  }
+
+  private async handleUpdate(update: TgUpdate): Promise<void> {
+    if (update.message) this.onMessage(update.message);
+    else if (update.callback_query) await this.onCallback(update.callback_query);
+  }
+
+  private onMessage(message: TgMessage): void {
+    const chat = String(message.chat?.id);
+    const group = this.settings.chats.get(chat);
+    if (!group) {
+      // The chat id (never the content) helps the operator map a new chat.
+      log.info({ chat }, 'message from a chat that is not mapped to a group; ignored');
+      return;
+    }
+    if (message.from?.is_bot) return;
+    if (typeof message.text !== 'string') {
+      log.info({ chat }, 'non-text message ignored');
+      return;
+    }
+    this.remember(chat, {
+      message_id: message.message_id,
+      from: 'user',
+      sender: message.from ? String(message.from.id) : null,
+      text: message.text,
+      date: new Date((message.date ?? Date.now() / 1000) * 1000).toISOString(),
+    });
+    this.services.publish('message.inbound', group, {
+      channel: 'telegram',
+      sender: chat,
+      content_type: 'text',
+      body: message.text,
+      metadata: { reply_to: message.message_id, from: message.from?.id ?? null, attachments: [] },
+    });
+  }
+
+  private async onCallback(query: TgCallbackQuery): Promise<void> {
+    const answer = (text: string): Promise<void> =>
+      this.api
+        .call('answerCallbackQuery', { callback_query_id: query.id, text }, { signal: this.abort.signal })
+        .then(() => undefined)
+        .catch((err: unknown) => log.warn({ err: describe(err) }, 'answerCallbackQuery failed'));
+    const match = CALLBACK.exec(query.data ?? '');
+    const chat = query.message ? String(query.message.chat.id) : null;
+    const group = chat === null ? undefined : this.settings.chats.get(chat);
+    if (!match || !group) return answer('Not allowed');
+    const user = String(query.from?.id);
+    if (!this.settings.owners.has(user)) {
+      log.warn({ chat, from: user }, 'confirmation button pressed by someone who is not an owner');
+      return answer('Not allowed');
+    }
+    const [, id, verdict] = match;
+    const approve = verdict === 'a';
+    let outcome: 'resolved' | 'gone' | 'failed';
+    try {
+      outcome = (await this.services.resolveConfirmation(id, approve, user, group)) ? 'resolved' : 'gone';
+    } catch (err) {
+      outcome = 'failed';
+      log.error({ err: describe(err) }, 'resolveConfirmation failed');
+    }
+    const decision = approve ? 'Approved' : 'Denied';
+    await answer(outcome === 'resolved' ? decision : outcome === 'gone' ? 'Already answered' : 'Could not reach Carapace; try again');
+    if (outcome === 'failed') return;
+    const note = outcome === 'resolved' ? `${decision} by ${who(query.from)}` : 'Already answered or expired';
+    // Take the buttons away: everywhere the question was asked once it is decided here,
+    // otherwise only under the pressed message (a forged press must not touch the real prompt).
+    const pressed = query.message ? [{ chat: chat!, message_id: query.message.message_id, text: query.message.text ?? '' }] : [];
+    const prompts = outcome === 'resolved' ? this.prompts.get(id) ?? pressed : pressed;
+    if (outcome === 'resolved') this.prompts.delete(id);
+    for (const prompt of prompts) {
+      await this.api
+        .call('editMessageText', { chat_id: prompt.chat, message_id: prompt.message_id, text: `${prompt.text}\n\n${note}` }, { signal: this.abort.signal })
+        .catch((err: unknown) => log.warn({ err: describe(err) }, 'could not update a confirmation message'));
+    }
+  }
+}
+
+function describe(err: unknown): string {
+  if (err instanceof BotApiError || err instanceof BotApiUnreachable || err instanceof BotApiAborted || err instanceof RateLimited) return err.message;
+  return err instanceof Error ? err.name : 'unknown error';
+}
+
+function initFailure(err: unknown): Error {
+  if (err instanceof BotApiUnreachable) return new InitError('NETWORK_ERROR', err.message);
+  if (err instanceof BotApiError) {
+    if (err.errorCode === 401 || err.errorCode === 403) return new InitError('AUTH_ERROR', `Telegram rejected the bot token (${err.errorCode} ${err.description})`);
+    if (err.errorCode === 404) return new InitError('CONFIG_ERROR', 'the Bot API answered 404 to getMe: check api_base_url and the token format');
+    if (err.errorCode === 429 || err.errorCode >= 500) return new InitError('NETWORK_ERROR', err.message);
+    return new InitError('INTERNAL_ERROR', err.message);
+  }
+  return err instanceof Error ? err : new Error(String(err));
+}
+
+/** What the agent sees when a send fails: actionable, and never a URL. */
+function toolError(err: unknown, sent: number, total: number): unknown {
+  const partial = sent > 0 ? ` (${sent} of ${total} parts were already sent; send only the rest)` : '';
+  if (err instanceof RateLimited) return new ToolError({ message: `Telegram rate limit reached: try again in ${err.retryAfter} s${partial}`, retriable: true });
+  if (err instanceof BotApiUnreachable) return new ToolError({ message: `Telegram is unreachable right now${partial}`, retriable: true });
+  if (err instanceof BotApiAborted) return new ToolError({ message: `the Telegram plugin is stopping${partial}`, retriable: true });
+  if (err instanceof BotApiError) {
+    const retriable = err.errorCode >= 500;
+    return new ToolError({ message: `Telegram refused the message: ${err.description}${partial}`, retriable });
+  }
+  return err;
+}
