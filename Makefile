@@ -3,7 +3,7 @@ SHELL := /bin/bash
 IPC_BIN := dist/bin/ipc
 GO_ENV := CGO_ENABLED=0 GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local
 
-.PHONY: all build ipc test bench logs up down ps e2e clean
+.PHONY: all build ipc images test bench logs up down ps e2e clean
 
 all: build
 
@@ -22,7 +22,14 @@ $(IPC_BIN): $(wildcard ipc/*.go) ipc/go.mod
 	@mkdir -p $(dir $@)
 	cd ipc && $(GO_ENV) go build -trimpath -ldflags='-s -w' -o ../$(IPC_BIN) .
 
-test: build
+# The images the appliance runs; tests start real agent containers from them.
+# --network host: builds reach the package registries the way this machine does.
+DOCKER ?= docker
+images:
+	$(DOCKER) build --network host -f Dockerfile.core -t carapace-core .
+	$(DOCKER) build --network host -f Dockerfile.agent -t carapace-agent .
+
+test: build images
 	node --experimental-vm-modules node_modules/jest/bin/jest.js
 
 bench: build

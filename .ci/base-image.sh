@@ -36,7 +36,7 @@ work=$(mktemp -d /tmp/carapace-base.XXXXXX)
 root=$work/rootfs
 cleanup() {
   # debootstrap mounts /proc and /sys inside the target; never rm -rf through a mount.
-  grep -o " $work/[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m" || true; done
+  { grep -o " $work/[^ ]*" /proc/mounts || true; } | sort -r | while read -r m; do umount -l "$m" || true; done
   rm -rf --one-file-system "$work"
 }
 trap cleanup EXIT
