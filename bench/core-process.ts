@@ -5,11 +5,14 @@
 //
 // Prints one JSON line on stdout once echo is healthy:
 //   {"sessions":[{"id","socketPath"}...],"pid","hostPid","dir","startupMs"}
-// Stops gracefully on SIGTERM/SIGINT, or (with BENCH_WATCH_STDIN=1) when stdin closes.
+// Stops gracefully on SIGTERM/SIGINT, or (with BENCH_WATCH_STDIN=1) when stdin closes;
+// then a stdin line "mem" (or "memgc": after a full GC) gets one JSON line of memory figures back.
 // Extra node flags for the plugin host (e.g. --cpu-prof) come from BENCH_HOST_NODE_ARGS.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createInterface } from 'node:readline';
+import { getHeapStatistics } from 'node:v8';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseConfig } from '../core/src/config.js';
@@ -71,9 +74,23 @@ async function main(): Promise<void> {
   process.once('SIGINT', () => void stop(0));
   if (process.env.BENCH_WATCH_STDIN === '1') {
     // The driver holds our stdin: if it goes away without stopping us, stop anyway.
-    process.stdin.on('end', () => void stop(0));
+    // A line "mem" asks for this process's memory breakdown (one JSON line on stdout).
+    const lines = createInterface({ input: process.stdin });
+    lines.on('line', (line) => {
+      const command = line.trim();
+      if (command !== 'mem' && command !== 'memgc') return;
+      // "memgc": after a full collection (needs --expose-gc), i.e. what is really retained.
+      const gc = (globalThis as { gc?: () => void }).gc;
+      if (command === 'memgc' && gc) gc();
+      const heap = getHeapStatistics();
+      const m = process.memoryUsage();
+      const mb = (b: number): number => Math.round((b / 1024 / 1024) * 100) / 100;
+      process.stdout.write(
+        `${JSON.stringify({ mem: { rssMb: mb(m.rss), heapUsedMb: mb(m.heapUsed), heapTotalMb: mb(m.heapTotal), externalMb: mb(m.external), arrayBuffersMb: mb(m.arrayBuffers), heapLimitMb: mb(heap.heap_size_limit) }, auditRecorded: core?.audit.recorded ?? 0 })}\n`,
+      );
+    });
+    lines.on('close', () => void stop(0));
     process.stdin.on('error', () => void stop(0));
-    process.stdin.resume();
   }
 
   try {

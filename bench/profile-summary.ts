@@ -1,7 +1,7 @@
 // Summarises a V8 .cpuprofile (from `node --cpu-prof`): top functions by self time,
 // the same by inclusive time, and self time grouped by where the code lives.
 //
-//   node dist/bench/profile-summary.js <file.cpuprofile> [top=25]
+//   node dist/bench/profile-summary.js <file.cpuprofile> [top=25] [--callers <name>]
 import { readFileSync } from 'node:fs';
 import { relative, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,9 +25,11 @@ interface Profile {
   endTime: number;
 }
 
+process.stdout.on('error', () => process.exit(0)); // e.g. piped into head
+
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const file = process.argv[2];
-const top = Number(process.argv[3] ?? 25);
+const top = /^\d+$/.test(process.argv[3] ?? '') ? Number(process.argv[3]) : 25;
 if (!file) {
   process.stderr.write('usage: profile-summary <file.cpuprofile> [top]\n');
   process.exit(2);
@@ -100,3 +102,25 @@ for (const [k, v] of list(incl, 400, true)
   .filter(([k]) => k !== '(idle)' && !k.startsWith('(root)') && !k.startsWith('(anonymous)  node:') && !/^(processTicksAndRejections|runMicrotasks|listOnTimeout|processTimers)\b/.test(k))
   .slice(0, top))
   process.stdout.write(`${ms(v)} ${pct(v, busy)}  ${k}\n`);
+
+// --callers <substring> (or =<exact key>): where the self time of matching functions is spent from
+// (immediate caller chain, 3 frames), to see what a native frame or a hot helper serves.
+const callersIdx = process.argv.indexOf('--callers');
+if (callersIdx > 0 && process.argv[callersIdx + 1]) {
+  const needle = process.argv[callersIdx + 1];
+  const matches = needle.startsWith('=') ? (k: string) => k === needle.slice(1) : (k: string) => k.includes(needle);
+  const chains = new Map<string, number>();
+  let sum = 0;
+  for (let i = 0; i < samples.length; i++) {
+    const dt = i + 1 < timeDeltas.length ? timeDeltas[i + 1] : 0;
+    const node = byId.get(samples[i]);
+    if (!node || dt <= 0 || !matches(key(node.callFrame))) continue;
+    const chain: string[] = [];
+    for (let id = parent.get(node.id); id !== undefined && chain.length < 3; id = parent.get(id)) chain.push(key(byId.get(id)!.callFrame));
+    const k = `${key(node.callFrame)}  ⟵  ${chain.join('  ⟵  ')}`;
+    chains.set(k, (chains.get(k) ?? 0) + dt);
+    sum += dt;
+  }
+  process.stdout.write(`\nSelf time of "${needle}" (${(sum / 1000).toFixed(1)} ms) by caller chain\n`);
+  for (const [k, v] of list(chains, 15)) process.stdout.write(`${ms(v)} ${pct(v, sum)}  ${k}\n`);
+}

@@ -14,7 +14,7 @@
 //                                 with `node dist/bench/profile-summary.js <file>`
 //   BENCH_DURATION_MS=5000        length of each throughput window
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -103,6 +103,31 @@ function procCpu(pid: number | null | undefined): number {
   }
 }
 
+/** Machine-wide CPU seconds from /proc/stat: busy (user+nice+system+irq+softirq), steal, idle. */
+function machineCpu(): { busy: number; steal: number; idle: number } {
+  try {
+    const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+    const [user, nice, system, idle, iowait, irq, softirq, steal] = f;
+    return { busy: (user + nice + system + irq + softirq) / CLK_TCK, steal: (steal ?? 0) / CLK_TCK, idle: (idle + iowait) / CLK_TCK };
+  } catch {
+    return { busy: NaN, steal: NaN, idle: NaN };
+  }
+}
+
+interface MachineLoad {
+  /** CPU-seconds the whole machine was busy, and how much of it was not the core, host or driver. */
+  busy: number;
+  others: number;
+  steal: number;
+  idle: number;
+}
+
+function machineDelta(m0: ReturnType<typeof machineCpu>, ours: number): MachineLoad {
+  const m1 = machineCpu();
+  const busy = m1.busy - m0.busy;
+  return { busy: r2(busy), others: r2(Math.max(0, busy - ours)), steal: r2(m1.steal - m0.steal), idle: r2(m1.idle - m0.idle) };
+}
+
 const driverCpu = (): number => {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1e6;
@@ -131,13 +156,46 @@ interface Ready {
 interface CoreHandle {
   child: ChildProcess;
   ready: Ready;
+  lines: ReturnType<typeof createInterface>;
 }
 
+interface CoreMem {
+  rssMb: number;
+  heapUsedMb: number;
+  heapTotalMb: number;
+  externalMb: number;
+  arrayBuffersMb: number;
+  heapLimitMb: number;
+}
+
+/** The core's own view of its memory (V8 heap vs the rest), asked over its stdin. */
+async function coreMem(handle: CoreHandle, afterGc = false): Promise<{ mem: CoreMem; auditRecorded: number } | null> {
+  return new Promise((resolveMem) => {
+    const timer = setTimeout(() => {
+      handle.lines.off('line', onLine);
+      resolveMem(null);
+    }, 3000);
+    const onLine = (line: string): void => {
+      clearTimeout(timer);
+      handle.lines.off('line', onLine);
+      try {
+        resolveMem(JSON.parse(line) as { mem: CoreMem; auditRecorded: number });
+      } catch {
+        resolveMem(null);
+      }
+    };
+    handle.lines.on('line', onLine);
+    handle.child.stdin!.write(afterGc ? 'memgc\n' : 'mem\n');
+  });
+}
+
+const fmtMem = (m: CoreMem | undefined): string =>
+  m ? `V8 heap used ${m.heapUsedMb} MB of ${m.heapTotalMb} MB allocated, external ${m.externalMb} MB (array buffers ${m.arrayBuffersMb} MB)` : 'n/a';
+
 let running: CoreHandle | null = null;
-const scratch: string[] = [];
 
 async function startCore(): Promise<CoreHandle> {
-  const nodeArgs: string[] = [];
+  const nodeArgs: string[] = ['--expose-gc']; // only used on request, after the load phases
   const env: NodeJS.ProcessEnv = { ...process.env, BENCH_WATCH_STDIN: '1' };
   if (PROFILE_DIR) {
     mkdirSync(PROFILE_DIR, { recursive: true });
@@ -146,13 +204,18 @@ async function startCore(): Promise<CoreHandle> {
   }
   const child = spawn(process.execPath, [...nodeArgs, CORE_PROCESS, String(SESSIONS)], { stdio: ['pipe', 'pipe', 'inherit'], env });
   const lines = createInterface({ input: child.stdout! });
+  // If it never gets ready, SIGTERM lets it stop its plugin host and remove its directory.
+  const giveUp = (err: unknown): never => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    throw err;
+  };
   const ready = await new Promise<Ready>((resolveReady, rejectReady) => {
     const timer = setTimeout(() => rejectReady(new Error('core-process did not report ready within 30 s')), 30_000);
     lines.once('line', (line) => {
       clearTimeout(timer);
       try {
         resolveReady(JSON.parse(line) as Ready);
-      } catch (err) {
+      } catch {
         rejectReady(new Error(`core-process printed something unexpected: ${line}`));
       }
     });
@@ -160,8 +223,8 @@ async function startCore(): Promise<CoreHandle> {
       clearTimeout(timer);
       rejectReady(new Error(`core-process exited before ready (code ${code}, signal ${signal})`));
     });
-  });
-  running = { child, ready };
+  }).catch(giveUp);
+  running = { child, ready, lines };
   return running;
 }
 
@@ -207,7 +270,6 @@ function emergencyCleanup(): void {
     rmSync(ready.dir, { recursive: true, force: true });
     running = null;
   }
-  for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
 }
 
 process.on('exit', emergencyCleanup);
@@ -224,13 +286,18 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
 interface Launcher {
   name: string;
   cmd: string;
+  /** Arguments (default: the echo call) and the exit code that counts as success (default 0). */
+  args?: string[];
+  expect?: number;
 }
 
+const argsOf = (l: Launcher): string[] => l.args ?? [TOPIC, ARGS_JSON];
+
 /** One launch with Node's spawn: from before spawn() to 'close' (exited, stdout drained). */
-function spawnOnce(cmd: string, env: NodeJS.ProcessEnv): Promise<{ ms: number; code: number | null; stdout: string }> {
+function spawnOnce(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ ms: number; code: number | null; stdout: string }> {
   return new Promise((resolveRun) => {
     const t0 = performance.now();
-    const child = spawn(cmd, [TOPIC, ARGS_JSON], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr!.resume();
@@ -258,8 +325,8 @@ async function nodeSpawnSeries(launchers: Launcher[], env: NodeJS.ProcessEnv): P
   }
   for (let i = 0; i < SPAWN_WARMUP + SPAWN_N; i++) {
     for (const l of launchers) {
-      const r = await spawnOnce(l.cmd, env);
-      const bad = r.code !== 0 || (l.name === 'ipc' && !echoOk(r.stdout));
+      const r = await spawnOnce(l.cmd, argsOf(l), env);
+      const bad = r.code !== (l.expect ?? 0) || (l.name === 'ipc' && !echoOk(r.stdout));
       if (i >= SPAWN_WARMUP) {
         samples[l.name].push(r.ms);
         if (bad) errors[l.name]++;
@@ -273,14 +340,15 @@ async function nodeSpawnSeries(launchers: Launcher[], env: NodeJS.ProcessEnv): P
 
 const SEQ_LOOP = `
 set -u
-cmd=$1; n=$2; warm=$3; shift 3
-for ((i = 0; i < warm; i++)); do "$cmd" "$@" >/dev/null 2>&1 || exit 3; done
+cmd=$1; n=$2; warm=$3; expect=$4; shift 4
+for ((i = 0; i < warm; i++)); do "$cmd" "$@" >/dev/null 2>&1; [[ $? -eq $expect ]] || exit 3; done
 fails=0; times=()
 t0=\${EPOCHREALTIME/./}
 for ((i = 0; i < n; i++)); do
   a=\${EPOCHREALTIME/./}
-  "$cmd" "$@" >/dev/null 2>&1 || fails=$((fails + 1))
+  "$cmd" "$@" >/dev/null 2>&1; rc=$?
   b=\${EPOCHREALTIME/./}
+  [[ $rc -eq $expect ]] || fails=$((fails + 1))
   times+=($((b - a)))
 done
 t1=\${EPOCHREALTIME/./}
@@ -292,11 +360,12 @@ const PAR_LOOP = `
 set -u
 cmd=$1; dur=$2; shift 2
 n=0; fails=0
-end=$(( \${EPOCHREALTIME/./} + dur ))
+start=\${EPOCHREALTIME/./}
+end=$(( start + dur ))
 while (( \${EPOCHREALTIME/./} < end )); do
   if "$cmd" "$@" >/dev/null 2>&1; then n=$((n + 1)); else fails=$((fails + 1)); fi
 done
-echo "$n $fails"
+echo "$n $fails $(( \${EPOCHREALTIME/./} - start ))"
 `;
 
 function runBash(script: string, args: string[], env: NodeJS.ProcessEnv): Promise<string> {
@@ -310,18 +379,19 @@ function runBash(script: string, args: string[], env: NodeJS.ProcessEnv): Promis
 
 /** Sequential launches from a bash loop (fork+exec, no Node in the way), each call timed. */
 async function bashSeries(l: Launcher, env: NodeJS.ProcessEnv): Promise<{ stats: Stats; errors: number; perCallMs: number }> {
-  const text = await runBash(SEQ_LOOP, [l.cmd, String(SPAWN_N), String(SPAWN_WARMUP), TOPIC, ARGS_JSON], env);
+  const text = await runBash(SEQ_LOOP, [l.cmd, String(SPAWN_N), String(SPAWN_WARMUP), String(l.expect ?? 0), ...argsOf(l)], env);
   const [head, times] = text.trim().split('\n');
   const [totalUs, fails] = head.split(' ').map(Number);
   const samples = times.trim().split(/\s+/).map((us) => Number(us) / 1000);
   return { stats: stats(samples), errors: fails, perCallMs: r3(totalUs / 1000 / SPAWN_N) };
 }
 
-/** A static Go no-op, the fairest baseline for a static Go binary; null if it can't be built. */
-function buildGoNoop(): string | null {
+/** A static Go no-op, the fairest baseline for a static Go binary; null if it can't be built.
+ *  Built inside the core's temporary directory, so it goes wherever that goes. */
+function buildGoNoop(parent: string): string | null {
   try {
-    const dir = mkdtempSync(join(os.tmpdir(), 'cp-bench-noop-'));
-    scratch.push(dir);
+    const dir = join(parent, 'go-noop');
+    mkdirSync(dir);
     writeFileSync(join(dir, 'go.mod'), 'module noop\n\ngo 1.19\n');
     writeFileSync(join(dir, 'main.go'), 'package main\n\nfunc main() {}\n');
     execFileSync('go', ['build', '-trimpath', '-ldflags=-s -w', '-o', 'noop', '.'], {
@@ -374,6 +444,31 @@ async function dealerLatency(socketPath: string): Promise<{ stats: Stats; errors
   return { stats: stats(samples), errors };
 }
 
+/** One request per fresh DEALER (create, connect, send, receive, close): connection set-up without process start. */
+async function freshConnectionLatency(socketPath: string, n: number, warmup: number): Promise<{ stats: Stats; errors: number }> {
+  const samples: number[] = [];
+  let errors = 0;
+  for (let i = 0; i < warmup + n; i++) {
+    const correlation = `fresh-${i}`;
+    const t0 = performance.now();
+    const d = new zmq.Dealer({ linger: 0, receiveTimeout: 10_000 });
+    try {
+      d.connect(`ipc://${socketPath}`);
+      await d.send(request(correlation));
+      const [frame] = await d.receive();
+      const ms = performance.now() - t0;
+      if (i < warmup) continue;
+      samples.push(ms);
+      if (replyOk(frame, correlation) === null) errors++;
+    } catch {
+      if (i >= warmup) errors++;
+    } finally {
+      d.close();
+    }
+  }
+  return { stats: stats(samples), errors };
+}
+
 interface LoadResult {
   clients: number;
   depth: number;
@@ -384,6 +479,7 @@ interface LoadResult {
   latency: Stats;
   cpuSeconds: { core: number; host: number; driver: number };
   cpuUsPerReq: { core: number; host: number; driver: number };
+  machine: MachineLoad;
   rss: RssPeak;
 }
 
@@ -462,6 +558,7 @@ async function dealerLoad(ready: Ready, clients: number, depth: number, duration
   };
 
   const cpu0 = { core: procCpu(ready.pid), host: procCpu(ready.hostPid), driver: driverCpu() };
+  const m0 = machineCpu();
   const rss = rssSampler(ready);
   startedAt.t = performance.now();
   stopAt = startedAt.t + durationMs;
@@ -473,6 +570,7 @@ async function dealerLoad(ready: Ready, clients: number, depth: number, duration
     host: r3(procCpu(ready.hostPid) - cpu0.host),
     driver: r3(driverCpu() - cpu0.driver),
   };
+  const machine = machineDelta(m0, cpuSeconds.core + cpuSeconds.host + cpuSeconds.driver);
   const per = (s: number): number => r2((s * 1e6) / Math.max(1, completed));
   return {
     clients,
@@ -484,6 +582,7 @@ async function dealerLoad(ready: Ready, clients: number, depth: number, duration
     latency: stats(latencies),
     cpuSeconds,
     cpuUsPerReq: { core: per(cpuSeconds.core), host: per(cpuSeconds.host), driver: per(cpuSeconds.driver) },
+    machine,
     rss: rss.stop(),
   };
 }
@@ -496,11 +595,13 @@ interface IpcLoadResult {
   callsPerSec: number;
   errors: number;
   cpuSeconds: { core: number; host: number };
+  machine: MachineLoad;
   rss: RssPeak;
 }
 
 async function ipcLoad(ready: Ready, l: Launcher, durationMs: number): Promise<IpcLoadResult> {
   const cpu0 = { core: procCpu(ready.pid), host: procCpu(ready.hostPid) };
+  const m0 = machineCpu();
   const rss = rssSampler(ready);
   const t0 = performance.now();
   const results = await Promise.all(
@@ -509,22 +610,28 @@ async function ipcLoad(ready: Ready, l: Launcher, durationMs: number): Promise<I
       return runBash(PAR_LOOP, [l.cmd, String(durationMs * 1000), TOPIC, ARGS_JSON], env);
     }),
   );
-  const seconds = (performance.now() - t0) / 1000;
+  const wall = (performance.now() - t0) / 1000;
   let completed = 0;
   let errors = 0;
+  let rate = 0;
+  let seconds = 0;
   for (const text of results) {
-    const [n, fails] = text.trim().split(' ').map(Number);
+    const [n, fails, us] = text.trim().split(' ').map(Number);
     completed += n;
     errors += fails;
+    rate += n / (us / 1e6); // each loop over its own window
+    seconds = Math.max(seconds, us / 1e6);
   }
+  const cpuSeconds = { core: r3(procCpu(ready.pid) - cpu0.core), host: r3(procCpu(ready.hostPid) - cpu0.host) };
   return {
     cmd: l.name,
     loops: IPC_LOOPS,
-    seconds: r3(seconds),
+    seconds: r3(Math.min(seconds, wall)),
     completed,
-    callsPerSec: Math.round(completed / seconds),
+    callsPerSec: Math.round(rate),
     errors,
-    cpuSeconds: { core: r3(procCpu(ready.pid) - cpu0.core), host: r3(procCpu(ready.hostPid) - cpu0.host) },
+    cpuSeconds,
+    machine: machineDelta(m0, cpuSeconds.core + cpuSeconds.host),
     rss: rss.stop(),
   };
 }
@@ -566,28 +673,44 @@ async function main(): Promise<void> {
   // d (idle): start the core, measure its memory before anything else touches it.
   const handle = await startCore();
   const { ready } = handle;
+  let stoppingCore = false;
+  handle.child.once('exit', (code, signal) => {
+    if (stoppingCore) return;
+    process.stderr.write(`bench failed: core-process died mid-run (code ${code}, signal ${signal})\n`);
+    emergencyCleanup();
+    process.exit(1);
+  });
   const rssStart = procStatus(ready.pid);
   await sleep(1000);
   const rssSettled = procStatus(ready.pid);
   const hostIdle = procStatus(ready.hostPid);
+  const memIdle = await coreMem(handle);
   out(`Core up in ${ready.startupMs} ms (pid ${ready.pid}, plugin host pid ${ready.hostPid}, ${ready.sessions.length} sessions, echo healthy)`);
   out('Memory (VmRSS)');
   out(`  core idle, at ready        ${rssStart?.rssMb} MB   [target ≤ ${TARGET.idleRssMb} MB: ${mark((rssStart?.rssMb ?? Infinity) <= TARGET.idleRssMb)}]`);
   out(`  core idle, after 1 s       ${rssSettled?.rssMb} MB   [target ≤ ${TARGET.idleRssMb} MB: ${mark((rssSettled?.rssMb ?? Infinity) <= TARGET.idleRssMb)}]`);
+  out(`  core breakdown, idle       ${fmtMem(memIdle?.mem)}`);
   out(`  plugin host idle           ${hostIdle?.rssMb} MB`);
   out();
   summary.startupMs = ready.startupMs;
-  summary.rss = { coreAtReadyMb: rssStart?.rssMb, coreSettledMb: rssSettled?.rssMb, hostIdleMb: hostIdle?.rssMb };
+  summary.rss = { coreAtReadyMb: rssStart?.rssMb, coreSettledMb: rssSettled?.rssMb, hostIdleMb: hostIdle?.rssMb, coreIdleBreakdown: memIdle?.mem };
 
   const socketPath = ready.sessions[0].socketPath;
 
   // a. ipc end to end, with baselines.
   if (PHASES.has('ipc')) {
-    const goNoop = buildGoNoop();
+    const goNoop = buildGoNoop(ready.dir);
     const launchers: Launcher[] = [{ name: 'true', cmd: TRUE_BIN }];
     if (goNoop) launchers.push({ name: 'go-noop', cmd: goNoop });
+    // The ipc binary itself, stopped by a usage error before any I/O: its own start-up cost.
+    launchers.push({ name: 'ipc-usage', cmd: IPC_BIN, args: ['usage-error'], expect: 2 });
     launchers.push({ name: 'ipc', cmd: IPC_BIN });
-    const label: Record<string, string> = { true: `${TRUE_BIN} (baseline)`, 'go-noop': 'static Go no-op (baseline)', ipc: 'ipc tool.invoke.echo' };
+    const label: Record<string, string> = {
+      true: `${TRUE_BIN} (baseline)`,
+      'go-noop': 'static Go no-op (baseline)',
+      'ipc-usage': 'ipc, usage error (no I/O)',
+      ipc: 'ipc tool.invoke.echo',
+    };
 
     out(`a. ipc end to end: process start → pipeline → echo handler → stdout`);
     out(`   ${SPAWN_N} sequential calls after ${SPAWN_WARMUP} warm-up, launchers interleaved${goNoop ? '' : ' (Go no-op baseline unavailable: go build failed)'}`);
@@ -623,8 +746,12 @@ async function main(): Promise<void> {
     const lat = await dealerLatency(socketPath);
     out(`   ${DEALER_N} requests after ${DEALER_WARMUP} warm-up: ${fmtStats(lat.stats)}  errors ${lat.errors}`);
     out(`   ${latencyTargets(lat.stats)}`);
+    const fresh = await freshConnectionLatency(socketPath, SPAWN_N, SPAWN_WARMUP);
+    out(`   new DEALER per request (connect + ZMTP handshake + round trip, no process start):`);
+    out(`   ${SPAWN_N} requests after ${SPAWN_WARMUP} warm-up: ${fmtStats(fresh.stats)}  errors ${fresh.errors}`);
     out();
     summary.dealerLatency = lat;
+    summary.freshConnectionLatency = fresh;
   }
 
   // c. throughput with concurrent DEALER clients.
@@ -642,6 +769,7 @@ async function main(): Promise<void> {
       out(`   ${String(clients).padStart(2)} clients × ${depth} in flight: ${String(r.reqPerSec).padStart(6)} req/s  [target ≥ ${TARGET.reqPerSec}: ${mark(r.reqPerSec >= TARGET.reqPerSec)}]  errors ${r.errors}  (${r.completed} in ${r.seconds} s)`);
       out(`      latency ${fmtStats(r.latency)}`);
       out(`      CPU per request: core ${r.cpuUsPerReq.core} µs, plugin host ${r.cpuUsPerReq.host} µs, driver ${r.cpuUsPerReq.driver} µs  (CPU-s core ${r.cpuSeconds.core}, host ${r.cpuSeconds.host}, driver ${r.cpuSeconds.driver} of ${r.seconds} s × ${machine.cores} cores)`);
+      out(`      machine: ${r.machine.busy} CPU-s busy of ${r2(r.seconds * machine.cores)} available, of which ${r.machine.others} by other processes; steal ${r.machine.steal} s`);
       out(`      RSS peak (100 ms samples): core ${r.rss.corePeakMb} MB, plugin host ${r.rss.hostPeakMb} MB`);
     }
     out();
@@ -652,7 +780,7 @@ async function main(): Promise<void> {
   if (PHASES.has('ipcload')) {
     out(`c. Throughput with ${IPC_LOOPS} concurrent bash loops launching processes (${DURATION_MS / 1000} s each)`);
     const ipcRun = await ipcLoad(ready, { name: 'ipc', cmd: IPC_BIN }, DURATION_MS);
-    out(`   ipc:        ${ipcRun.callsPerSec} calls/s  errors ${ipcRun.errors}  (${ipcRun.completed} in ${ipcRun.seconds} s; CPU-s core ${ipcRun.cpuSeconds.core}, host ${ipcRun.cpuSeconds.host}; core RSS peak ${ipcRun.rss.corePeakMb} MB)`);
+    out(`   ipc:        ${ipcRun.callsPerSec} calls/s  errors ${ipcRun.errors}  (${ipcRun.completed} calls; CPU-s core ${ipcRun.cpuSeconds.core}, host ${ipcRun.cpuSeconds.host}, bash+ipc+others ${ipcRun.machine.others} of ${ipcRun.machine.busy} busy; core RSS peak ${ipcRun.rss.corePeakMb} MB)`);
     const trueRun = await ipcLoad(ready, { name: 'true', cmd: TRUE_BIN }, Math.min(DURATION_MS, 2000));
     out(`   ${TRUE_BIN}: ${trueRun.callsPerSec} calls/s  (baseline: the machine's process-launch ceiling with the same loops)`);
     out();
@@ -661,15 +789,20 @@ async function main(): Promise<void> {
 
   // d (load): peak memory.
   const hwm = procStatus(ready.pid)?.hwmMb;
+  const memAfter = await coreMem(handle);
+  const memRetained = await coreMem(handle, true);
   const hostAfter = procStatus(ready.hostPid);
   const peaks = [...loads.map((l) => l.rss.corePeakMb), ...((summary.ipcLoad as { ipc: IpcLoadResult } | undefined) ? [(summary.ipcLoad as { ipc: IpcLoadResult }).ipc.rss.corePeakMb] : [])];
   const corePeak = peaks.length ? Math.max(...peaks) : NaN;
   out('Memory under load (VmRSS)');
   out(`  core peak, sampled every 100 ms   ${corePeak} MB   (kernel high-water mark VmHWM ${hwm} MB)`);
   out(`  core now                          ${procStatus(ready.pid)?.rssMb} MB;  plugin host now ${hostAfter?.rssMb} MB (VmHWM ${hostAfter?.hwmMb} MB)`);
+  out(`  core breakdown now                ${fmtMem(memAfter?.mem)}; ${memAfter?.auditRecorded ?? '?'} audit entries recorded`);
+  out(`  core after a forced full GC       ${fmtMem(memRetained?.mem)}; RSS ${memRetained?.mem.rssMb} MB`);
   out();
-  summary.rss = { ...(summary.rss as object), corePeakUnderLoadMb: corePeak, coreHwmMb: hwm, hostAfterMb: hostAfter?.rssMb, hostHwmMb: hostAfter?.hwmMb };
+  summary.rss = { ...(summary.rss as object), corePeakUnderLoadMb: corePeak, coreHwmMb: hwm, hostAfterMb: hostAfter?.rssMb, hostHwmMb: hostAfter?.hwmMb, coreAfterBreakdown: memAfter?.mem, coreAfterGc: memRetained?.mem, auditRecorded: memAfter?.auditRecorded };
 
+  stoppingCore = true;
   const stopped = await stopCore(handle);
   out(`Core stopped ${stopped.clean ? 'cleanly' : 'UNCLEANLY'} in ${stopped.ms} ms. Total bench time ${((performance.now() - benchStart) / 1000).toFixed(1)} s.`);
   if (PROFILE_DIR) out(`Profiles: ${PROFILE_DIR}/core.cpuprofile, ${PROFILE_DIR}/host.cpuprofile (node dist/bench/profile-summary.js <file>)`);
@@ -680,12 +813,12 @@ async function main(): Promise<void> {
     Object.values((summary.ipcSequential as { nodeSpawn: Record<string, { errors: number }> } | undefined)?.nodeSpawn ?? {}).reduce((a, r) => a + r.errors, 0) +
     Object.values((summary.ipcSequential as { bashLoop: Record<string, { errors: number }> } | undefined)?.bashLoop ?? {}).reduce((a, r) => a + r.errors, 0) +
     ((summary.dealerLatency as { errors: number } | undefined)?.errors ?? 0) +
+    ((summary.freshConnectionLatency as { errors: number } | undefined)?.errors ?? 0) +
     loads.reduce((a, l) => a + l.errors, 0) +
     ((summary.ipcLoad as { ipc: IpcLoadResult } | undefined)?.ipc.errors ?? 0);
   summary.errors = errors;
   if (errors > 0) out(`WARNING: ${errors} request(s) failed during the bench`);
   out(JSON.stringify(summary));
-  for (const dir of scratch.splice(0)) rmSync(dir, { recursive: true, force: true });
   if (errors > 0) process.exitCode = 1;
 }
 

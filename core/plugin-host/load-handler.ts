@@ -8,8 +8,10 @@ import type { InitFailureCategory } from '../src/protocol/errors.js';
 
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'ETIMEDOUT', 'EAI_AGAIN', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET']);
 
-export function handlerPath(name: string, pluginDir: string, handlersDir: string): string | null {
-  for (const candidate of [join(pluginDir, 'handler.js'), join(handlersDir, name, 'handler.js')]) {
+/** `handlersDirs` is a colon-separated list of folders holding compiled `<name>/handler.js`. */
+export function handlerPath(name: string, pluginDir: string, handlersDirs: string): string | null {
+  const compiled = handlersDirs.split(':').filter(Boolean).map((dir) => join(dir, name, 'handler.js'));
+  for (const candidate of [join(pluginDir, 'handler.js'), ...compiled]) {
     if (existsSync(candidate)) return candidate;
   }
   return null;

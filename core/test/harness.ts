@@ -73,7 +73,7 @@ export class Stack {
         PATH: process.env.PATH,
         CARAPACE_RUN_DIR: this.runDir,
         CARAPACE_PLUGINS_DIR: this.pluginsDir,
-        CARAPACE_HANDLERS_DIR: FIXTURE_HANDLERS,
+        CARAPACE_HANDLERS_DIR: `${FIXTURE_HANDLERS}:${join(ROOT, 'dist/plugins')}`,
         CARAPACE_CONFIG: this.configFile,
         CARAPACE_DATA_DIR: join(this.dir, 'data'),
         FAULTY_TOKEN,

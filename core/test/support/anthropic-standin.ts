@@ -90,12 +90,15 @@ export class AnthropicStandIn {
   }
 }
 
-/** The text of every tool_result in a request's conversation, oldest first. */
+/** The text of every tool_result since the user's latest prompt, oldest first. */
 export function toolResults(request: RecordedRequest): string[] {
   const out: string[] = [];
   for (const message of request.body?.messages ?? []) {
-    if (!Array.isArray(message.content)) continue;
-    for (const block of message.content) {
+    if (message.role !== 'user') continue;
+    const blocks = Array.isArray(message.content) ? message.content : [{ type: 'text', text: message.content }];
+    // A user turn with text (not only tool results) starts a new exchange.
+    if (blocks.some((b: { type: string }) => b.type === 'text') && !blocks.some((b: { type: string }) => b.type === 'tool_result')) out.length = 0;
+    for (const block of blocks) {
       if (block.type !== 'tool_result') continue;
       out.push(typeof block.content === 'string' ? block.content : (block.content ?? []).map((c: { text?: string }) => c.text ?? '').join(''));
     }

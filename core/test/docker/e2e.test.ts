@@ -1,0 +1,109 @@
+// End to end, as in the specification's "full request lifecycle": a Telegram message
+// arrives, the core starts the group's agent (real container, real Claude Code CLI),
+// Claude Code runs `ipc` through its Bash tool, the plugin answers, Claude Code replies
+// with send_telegram, and the Telegram stand-in receives it. The model is a scripted
+// stand-in for the Messages API; Telegram is a stand-in for the Bot API.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { join } from 'node:path';
+import { AgentManager } from '../../src/agents/agent-manager.js';
+import { DockerRuntime } from '../../src/agents/docker-runtime.js';
+import { LlmProxy } from '../../src/llm/llm-proxy.js';
+import { parseConfig } from '../../src/config.js';
+import { ROOT, Stack, until } from '../harness.js';
+import { AnthropicStandIn, toolResults, type RecordedRequest } from '../support/anthropic-standin.js';
+import { TelegramStandIn } from '../support/telegram-standin.js';
+
+const MODEL_KEY = 'sk-ant-api03-e2e-model-key-0123456789abcdef';
+const BOT_TOKEN = '123456789:AAE2eTestTokenForTheTelegramStandIn01';
+const CHAT = 1001;
+
+let stack: Stack;
+let telegram: TelegramStandIn;
+let model: AnthropicStandIn;
+let manager: AgentManager;
+
+/** The conversation the scripted model holds: look up, reply, done. */
+function script(request: RecordedRequest): ReturnType<AnthropicStandIn['policy']> {
+  const hasBash = (request.body?.tools ?? []).some((t: { name: string }) => t.name === 'Bash');
+  if (!hasBash) return [{ type: 'text', text: 'ok' }];
+  const results = toolResults(request);
+  if (results.length === 0) {
+    return [{ type: 'tool_use', name: 'Bash', input: { command: `ipc tool.invoke.echo '{"text":"buy milk at 5pm"}'`, description: 'Record the reminder' } }];
+  }
+  if (results.length === 1) {
+    const body = results[0].includes('buy milk at 5pm') ? 'Done! Reminder set for 5pm.' : `Something failed: ${results[0].slice(0, 200)}`;
+    return [{ type: 'tool_use', name: 'Bash', input: { command: `ipc tool.invoke.send_telegram '${JSON.stringify({ recipient: String(CHAT), body })}'`, description: 'Reply' } }];
+  }
+  return [{ type: 'text', text: 'Replied to the user.' }];
+}
+
+beforeAll(async () => {
+  telegram = await TelegramStandIn.start(BOT_TOKEN);
+  model = new AnthropicStandIn(script);
+  const upstream = await model.start();
+  stack = await Stack.start({
+    plugins: ['echo'],
+    extraPluginDirs: { telegram: join(ROOT, 'plugins/telegram') },
+    env: { TELEGRAM_BOT_TOKEN: BOT_TOKEN },
+    config: {
+      groups: { family: {} },
+      plugins: { telegram: { bot_token: '${TELEGRAM_BOT_TOKEN}', api_base_url: telegram.url, chats: { [String(CHAT)]: 'family' }, owners: [42], poll_timeout_s: 1 } },
+    },
+  });
+  expect(stack.core.catalog.state('telegram')).toBe('healthy');
+  const llm = new LlmProxy({ upstream, credential: { apiKey: MODEL_KEY }, audit: stack.core.audit });
+  const settings = parseConfig({ agents: { run_timeout_ms: 120_000 } }).agents;
+  manager = new AgentManager(stack.core, new DockerRuntime(), llm, settings, {
+    groupsDir: join(stack.dir, 'groups'),
+    stateDir: join(stack.dir, 'state'),
+    agentImageDir: join(ROOT, 'agent-image'),
+  }, () => ['family']);
+  await manager.removeOrphans();
+}, 60_000);
+
+afterAll(async () => {
+  await manager?.stop();
+  await stack?.stop();
+  await model?.stop();
+  await telegram?.close();
+});
+
+describe('a Telegram message, end to end', () => {
+  it('"remind me to buy milk at 5pm" → agent → ipc → plugin → send_telegram → Telegram', async () => {
+    const runs: Promise<unknown>[] = [];
+    stack.core.on('event', (event) => {
+      const run = manager.onEvent(event);
+      if (run) runs.push(run);
+    });
+    telegram.queueMessage({ chatId: CHAT, text: 'remind me to buy milk at 5pm', fromId: 42 });
+
+    const reply = await until(() => telegram.sentTo(CHAT).find((m) => m.text.startsWith('Done!') || m.text.startsWith('Something failed')), 150_000);
+    expect(reply.text).toBe('Done! Reminder set for 5pm.');
+    const [outcome] = (await Promise.all(runs)) as { ok: boolean; output: string }[];
+    expect(outcome.ok).toBe(true);
+
+    // The model saw the user's message and never the real key.
+    const main = model.requests.filter((r) => (r.body?.tools ?? []).length > 0);
+    expect(JSON.stringify(main[0].body.messages)).toContain('remind me to buy milk at 5pm');
+    expect(model.requests.every((r) => r.headers['x-api-key'] === MODEL_KEY)).toBe(true);
+
+    // Both tool calls crossed the full pipeline, each under one correlation.
+    const entries = await stack.auditEntries();
+    for (const topic of ['tool.invoke.echo', 'tool.invoke.send_telegram']) {
+      const response = entries.find((e) => e.topic === topic && e.stage === 'response');
+      expect(response?.outcome).toBe('ok');
+      const stages = entries.filter((e) => e.correlation === response?.correlation).map((e) => e.stage);
+      expect(stages).toEqual(['envelope', 'topic', 'payload', 'authorize', 'route', 'response']);
+      expect(entries.filter((e) => e.correlation === response?.correlation).every((e) => e.group === 'family')).toBe(true);
+    }
+  }, 180_000);
+
+  it('a second message reuses the warm container', async () => {
+    const first = manager.live('family');
+    expect(first).not.toBeNull();
+    const before = telegram.sentTo(CHAT).length;
+    telegram.queueMessage({ chatId: CHAT, text: 'remind me to buy milk at 5pm', fromId: 42 });
+    await until(() => telegram.sentTo(CHAT).length > before, 150_000);
+    expect(manager.live('family')?.container).toBe(first?.container);
+  }, 180_000);
+});
