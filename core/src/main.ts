@@ -32,6 +32,7 @@ async function main(): Promise<void> {
     groupsDir: paths.groupsDir,
     stateDir: join(paths.dataDir, 'agents'),
     agentImageDir: paths.agentImageDir,
+    instance: process.env.CARAPACE_INSTANCE || 'carapace',
   }, () => Object.keys(config.groups));
   const orphans = await agents.removeOrphans();
   core.on('event', (event) => {

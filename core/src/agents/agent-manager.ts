@@ -22,6 +22,8 @@ export interface AgentPaths {
   stateDir: string;
   /** agent-image/: settings.json and the CLAUDE.md template. */
   agentImageDir: string;
+  /** Names this core's containers (label carapace.instance). */
+  instance: string;
 }
 
 interface Agent {
@@ -54,7 +56,7 @@ export class AgentManager {
 
   /** Removes containers left by an earlier core: their socket mounts point at nothing now. */
   async removeOrphans(): Promise<number> {
-    const orphans = await this.runtime.listManaged();
+    const orphans = await this.runtime.listManaged(this.paths.instance);
     await Promise.all(orphans.map((o) => this.runtime.remove(o.id)));
     return orphans.length;
   }
@@ -129,8 +131,9 @@ export class AgentManager {
         { source: skills, target: '/home/node/.claude/skills', readOnly: true },
       ];
       const container = await this.runtime.start({
-        name: `carapace-agent-${group}-${session.id.slice(-6)}`,
+        name: `carapace-${this.paths.instance}-${group}-${session.id.slice(-6)}`,
         image: this.settings.image,
+        instance: this.paths.instance,
         group,
         session: session.id,
         network: 'none',

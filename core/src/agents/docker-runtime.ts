@@ -42,7 +42,7 @@ export class DockerRuntime implements AgentRuntime {
       Env: spec.env,
       User: '1000:1000',
       WorkingDir: '/workspace/group',
-      Labels: { [LABELS.managed]: 'true', [LABELS.group]: spec.group, [LABELS.session]: spec.session },
+      Labels: { [LABELS.managed]: 'true', [LABELS.instance]: spec.instance, [LABELS.group]: spec.group, [LABELS.session]: spec.session },
       NetworkDisabled: spec.network === 'none',
       HostConfig: {
         Binds: binds,
@@ -101,8 +101,8 @@ export class DockerRuntime implements AgentRuntime {
     });
   }
 
-  async listManaged(): Promise<{ id: string; group: string | null }[]> {
-    const list = await this.docker.listContainers({ all: true, filters: { label: [`${LABELS.managed}=true`] } });
+  async listManaged(instance: string): Promise<{ id: string; group: string | null }[]> {
+    const list = await this.docker.listContainers({ all: true, filters: { label: [`${LABELS.managed}=true`, `${LABELS.instance}=${instance}`] } });
     return list.map((c) => ({ id: c.Id, group: c.Labels[LABELS.group] ?? null }));
   }
 

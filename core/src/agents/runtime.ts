@@ -10,6 +10,8 @@ export interface MountSpec {
 export interface AgentSpec {
   name: string;
   image: string;
+  /** Which core owns the container: orphan clean-up touches only its own. */
+  instance: string;
   group: string;
   session: string;
   env: string[];
@@ -31,8 +33,8 @@ export interface AgentRuntime {
   start(spec: AgentSpec): Promise<string>;
   exec(id: string, cmd: string[], timeoutMs: number): Promise<ExecResult>;
   remove(id: string): Promise<void>;
-  /** Containers this core created (by label), including ones left by an earlier run. */
-  listManaged(): Promise<{ id: string; group: string | null }[]>;
+  /** Containers of this instance (by label), including ones left by an earlier run. */
+  listManaged(instance: string): Promise<{ id: string; group: string | null }[]>;
 }
 
-export const LABELS = { managed: 'carapace.managed', group: 'carapace.group', session: 'carapace.session' } as const;
+export const LABELS = { managed: 'carapace.managed', instance: 'carapace.instance', group: 'carapace.group', session: 'carapace.session' } as const;

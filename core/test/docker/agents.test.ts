@@ -29,7 +29,7 @@ beforeAll(async () => {
   mkdirSync(join(groupsDir, 'other'), { recursive: true });
   writeFileSync(join(groupsDir, 'other', 'other-secret.txt'), 'belongs to other');
   const settings = parseConfig({ agents: { run_timeout_ms: 60_000 } }).agents;
-  manager = new AgentManager(stack.core, runtime, llm, settings, { groupsDir, stateDir: join(stack.dir, 'state'), agentImageDir: join(ROOT, 'agent-image') }, () => ['family', 'other']);
+  manager = new AgentManager(stack.core, runtime, llm, settings, { groupsDir, stateDir: join(stack.dir, 'state'), agentImageDir: join(ROOT, 'agent-image'), instance: `test-${process.pid}` }, () => ['family', 'other']);
   await manager.removeOrphans();
   await manager.enqueue('family', 'warm up').catch(() => undefined);
   container = manager.live('family')!.container;

@@ -17,7 +17,7 @@ function compose(args: string[], env: NodeJS.ProcessEnv = {}): string {
   const [cmd, pre] = existsSync('/usr/bin/docker-compose') ? ['docker-compose', []] : ['docker', ['compose']];
   return execFileSync(cmd, [...pre, '-p', PROJECT, '-f', join(ROOT, 'compose.yaml'), ...args], {
     cwd: ROOT,
-    env: { ...process.env, CARAPACE_VOLUMES: volumes, CARAPACE_ADMIN_PORT: String(port), ANTHROPIC_API_KEY: MODEL_KEY, TELEGRAM_BOT_TOKEN: '', ...env },
+    env: { ...process.env, CARAPACE_INSTANCE: PROJECT, CARAPACE_VOLUMES: volumes, CARAPACE_ADMIN_PORT: String(port), ANTHROPIC_API_KEY: MODEL_KEY, TELEGRAM_BOT_TOKEN: '', ...env },
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'pipe'],
   });

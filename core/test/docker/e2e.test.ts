@@ -57,6 +57,7 @@ beforeAll(async () => {
     groupsDir: join(stack.dir, 'groups'),
     stateDir: join(stack.dir, 'state'),
     agentImageDir: join(ROOT, 'agent-image'),
+    instance: `e2e-${process.pid}`,
   }, () => ['family']);
   await manager.removeOrphans();
 }, 60_000);
