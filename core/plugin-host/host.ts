@@ -138,6 +138,7 @@ export class PluginHost {
       getToolCatalog: () => call('getToolCatalog', {}) as Promise<never>,
       getSessionInfo: () => call('getSessionInfo', {}) as Promise<never>,
       listConfirmations: (group) => call('listConfirmations', {}, group) as Promise<never>,
+      notifyUser: (group, text) => call('notifyUser', { text }, group) as Promise<boolean>,
       resolveConfirmation: (id, approve, by, group) => call('resolveConfirmation', { id, approve, by }, group) as Promise<boolean>,
       publish: (topic, group, payload) => {
         void this.toBus.push([Buffer.from(topic), Buffer.from(JSON.stringify({ plugin, group, payload }))]).catch(() => undefined);

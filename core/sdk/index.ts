@@ -60,6 +60,8 @@ export interface CoreServices {
   /** Channel plugins: publish message.inbound (or task.*) for a group. */
   publish(topic: string, group: string, payload: JsonObject): void;
   listConfirmations(group: string): Promise<PendingConfirmation[]>;
+  /** Tell the people of a group something, through its channel plugins (user.notify). */
+  notifyUser(group: string, text: string): Promise<boolean>;
   resolveConfirmation(id: string, approve: boolean, by: string, group: string): Promise<boolean>;
   /** The plugin's own data directory on the host (never mounted into a container). */
   dataDir: string;

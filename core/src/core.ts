@@ -215,6 +215,13 @@ export class Core extends EventEmitter<CoreEvents> {
         if (!group || !this.authorizer.pluginMaySee(m.plugin, group)) return fail('plugin may not see this group');
         return ok(this.confirmations.list(group));
       }
+      case 'notifyUser': {
+        // A plugin tells a person something (a paused task, say) through the group's channels.
+        const group = m.group;
+        if (!group || !this.authorizer.pluginMaySee(m.plugin, group)) return fail('plugin may not see this group');
+        this.publish('user.notify', group, { text: String(m.args.text ?? '').slice(0, 4000), from: m.plugin }, m.plugin);
+        return ok(true);
+      }
       case 'resolveConfirmation': {
         // Unknown, answered, expired or another group's: all read as "nothing to resolve".
         const pending = this.confirmations.get(String(m.args.id));

@@ -136,6 +136,7 @@ export default class TelegramChannel implements PluginHandler {
     if (envelope.group === null) return;
     if (envelope.topic === 'confirmation.requested') await this.announceConfirmation(envelope.group, envelope.payload);
     else if (envelope.topic === 'agent.error') await this.apologize(envelope.group, envelope.payload);
+    else if (envelope.topic === 'user.notify' && typeof envelope.payload.text === 'string') await this.notify(envelope.group, envelope.payload.text);
   }
 
   async shutdown(): Promise<void> {
@@ -248,12 +249,16 @@ export default class TelegramChannel implements PluginHandler {
 
   private async apologize(group: string, payload: JsonObject): Promise<void> {
     const reason = typeof payload.reason === 'string' ? payload.reason : typeof payload.exit_code === 'number' ? `exit code ${payload.exit_code}` : null;
-    const text = `Sorry, something went wrong while handling that${reason ? ` (${truncate(reason, 200)})` : ''}`;
+    await this.notify(group, `Sorry, something went wrong while handling that${reason ? ` (${truncate(reason, 200)})` : ''}`);
+  }
+
+  /** A notice from Carapace itself (errors, paused tasks) to every chat of the group. */
+  private async notify(group: string, text: string): Promise<void> {
     for (const chat of this.chatsOf(group)) {
       try {
         await this.exclusive(chat, () => this.send(chat, text, {}));
       } catch (err) {
-        log.error({ chat, err: describe(err) }, 'could not send an error notice');
+        log.error({ chat, err: describe(err) }, 'could not send a notice');
       }
     }
   }

@@ -90,7 +90,8 @@ export class AgentManager {
     if (this.stopped) return { ok: false, output: 'stopping' };
     const agent = this.agents.get(group) ?? (await this.spawn(group));
     if (agent.idle) clearTimeout(agent.idle);
-    const trigger = cause ? { topic: cause.topic, event_id: cause.id } : {};
+    // Who asked: lets a scheduler count its task's failures.
+    const trigger = cause ? { topic: cause.topic, event_id: cause.id, ...(typeof cause.payload.task_id === 'string' ? { task_id: cause.payload.task_id } : {}) } : {};
     const args = ['claude', '-p', prompt, '--output-format', 'json'];
     if (agent.runs > 0) args.push('--continue');
     agent.runs++;
