@@ -32,8 +32,10 @@ images:
 test: build images
 	node --experimental-vm-modules node_modules/jest/bin/jest.js
 
-bench: build
+bench: build images
 	node dist/bench/run.js
+	DOCKER=$(DOCKER) node dist/bench/agent-start.js
+	@if [ -f dist/bench/memory-bench.js ]; then node dist/bench/memory-bench.js; fi
 
 # Follow the JSONL audit log in a form a person can read.
 logs:

@@ -1,0 +1,99 @@
+// Agent start-up on a real Docker engine, model time excluded (the model is a local
+// stand-in that answers at once):
+//   cold: event → container running → first ipc call served
+//   warm: event for a group whose container is warm → Claude Code's first model request
+// Baseline in the same run: a bare `docker run` of the agent image.
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { AgentManager } from '../core/src/agents/agent-manager.js';
+import { DockerRuntime } from '../core/src/agents/docker-runtime.js';
+import type { AgentSpec } from '../core/src/agents/runtime.js';
+import { parseConfig } from '../core/src/config.js';
+import { LlmProxy } from '../core/src/llm/llm-proxy.js';
+import { ROOT, Stack } from '../core/test/harness.js';
+import { AnthropicStandIn, toolResults } from '../core/test/support/anthropic-standin.js';
+
+const COLD = Number(process.env.BENCH_COLD ?? 5);
+const WARM = Number(process.env.BENCH_WARM ?? 10);
+
+class TimedRuntime extends DockerRuntime {
+  started = 0;
+  override async start(spec: AgentSpec): Promise<string> {
+    const id = await super.start(spec);
+    this.started = performance.now();
+    return id;
+  }
+}
+
+const pct = (xs: number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
+const fmt = (xs: number[]): string => `p50 ${pct(xs, 50).toFixed(0)} ms, max ${Math.max(...xs).toFixed(0)} ms (n=${xs.length})`;
+
+async function main(): Promise<void> {
+  const docker = process.env.DOCKER || 'docker';
+  const bare: number[] = [];
+  for (let i = 0; i < COLD; i++) {
+    const t = performance.now();
+    execFileSync(docker, ['run', '--rm', '--network', 'none', '--entrypoint', 'true', 'carapace-agent:latest']);
+    bare.push(performance.now() - t);
+  }
+
+  let firstModelRequest = 0;
+  const model = new AnthropicStandIn((request) => {
+    if (!firstModelRequest) firstModelRequest = performance.now();
+    const hasBash = (request.body?.tools ?? []).some((t: { name: string }) => t.name === 'Bash');
+    if (hasBash && toolResults(request).length === 0) return [{ type: 'tool_use', name: 'Bash', input: { command: `ipc tool.invoke.get_session_info '{}'` } }];
+    return [{ type: 'text', text: 'done' }];
+  });
+  const upstream = await model.start();
+  const stack = await Stack.start({ plugins: ['echo'], config: { groups: { bench: {} } } });
+  const runtime = new TimedRuntime();
+  const manager = new AgentManager(
+    stack.core,
+    runtime,
+    new LlmProxy({ upstream, credential: { apiKey: 'sk-ant-bench-key-000000000000' }, audit: stack.core.audit }),
+    parseConfig({ agents: { run_timeout_ms: 120_000 } }).agents,
+    { groupsDir: join(stack.dir, 'groups'), stateDir: join(stack.dir, 'state'), agentImageDir: join(ROOT, 'agent-image'), instance: `bench-${process.pid}` },
+    () => ['bench'],
+  );
+  const firstIpc = (session: string, after: number): number => {
+    const entry = stack.core.audit.query({ session, topic: 'tool.invoke.get_session_info' }).find((e) => e.stage === 'response');
+    return entry ? Date.parse(entry.timestamp) - after : NaN;
+  };
+
+  const toRunning: number[] = [];
+  const toIpc: number[] = [];
+  const warm: number[] = [];
+  try {
+    for (let i = 0; i < COLD; i++) {
+      const t = performance.now();
+      const wall = Date.now();
+      await manager.enqueue('bench', 'cold start');
+      toRunning.push(runtime.started - t);
+      toIpc.push(firstIpc(manager.live('bench')!.session, wall));
+      await manager.retire('bench');
+    }
+    await manager.enqueue('bench', 'warm up');
+    for (let i = 0; i < WARM; i++) {
+      firstModelRequest = 0;
+      const t = performance.now();
+      await manager.enqueue('bench', 'warm');
+      warm.push(firstModelRequest - t);
+    }
+  } finally {
+    await manager.stop();
+    await stack.stop();
+    await model.stop();
+  }
+
+  console.log('Agent start-up (model time excluded: local stand-in)');
+  console.log(`  bare docker run (baseline)         ${fmt(bare)}`);
+  console.log(`  cold: event → container running    ${fmt(toRunning)}   ratio to bare ${(pct(toRunning, 50) / pct(bare, 50)).toFixed(2)}`);
+  console.log(`  cold: event → first ipc served     ${fmt(toIpc)}   target ≤ 500 ms`);
+  console.log(`  warm: event → agent running        ${fmt(warm)}   target ≤ 100 ms`);
+  console.log(JSON.stringify({ bench: 'agent-start', bare_p50_ms: pct(bare, 50), cold_running_p50_ms: pct(toRunning, 50), cold_first_ipc_p50_ms: pct(toIpc, 50), warm_p50_ms: pct(warm, 50) }));
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
