@@ -62,8 +62,10 @@ export class Core extends EventEmitter<CoreEvents> {
     this.secrets = new Set(options.secrets ?? []);
     this.current = createSanitizer(this.secrets);
     const sanitize = Object.assign(<T>(value: T) => this.current(value), { scrub: (text: string) => this.current.scrub(text) });
-    this.audit = new AuditLog(options.auditFile, sanitize.scrub);
+    // Discovery first: a start-up conflict must stop us before the audit file is opened
+    // (pino cannot flush a destination that never became ready).
     const discovery = discoverPlugins(options.pluginsDir, APP_VERSION, INTRINSIC_NAMES);
+    this.audit = new AuditLog(options.auditFile, sanitize.scrub);
     this.catalog = new ToolCatalog(intrinsicTools, discovery.plugins, discovery.rejected);
     for (const bad of discovery.rejected) this.auditPluginFailure(bad.name, 'CONFIG_ERROR', bad.reason);
     this.authorizer = new GroupAuthorizer(config);

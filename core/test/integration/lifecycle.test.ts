@@ -1,7 +1,10 @@
 // Plugin host lifecycle: crashes, restarts, start-up conflicts and the shutdown sequence.
 import { describe, expect, it } from '@jest/globals';
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FIXTURES, Stack, sleep, until } from '../harness.js';
+import { FIXTURES, ROOT, Stack, sleep, until } from '../harness.js';
 import { StartupError } from '../../src/protocol/errors.js';
 
 describe('plugin host failure', () => {
@@ -74,5 +77,44 @@ describe('shutdown sequence', () => {
     expect(drained.length).toBe(1);
     await until(() => stack.host?.exitCode !== null || stack.host?.signalCode !== null, 5000);
     await stack.stop();
+  });
+});
+
+describe('the core process', () => {
+  const run = (env: Record<string, string>) =>
+    new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      const dir = mkdtempSync(join(tmpdir(), 'cp-main-'));
+      const child = spawn(process.execPath, [join(ROOT, 'dist/core/src/main.js')], {
+        env: { PATH: process.env.PATH, CARAPACE_RUN_DIR: join(dir, 'run'), CARAPACE_LOG_DIR: join(dir, 'logs'), CARAPACE_ADMIN_PORT: '0', ...env },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
+      let stderr = '';
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      child.on('exit', (code) => {
+        rmSync(dir, { recursive: true, force: true });
+        resolve({ code, stderr });
+      });
+    });
+
+  it('refuses a broken configuration with one clear line', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cp-cfg-'));
+    const file = join(dir, 'carapace.json');
+    writeFileSync(file, JSON.stringify({ rate_limit: { per_minute: 'fast' } }));
+    const r = await run({ CARAPACE_CONFIG: file, CARAPACE_PLUGINS_DIR: join(dir, 'none') });
+    rmSync(dir, { recursive: true, force: true });
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(/^carapace: CONFIG_INVALID: .*rate_limit\.per_minute/);
+  });
+
+  it('refuses conflicting plugins with one clear line naming both', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cp-dup-'));
+    mkdirSync(join(dir, 'plugins'));
+    symlinkSync(join(FIXTURES, 'echo'), join(dir, 'plugins', 'first'));
+    symlinkSync(join(FIXTURES, 'echo'), join(dir, 'plugins', 'second'));
+    const r = await run({ CARAPACE_PLUGINS_DIR: join(dir, 'plugins'), CARAPACE_CONFIG: join(dir, 'missing.json') });
+    rmSync(dir, { recursive: true, force: true });
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim()).toBe('carapace: DUPLICATE_TOOL: Tool "echo" is declared by both plugin "first" and plugin "second"');
   });
 });
