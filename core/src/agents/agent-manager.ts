@@ -9,6 +9,7 @@ import type { LlmProxy } from '../llm/llm-proxy.js';
 import type { EventEnvelope } from '../protocol/envelope.js';
 import { renderBrief } from './memory-brief.js';
 import { promptFor } from './prompt.js';
+import { CLAUDE_COMMAND, ClaudeSession } from './claude-session.js';
 import type { AgentRuntime, MountSpec } from './runtime.js';
 import { writeSkills } from './skills.js';
 
@@ -31,8 +32,8 @@ interface Agent {
   session: string;
   container: string;
   privateDir: string;
+  claude: ClaudeSession;
   idle: NodeJS.Timeout | null;
-  runs: number;
 }
 
 export interface RunOutcome {
@@ -92,28 +93,27 @@ export class AgentManager {
     if (agent.idle) clearTimeout(agent.idle);
     // Who asked: lets a scheduler count its task's failures.
     const trigger = cause ? { topic: cause.topic, event_id: cause.id, ...(typeof cause.payload.task_id === 'string' ? { task_id: cause.payload.task_id } : {}) } : {};
-    const args = ['claude', '-p', prompt, '--output-format', 'json'];
-    if (agent.runs > 0) args.push('--continue');
-    agent.runs++;
-    const result = await this.runtime.exec(agent.container, args, this.settings.run_timeout_ms);
-    if (result.timedOut) {
-      this.core.publish('agent.error', group, { session: agent.session, reason: 'timeout', limit_ms: this.settings.run_timeout_ms, ...trigger });
-      this.core.audit.record({ group, session: agent.session, source: 'core', topic: null, correlation: null, stage: 'agent', outcome: 'error', reason: `agent run exceeded ${this.settings.run_timeout_ms} ms; container killed` });
+    const result = await agent.claude.turn(prompt, this.settings.run_timeout_ms);
+    if (result.status === 'timeout' || result.status === 'exited') {
+      const reason = result.status === 'timeout' ? 'timeout' : 'agent process exited';
+      this.core.publish('agent.error', group, { session: agent.session, reason, limit_ms: this.settings.run_timeout_ms, ...trigger });
+      this.core.audit.record({ group, session: agent.session, source: 'core', topic: null, correlation: null, stage: 'agent', outcome: 'error', reason: result.status === 'timeout' ? `agent run exceeded ${this.settings.run_timeout_ms} ms; container killed` : 'agent process exited; container removed', detail: result.output.slice(-2000) || undefined });
       await this.retire(group);
-      return { ok: false, output: result.stdout };
+      return { ok: false, output: result.output };
     }
-    const ok = result.exitCode === 0;
-    this.core.publish(ok ? 'agent.completed' : 'agent.error', group, { session: agent.session, exit_code: result.exitCode, ...trigger });
-    this.core.audit.record({ group, session: agent.session, source: 'core', topic: null, correlation: null, stage: 'agent', outcome: ok ? 'ok' : 'error', reason: ok ? 'agent run completed' : `agent exited ${String(result.exitCode)}`, detail: ok ? undefined : result.stderr.slice(-2000) });
+    const ok = result.status === 'ok';
+    this.core.publish(ok ? 'agent.completed' : 'agent.error', group, { session: agent.session, ...(ok ? {} : { reason: 'the agent reported an error' }), ...trigger });
+    this.core.audit.record({ group, session: agent.session, source: 'core', topic: null, correlation: null, stage: 'agent', outcome: ok ? 'ok' : 'error', reason: ok ? 'agent run completed' : 'agent run failed', detail: ok ? undefined : result.output.slice(-2000) });
     agent.idle = setTimeout(() => void this.retire(group), this.settings.idle_timeout_ms);
     agent.idle.unref();
-    return { ok, output: result.stdout };
+    return { ok, output: result.output };
   }
 
   private async spawn(group: string): Promise<Agent> {
     const session = await this.core.openSession(group);
     const sessionDir = join(session.socketPath, '..');
     const privateDir = join(this.paths.stateDir, 'sessions', session.id);
+    let container: string | null = null;
     try {
       const llm = await this.llm.open(session.id, group, join(sessionDir, 'llm.sock'));
       const workspace = this.ownedDir(join(this.paths.groupsDir, group));
@@ -131,7 +131,7 @@ export class AgentManager {
         { source: claudeMd, target: '/home/node/.claude/CLAUDE.md', readOnly: true },
         { source: skills, target: '/home/node/.claude/skills', readOnly: true },
       ];
-      const container = await this.runtime.start({
+      container = await this.runtime.start({
         name: `carapace-${this.paths.instance}-${group}-${session.id.slice(-6)}`,
         image: this.settings.image,
         instance: this.paths.instance,
@@ -151,11 +151,14 @@ export class AgentManager {
         limits: { memoryBytes: this.settings.memory_mb * 1024 * 1024, nanoCpus: Math.round(this.settings.cpus * 1e9), pids: this.settings.pids },
       });
       this.core.sessions.setContainer(session.id, container);
-      const agent: Agent = { group, session: session.id, container, privateDir, idle: null, runs: 0 };
+      // Claude Code starts now, while the container is fresh: later messages find it ready.
+      const claude = new ClaudeSession(await this.runtime.spawn(container, CLAUDE_COMMAND));
+      const agent: Agent = { group, session: session.id, container, privateDir, claude, idle: null };
       this.agents.set(group, agent);
       this.core.publish('agent.started', group, { session: session.id });
       return agent;
     } catch (err) {
+      if (container) await this.runtime.remove(container).catch(() => undefined);
       await this.llm.close(session.id);
       await this.core.closeSession(session.id);
       rmSync(privateDir, { recursive: true, force: true });
@@ -183,6 +186,7 @@ export class AgentManager {
     if (!agent) return;
     this.agents.delete(group);
     if (agent.idle) clearTimeout(agent.idle);
+    agent.claude.close();
     await this.runtime.remove(agent.container).catch(() => undefined);
     await this.llm.close(agent.session);
     await this.core.closeSession(agent.session);

@@ -2,9 +2,10 @@
 // is checked against a real engine by the tests (docker inspect).
 import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { createInterface } from 'node:readline';
 import { PassThrough } from 'node:stream';
 import Docker from 'dockerode';
-import { LABELS, type AgentRuntime, type AgentSpec, type ExecResult } from './runtime.js';
+import { LABELS, type AgentProcess, type AgentRuntime, type AgentSpec, type ExecResult } from './runtime.js';
 
 const MAX_OUTPUT = 4 * 1024 * 1024;
 
@@ -93,6 +94,35 @@ export class DockerRuntime implements AgentRuntime {
     }
     const info = await exec.inspect();
     return { exitCode: info.ExitCode ?? null, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), timedOut: false };
+  }
+
+  async spawn(id: string, cmd: string[]): Promise<AgentProcess> {
+    const exec = await this.docker.getContainer(id).exec({ Cmd: cmd, AttachStdin: true, AttachStdout: true, AttachStderr: true, User: '1000:1000', WorkingDir: '/workspace/group' });
+    const stream = await exec.start({ hijack: true, stdin: true });
+    const stdout = new PassThrough();
+    const stderr = new PassThrough();
+    // Diagnostics only: keep a short tail, never let it back up the process.
+    let tail = '';
+    stderr.on('data', (chunk: Buffer) => (tail = (tail + chunk.toString('utf8')).slice(-4096)));
+    this.docker.modem.demuxStream(stream, stdout, stderr);
+    const lines = createInterface({ input: stdout });
+    let exited = false;
+    const exitListeners: (() => void)[] = [];
+    const exit = (): void => {
+      if (exited) return;
+      exited = true;
+      for (const listener of exitListeners) listener();
+    };
+    stream.on('end', exit);
+    stream.on('close', exit);
+    stream.on('error', exit);
+    return {
+      send: (line) => void stream.write(`${line}\n`),
+      onLine: (listener) => void lines.on('line', listener),
+      onExit: (listener) => (exited ? listener() : void exitListeners.push(listener)),
+      stderrTail: () => tail,
+      close: () => stream.destroy(),
+    };
   }
 
   async remove(id: string): Promise<void> {

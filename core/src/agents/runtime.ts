@@ -29,9 +29,21 @@ export interface ExecResult {
   timedOut: boolean;
 }
 
+/** A long-lived process in an agent container: lines in on stdin, lines out on stdout. */
+export interface AgentProcess {
+  send(line: string): void;
+  onLine(listener: (line: string) => void): void;
+  /** Called once when the process's output ends (it exited or the container stopped). */
+  onExit(listener: () => void): void;
+  /** The last few KB the process wrote on stderr, for the audit log. */
+  stderrTail(): string;
+  close(): void;
+}
+
 export interface AgentRuntime {
   start(spec: AgentSpec): Promise<string>;
   exec(id: string, cmd: string[], timeoutMs: number): Promise<ExecResult>;
+  spawn(id: string, cmd: string[]): Promise<AgentProcess>;
   remove(id: string): Promise<void>;
   /** Containers of this instance (by label), including ones left by an earlier run. */
   listManaged(instance: string): Promise<{ id: string; group: string | null }[]>;

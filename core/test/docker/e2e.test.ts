@@ -21,6 +21,8 @@ let stack: Stack;
 let telegram: TelegramStandIn;
 let model: AnthropicStandIn;
 let manager: AgentManager;
+let modelUrl: string;
+const runs: Promise<unknown>[] = [];
 
 /** The conversation the scripted model holds: look up, reply, done. */
 function script(request: RecordedRequest): ReturnType<AnthropicStandIn['policy']> {
@@ -41,6 +43,7 @@ beforeAll(async () => {
   telegram = await TelegramStandIn.start(BOT_TOKEN);
   model = new AnthropicStandIn(script);
   const upstream = await model.start();
+  modelUrl = upstream;
   stack = await Stack.start({
     plugins: ['echo'],
     extraPluginDirs: { telegram: join(ROOT, 'plugins/telegram') },
@@ -71,7 +74,6 @@ afterAll(async () => {
 
 describe('a Telegram message, end to end', () => {
   it('"remind me to buy milk at 5pm" → agent → ipc → plugin → send_telegram → Telegram', async () => {
-    const runs: Promise<unknown>[] = [];
     stack.core.on('event', (event) => {
       const run = manager.onEvent(event);
       if (run) runs.push(run);
@@ -106,5 +108,30 @@ describe('a Telegram message, end to end', () => {
     telegram.queueMessage({ chatId: CHAT, text: 'remind me to buy milk at 5pm', fromId: 42 });
     await until(() => telegram.sentTo(CHAT).length > before, 150_000);
     expect(manager.live('family')?.container).toBe(first?.container);
+    expect(((await runs.at(-1)) as { ok: boolean }).ok).toBe(true);
   }, 180_000);
+
+  it('a hung agent is killed after the run limit and the user is told', async () => {
+    await manager.retire('family');
+    const impatient = new AgentManager(stack.core, new DockerRuntime(), new LlmProxy({ upstream: modelUrl, credential: { apiKey: MODEL_KEY }, audit: stack.core.audit }), parseConfig({ agents: { run_timeout_ms: 4000 } }).agents, {
+      groupsDir: join(stack.dir, 'groups'),
+      stateDir: join(stack.dir, 'state'),
+      agentImageDir: join(ROOT, 'agent-image'),
+      instance: `e2e-hung-${process.pid}`,
+    }, () => ['family']);
+    model.delayMs = 60_000;
+    const sentBefore = telegram.sentTo(CHAT).length;
+    try {
+      const outcome = await impatient.enqueue('family', 'this will hang');
+      expect(outcome.ok).toBe(false);
+      expect(impatient.live('family')).toBeNull();
+      const notice = await until(() => telegram.sentTo(CHAT).slice(sentBefore).find((m) => m.text.includes('Sorry, something went wrong')), 20_000);
+      expect(notice.text).toContain('timeout');
+      const entries = stack.core.audit.query({ group: 'family' }).filter((e) => e.stage === 'agent' && e.outcome === 'error');
+      expect(entries.at(-1)?.reason).toContain('exceeded 4000 ms');
+    } finally {
+      model.delayMs = 0;
+      await impatient.stop();
+    }
+  }, 60_000);
 });

@@ -19,6 +19,8 @@ export class AnthropicStandIn {
   readonly requests: RecordedRequest[] = [];
   private server: Server | null = null;
   private counter = 0;
+  /** Holds every answer this long: a model that hangs. */
+  delayMs = 0;
 
   constructor(public policy: Policy) {}
 
@@ -54,8 +56,9 @@ export class AnthropicStandIn {
           stop_sequence: null,
           usage: { input_tokens: 12, output_tokens: 7 },
         };
-        if (body?.stream) this.stream(res, message);
-        else res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(message));
+        const reply = () => (body?.stream ? this.stream(res, message) : res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(message)));
+        if (this.delayMs > 0) setTimeout(reply, this.delayMs);
+        else reply();
       });
     });
     await new Promise<void>((resolve) => this.server!.listen(0, host, resolve));
