@@ -1,0 +1,296 @@
+// The CalDAV side of the reminders plugin. tsdav does discovery (well-known URL, principal,
+// calendar home) and the WebDAV XML; this module adds what the plugin needs on top: one
+// fetch that classifies failures (unreachable, credentials refused, HTTP status), the
+// reminder lists (calendar collections that hold VTODOs), and object reads and writes
+// with ETags so a concurrent edit in another client is never overwritten silently.
+import { DAVClient, type DAVResponse } from 'tsdav';
+
+/** The server could not be reached, or did not answer in time. */
+export class DavUnreachable extends Error {
+  readonly code: string;
+  constructor(code: string) {
+    super(code === 'TIMEOUT' ? 'the CalDAV server did not answer in time' : `the CalDAV server is unreachable (${code})`);
+    this.name = 'DavUnreachable';
+    this.code = code === 'TIMEOUT' ? 'ETIMEDOUT' : code;
+  }
+}
+
+/** The server answered 401: the username or password is wrong. */
+export class DavAuthRejected extends Error {
+  readonly status = 401;
+  constructor() {
+    super('the CalDAV server rejected the username or password (HTTP 401)');
+    this.name = 'DavAuthRejected';
+  }
+}
+
+/** Any other unexpected HTTP status. Only the operation and the status: never a URL. */
+export class DavHttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly operation: string,
+  ) {
+    super(`${operation}: the CalDAV server answered HTTP ${status}`);
+    this.name = 'DavHttpError';
+  }
+}
+
+/** A conditional write lost against another change (412): read again and retry. */
+export class DavConflict extends Error {
+  constructor() {
+    super('the reminder changed on the server meanwhile');
+    this.name = 'DavConflict';
+  }
+}
+
+export interface ReminderList {
+  /** The display name (what a person calls the list); the last path segment when unset. */
+  name: string;
+  url: string;
+}
+
+export interface StoredObject {
+  url: string;
+  etag: string | null;
+  data: string;
+}
+
+export interface StoreOptions {
+  serverUrl: string;
+  username?: string;
+  password?: string;
+  timeoutMs: number;
+}
+
+const TODO_FILTER = { 'comp-filter': { _attributes: { name: 'VCALENDAR' }, 'comp-filter': { _attributes: { name: 'VTODO' } } } };
+
+function networkCode(err: unknown): string {
+  const e = err as { name?: string; code?: unknown; cause?: { code?: unknown; name?: string } } | null;
+  if (e?.name === 'TimeoutError' || e?.cause?.name === 'TimeoutError' || e?.name === 'AbortError') return 'TIMEOUT';
+  const code = e?.cause?.code ?? e?.code;
+  return typeof code === 'string' ? code : 'network error';
+}
+
+/** tsdav turns XML text into numbers and booleans where it can; and values may come as CDATA. */
+function textOf(value: unknown): string | null {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  if (value && typeof value === 'object') {
+    const v = value as { _cdata?: unknown; _text?: unknown };
+    if (typeof v._cdata === 'string') return v._cdata;
+    if (v._text !== undefined) return textOf(v._text);
+  }
+  return null;
+}
+
+function componentNames(comp: unknown): string[] {
+  const items = Array.isArray(comp) ? comp : comp ? [comp] : [];
+  return items
+    .map((c) => (c as { _attributes?: { name?: unknown } })?._attributes?.name)
+    .filter((n): n is string => typeof n === 'string')
+    .map((n) => n.toUpperCase());
+}
+
+function lastSegment(url: string): string {
+  const path = new URL(url).pathname.replace(/\/+$/, '');
+  try {
+    return decodeURIComponent(path.slice(path.lastIndexOf('/') + 1));
+  } catch {
+    return path.slice(path.lastIndexOf('/') + 1);
+  }
+}
+
+function slash(url: string): string {
+  return url.endsWith('/') ? url : `${url}/`;
+}
+
+export class CalDavStore {
+  private readonly client: DAVClient;
+  private readonly authHeaders: Record<string, string>;
+  private homeUrl: string | null = null;
+  private connecting = false;
+  private unreachable: DavUnreachable | null = null;
+
+  constructor(private readonly options: StoreOptions) {
+    this.authHeaders =
+      options.username !== undefined
+        ? { authorization: `Basic ${Buffer.from(`${options.username}:${options.password ?? ''}`, 'utf8').toString('base64')}` }
+        : {};
+    const headers = this.authHeaders;
+    this.client = new DAVClient({
+      serverUrl: options.serverUrl,
+      credentials: {},
+      // Our own header: tsdav's Basic helper uses btoa, which fails on non-Latin-1 passwords.
+      authMethod: 'Custom',
+      authFunction: async () => headers,
+      defaultAccountType: 'caldav',
+      fetch: this.fetch,
+    });
+  }
+
+  /**
+   * Every request goes through here: a deadline, network failures as DavUnreachable and
+   * 401 as DavAuthRejected, whoever made the request (tsdav or this module).
+   */
+  private readonly fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    if (this.unreachable) throw this.unreachable;
+    let response: Response;
+    try {
+      response = await globalThis.fetch(input, { ...init, signal: init?.signal ?? AbortSignal.timeout(this.options.timeoutMs) });
+    } catch (err) {
+      const failure = new DavUnreachable(networkCode(err));
+      if (this.connecting) this.unreachable = failure;
+      throw failure;
+    }
+    if (response.status === 401) {
+      await response.body?.cancel().catch(() => undefined);
+      throw new DavAuthRejected();
+    }
+    return response;
+  };
+
+  /** Finds the calendar home (well-known URL, current-user-principal, calendar-home-set). */
+  async connect(): Promise<void> {
+    // tsdav tries the well-known URL twice and swallows failures; once the server proved
+    // unreachable, the remaining discovery requests fail at once instead of each waiting.
+    this.connecting = true;
+    try {
+      await this.client.login();
+    } finally {
+      this.connecting = false;
+      this.unreachable = null;
+    }
+    const home = this.client.account?.homeUrl;
+    if (!home) throw new DavHttpError(404, 'finding the calendar home');
+    this.homeUrl = slash(home);
+  }
+
+  /** The calendar collections of the home that may hold VTODOs. */
+  async lists(): Promise<ReminderList[]> {
+    const home = this.requireHome();
+    const responses = await this.client.propfind({
+      url: home,
+      props: { 'd:displayname': {}, 'd:resourcetype': {}, 'c:supported-calendar-component-set': {} },
+      depth: '1',
+    });
+    this.check(responses, 'listing the calendars');
+    const lists: ReminderList[] = [];
+    for (const r of responses) {
+      if (!r.href || !r.ok) continue;
+      const props = (r.props ?? {}) as Record<string, unknown>;
+      const types = props.resourcetype && typeof props.resourcetype === 'object' ? Object.keys(props.resourcetype) : [];
+      if (!types.includes('calendar')) continue;
+      const set = props.supportedCalendarComponentSet as { comp?: unknown } | undefined;
+      const components = componentNames(set?.comp);
+      // No component set means the server allows every component type.
+      if (components.length > 0 && !components.includes('VTODO')) continue;
+      const url = slash(new URL(r.href, home).href);
+      if (new URL(url).origin !== new URL(home).origin) continue; // credentials go to the home's server only
+      const name = textOf(props.displayname)?.trim() || lastSegment(url);
+      lists.push({ name, url });
+    }
+    return lists.sort((a, b) => a.name.localeCompare(b.name) || a.url.localeCompare(b.url));
+  }
+
+  /** A new calendar collection for VTODOs, under a random path, shown as `name`. */
+  async makeList(name: string, slug: string): Promise<void> {
+    const url = `${this.requireHome()}${encodeURIComponent(slug)}/`;
+    const responses = await this.client.makeCalendar({
+      url,
+      props: {
+        'd:displayname': { _text: name },
+        'c:supported-calendar-component-set': { 'c:comp': { _attributes: { name: 'VTODO' } } },
+      },
+    });
+    this.check(responses, 'creating the list');
+  }
+
+  /** Every VTODO object of a list (one calendar-query REPORT). */
+  async todos(list: ReminderList): Promise<StoredObject[]> {
+    return this.query(list, TODO_FILTER, 'reading the list');
+  }
+
+  /** The objects of a list whose VTODO UID contains `uid` (the caller checks equality). */
+  async findByUid(list: ReminderList, uid: string): Promise<StoredObject[]> {
+    const filter = {
+      'comp-filter': {
+        _attributes: { name: 'VCALENDAR' },
+        'comp-filter': {
+          _attributes: { name: 'VTODO' },
+          'prop-filter': { _attributes: { name: 'UID' }, 'text-match': { _attributes: { collation: 'i;octet' }, _text: uid } },
+        },
+      },
+    };
+    return this.query(list, filter, 'searching the list');
+  }
+
+  async get(url: string): Promise<StoredObject | null> {
+    const response = await this.fetch(url, { method: 'GET', headers: { ...this.authHeaders, accept: 'text/calendar' } });
+    if (response.status === 404 || response.status === 410) {
+      await response.body?.cancel().catch(() => undefined);
+      return null;
+    }
+    if (!response.ok) {
+      await response.body?.cancel().catch(() => undefined);
+      throw new DavHttpError(response.status, 'reading the reminder');
+    }
+    return { url, etag: response.headers.get('etag'), data: await response.text() };
+  }
+
+  /** Creates (`etag` null: only if nothing is there) or replaces (only if unchanged) an object. */
+  async put(url: string, data: string, etag: string | null, operation: string): Promise<void> {
+    const condition: Record<string, string> = etag === null ? { 'if-none-match': '*' } : { 'if-match': etag };
+    const response = await this.fetch(url, {
+      method: 'PUT',
+      headers: { ...this.authHeaders, 'content-type': 'text/calendar; charset=utf-8', ...condition },
+      body: data,
+    });
+    await response.body?.cancel().catch(() => undefined);
+    if (response.status === 412) throw new DavConflict();
+    if (!response.ok) throw new DavHttpError(response.status, operation);
+  }
+
+  /** Deletes an object if unchanged; false when it was already gone. */
+  async remove(url: string, etag: string | null): Promise<boolean> {
+    const response = await this.fetch(url, { method: 'DELETE', headers: { ...this.authHeaders, ...(etag ? { 'if-match': etag } : {}) } });
+    await response.body?.cancel().catch(() => undefined);
+    if (response.status === 404 || response.status === 410) return false;
+    if (response.status === 412) throw new DavConflict();
+    if (!response.ok) throw new DavHttpError(response.status, 'deleting the reminder');
+    return true;
+  }
+
+  private async query(list: ReminderList, filter: unknown, operation: string): Promise<StoredObject[]> {
+    const responses = await this.client.calendarQuery({
+      url: list.url,
+      props: { 'd:getetag': {}, 'c:calendar-data': {} },
+      filters: [filter as Record<string, unknown>],
+      depth: '1',
+    });
+    this.check(responses, operation);
+    const objects: StoredObject[] = [];
+    for (const r of responses) {
+      if (!r.href || !r.ok) continue;
+      const props = (r.props ?? {}) as Record<string, unknown>;
+      const data = textOf(props.calendarData);
+      if (!data) continue;
+      const url = new URL(r.href, list.url).href;
+      if (url === list.url || new URL(url).origin !== new URL(list.url).origin) continue;
+      objects.push({ url, etag: textOf(props.getetag), data });
+    }
+    return objects;
+  }
+
+  /** A multistatus with nothing usable in it and a failure status is a failure. */
+  private check(responses: DAVResponse[], operation: string): void {
+    if (responses.length === 0) return;
+    if (responses.some((r) => r.ok)) return;
+    const failed = responses.find((r) => typeof r.status === 'number' && r.status >= 400);
+    if (failed) throw new DavHttpError(failed.status!, operation);
+  }
+
+  private requireHome(): string {
+    if (!this.homeUrl) throw new Error('CalDavStore used before connect()');
+    return this.homeUrl;
+  }
+}

@@ -1,0 +1,355 @@
+// Reminders over CalDAV: the lists of Apple Reminders (iCloud), Nextcloud Tasks, Fastmail or
+// Radicale are calendar collections of VTODOs. A list is found by its display name; a
+// reminder's id is its VTODO UID, which this plugin resolves to the object's URL itself.
+import { randomUUID } from 'node:crypto';
+import pino from 'pino';
+import { InitError, ToolError, type CoreServices, type PluginConfig, type PluginHandler, type RequestEnvelope } from '#sdk';
+import { CalDavStore, DavAuthRejected, DavConflict, DavHttpError, DavUnreachable, type ReminderList, type StoredObject } from './caldav.js';
+import { alarmTime, buildTodo, completionEdit, editTodo, formatIso, isDone, isKnownTimeZone, parseTodo, sequenceOf, type DueValue, type ParsedTodo } from './ical.js';
+
+const log = pino({ base: { service: 'plugin-host', plugin: 'reminders' } }, pino.destination(2));
+
+/** list_reminders returns at most this many (open ones first). */
+const MAX_LISTED = 200;
+const MAX_NOTES_LISTED = 1000;
+const MAX_UID = 255;
+
+interface Settings {
+  serverUrl: string;
+  username?: string;
+  password?: string;
+  defaultList: string;
+  alarmMinutesBefore: number;
+  timezone?: string;
+  createMissingLists: boolean;
+  /** One HTTP request to the CalDAV server; a tool call makes a few at most. */
+  requestTimeoutMs: number;
+}
+
+interface Located {
+  list: ReminderList;
+  object: StoredObject;
+  todo: ParsedTodo;
+}
+
+function parseSettings(config: PluginConfig): Settings {
+  // The host has validated the config against the manifest's config_schema (defaults applied).
+  const text = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
+  const serverUrl = String(config.server_url ?? '');
+  let url: URL;
+  try {
+    url = new URL(serverUrl);
+  } catch {
+    throw new InitError('CONFIG_ERROR', 'server_url is not a valid URL');
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new InitError('CONFIG_ERROR', 'server_url must start with https:// (or http://)');
+  if (url.username || url.password) throw new InitError('CONFIG_ERROR', 'server_url must not contain credentials: put them in username and password');
+  const timezone = text(config.timezone);
+  if (timezone && !isKnownTimeZone(timezone)) throw new InitError('CONFIG_ERROR', `timezone "${timezone}" is not a known IANA time zone (e.g. Europe/Berlin)`);
+  const username = text(config.username);
+  const password = text(config.password);
+  if (password !== undefined && username === undefined) throw new InitError('CONFIG_ERROR', 'password is set but username is not');
+  return {
+    serverUrl: url.href,
+    username,
+    password,
+    defaultList: text(config.default_list)?.trim() ?? 'Reminders',
+    alarmMinutesBefore: typeof config.alarm_minutes_before === 'number' ? config.alarm_minutes_before : 0,
+    timezone,
+    createMissingLists: config.create_missing_lists === true,
+    requestTimeoutMs: typeof config.request_timeout_ms === 'number' ? config.request_timeout_ms : 10_000,
+  };
+}
+
+const normalizeName = (name: string): string => name.trim().normalize('NFC').toLowerCase();
+const quoteList = (lists: ReminderList[]): string => (lists.length === 0 ? '(none)' : lists.map((l) => `"${l.name}"`).join(', '));
+/** The agent's own input, shortened, for messages. */
+const shown = (value: string): string => JSON.stringify(value.length > 80 ? `${value.slice(0, 79)}…` : value);
+
+export default class RemindersPlugin implements PluginHandler {
+  private settings!: Settings;
+  private store!: CalDavStore;
+  private lists: ReminderList[] = [];
+  /** reminder_id → where it was last seen; verified on every use. */
+  private readonly seen = new Map<string, string>();
+
+  async initialize(config: PluginConfig, _services: CoreServices): Promise<void> {
+    this.settings = parseSettings(config);
+    this.store = new CalDavStore({
+      serverUrl: this.settings.serverUrl,
+      username: this.settings.username,
+      password: this.settings.password,
+      timeoutMs: this.settings.requestTimeoutMs,
+    });
+    try {
+      await this.store.connect();
+      this.lists = await this.store.lists();
+    } catch (err) {
+      throw initFailure(err);
+    }
+    if (!this.findList(this.settings.defaultList) && !this.settings.createMissingLists) {
+      log.warn({ default_list: this.settings.defaultList, lists: this.lists.map((l) => l.name) }, 'default_list does not exist on the server: reminders without a list will be refused');
+    }
+    log.info({ lists: this.lists.length }, 'connected to the CalDAV server');
+  }
+
+  async handleRequest(envelope: RequestEnvelope): Promise<unknown> {
+    const args = envelope.payload.arguments;
+    const tool = envelope.topic.slice('tool.invoke.'.length);
+    try {
+      switch (tool) {
+        case 'create_reminder':
+          return await this.create(args);
+        case 'list_reminders':
+          return await this.listReminders(typeof args.list === 'string' ? args.list : undefined, args.include_completed === true);
+        case 'complete_reminder':
+          return await this.complete(String(args.reminder_id));
+        case 'delete_reminder':
+          return await this.remove(String(args.reminder_id));
+        default:
+          throw new ToolError({ message: `unknown tool ${tool}`, retriable: false });
+      }
+    } catch (err) {
+      throw toolError(err);
+    }
+  }
+
+  // ---- tools ------------------------------------------------------------------------------
+
+  private async create(args: Record<string, unknown>): Promise<unknown> {
+    const title = String(args.title ?? '').trim();
+    if (!title) throw new ToolError({ message: 'title is empty', retriable: false });
+    const notes = typeof args.notes === 'string' && args.notes.trim() ? args.notes : undefined;
+    let due: Date | undefined;
+    if (typeof args.due === 'string') {
+      const ms = Date.parse(args.due.trim().toUpperCase().replace(' ', 'T'));
+      if (!Number.isFinite(ms)) {
+        throw new ToolError({ message: `due ${shown(args.due)} is not a valid date-time: use ISO 8601 with an offset, e.g. 2026-03-01T17:00:00+01:00`, retriable: false });
+      }
+      due = new Date(ms);
+    }
+    const list = await this.listFor(typeof args.list === 'string' ? args.list : undefined, this.settings.createMissingLists);
+    const uid = randomUUID();
+    const now = new Date();
+    const url = `${list.url}${uid}.ics`;
+    await this.store.put(url, buildTodo({ uid, title, notes, due, alarmMinutesBefore: this.settings.alarmMinutesBefore, now }), null, 'creating the reminder');
+    this.seen.set(uid, url);
+    const result: Record<string, unknown> = { reminder_id: uid, status: 'created', list: list.name, title };
+    if (due) {
+      result.due = formatIso(due.getTime(), this.settings.timezone);
+      result.alarm_at = formatIso(alarmTime(due, this.settings.alarmMinutesBefore).getTime(), this.settings.timezone);
+      if (due.getTime() < now.getTime()) result.warning = 'due is in the past';
+    }
+    return result;
+  }
+
+  private async listReminders(name: string | undefined, includeCompleted: boolean): Promise<unknown> {
+    const list = await this.listFor(name, false);
+    const todos: ParsedTodo[] = [];
+    for (const object of await this.store.todos(list)) {
+      const todo = parseTodo(object.data, this.settings.timezone);
+      if (!todo) continue;
+      this.seen.set(todo.uid, object.url);
+      if (includeCompleted || !isDone(todo)) todos.push(todo);
+    }
+    todos.sort(byUrgency);
+    const reminders = todos.slice(0, MAX_LISTED).map((t) => this.present(t));
+    const result: Record<string, unknown> = { list: list.name, count: todos.length, reminders };
+    if (todos.length > MAX_LISTED) result.truncated = `only the first ${MAX_LISTED} are shown (open ones first, earliest due first)`;
+    return result;
+  }
+
+  private async complete(id: string): Promise<unknown> {
+    for (let attempt = 0; ; attempt++) {
+      const found = await this.locate(id);
+      const { todo, list, object } = found;
+      const base = { reminder_id: todo.uid, list: list.name, title: todo.summary };
+      if (isDone(todo)) return { ...base, status: 'already_completed' };
+      if (todo.recurring) {
+        throw new ToolError({
+          message: 'This reminder repeats; completing one occurrence is not supported here. Ask the user to tick it off in their reminders app.',
+          retriable: false,
+        });
+      }
+      const now = new Date();
+      const edited = editTodo(object.data, completionEdit(now, sequenceOf(object.data)));
+      if (!edited) throw new ToolError({ message: 'This reminder could not be read; ask the user to complete it in their reminders app.', retriable: false });
+      try {
+        await this.store.put(object.url, edited, object.etag, 'completing the reminder');
+      } catch (err) {
+        if (err instanceof DavConflict && attempt === 0) continue; // changed meanwhile: read again once
+        throw err;
+      }
+      return { ...base, status: 'completed', completed_at: formatIso(now.getTime(), this.settings.timezone) };
+    }
+  }
+
+  private async remove(id: string): Promise<unknown> {
+    for (let attempt = 0; ; attempt++) {
+      const { todo, list, object } = await this.locate(id);
+      try {
+        await this.store.remove(object.url, object.etag);
+      } catch (err) {
+        if (err instanceof DavConflict && attempt === 0) continue;
+        throw err;
+      }
+      this.seen.delete(todo.uid);
+      return { reminder_id: todo.uid, status: 'deleted', list: list.name, title: todo.summary };
+    }
+  }
+
+  // ---- lists and reminders -------------------------------------------------------------------
+
+  private findList(name: string): ReminderList | undefined {
+    const exact = this.lists.find((l) => l.name === name);
+    if (exact) return exact;
+    const wanted = normalizeName(name);
+    const matches = this.lists.filter((l) => normalizeName(l.name) === wanted);
+    return matches.length === 1 ? matches[0] : undefined;
+  }
+
+  /** The list called `name` (default: default_list); the server is asked again before giving up. */
+  private async listFor(name: string | undefined, create: boolean): Promise<ReminderList> {
+    const wanted = (name ?? this.settings.defaultList).trim();
+    if (!wanted) throw new ToolError({ message: 'list is empty', retriable: false });
+    let list = this.findList(wanted);
+    if (list) return list;
+    this.lists = await this.store.lists();
+    list = this.findList(wanted);
+    if (list) return list;
+    if (create) {
+      await this.store.makeList(wanted, randomUUID());
+      this.lists = await this.store.lists();
+      list = this.findList(wanted);
+      if (list) {
+        log.info('created a missing reminders list');
+        return list;
+      }
+    }
+    throw new ToolError({
+      message: `There is no reminders list named ${shown(wanted)}. Available lists: ${quoteList(this.lists)}. Use one of these names${create ? '' : ', or ask the user to create the list'}.`,
+      retriable: false,
+    });
+  }
+
+  /** The reminder with this id (its VTODO UID), wherever it is. */
+  private async locate(id: string): Promise<Located> {
+    const uid = id.trim();
+    const notFound = (): ToolError =>
+      new ToolError({
+        message: `No reminder has the id ${shown(id)}. Use list_reminders (include_completed: true for finished ones) to get the current reminder_id values.`,
+        retriable: false,
+      });
+    // eslint-disable-next-line no-control-regex
+    if (!uid || uid.length > MAX_UID || /[\u0000-\u001f\u007f]/.test(uid)) throw notFound();
+
+    const cached = this.seen.get(uid);
+    if (cached) {
+      const object = await this.store.get(cached);
+      const todo = object && parseTodo(object.data, this.settings.timezone);
+      const list = this.lists.find((l) => cached.startsWith(l.url));
+      if (object && todo?.uid === uid && list) return { list, object, todo };
+      this.seen.delete(uid);
+    }
+
+    const searched = new Set<string>();
+    for (let round = 0; round < 2; round++) {
+      if (round === 1) this.lists = await this.store.lists(); // perhaps in a list made since
+      for (const list of this.lists) {
+        if (searched.has(list.url)) continue;
+        searched.add(list.url);
+        const found = await this.searchList(list, uid);
+        if (found) {
+          this.seen.set(uid, found.object.url);
+          return found;
+        }
+      }
+    }
+    throw notFound();
+  }
+
+  private async searchList(list: ReminderList, uid: string): Promise<Located | null> {
+    let objects: StoredObject[];
+    try {
+      objects = await this.store.findByUid(list, uid);
+    } catch (err) {
+      // A server without prop-filter support: read the whole list instead.
+      if (!(err instanceof DavHttpError) || err.status >= 500) throw err;
+      objects = await this.store.todos(list);
+    }
+    for (const object of objects) {
+      const todo = parseTodo(object.data, this.settings.timezone);
+      if (todo?.uid === uid) return { list, object, todo };
+    }
+    return null;
+  }
+
+  private present(todo: ParsedTodo): Record<string, unknown> {
+    const out: Record<string, unknown> = { reminder_id: todo.uid, title: todo.summary };
+    const due = this.formatDue(todo.due);
+    if (due) {
+      out.due = due;
+      if (todo.due?.kind === 'date') out.all_day = true;
+    }
+    if (todo.description) out.notes = todo.description.length > MAX_NOTES_LISTED ? `${todo.description.slice(0, MAX_NOTES_LISTED - 1)}…` : todo.description;
+    const done = isDone(todo);
+    out.completed = done;
+    if (done) {
+      const at = this.formatDue(todo.completed);
+      if (at) out.completed_at = at;
+      if (todo.status === 'CANCELLED') out.cancelled = true;
+    }
+    if (todo.priority !== null) out.priority = todo.priority <= 4 ? 'high' : todo.priority === 5 ? 'medium' : 'low';
+    if (todo.recurring) out.repeats = true;
+    return out;
+  }
+
+  private formatDue(value: DueValue | null): string | null {
+    if (!value) return null;
+    return value.kind === 'date' ? value.date : formatIso(value.ms, this.settings.timezone);
+  }
+}
+
+/** Open before done; then the earliest due first (undated last); done ones latest first. */
+function byUrgency(a: ParsedTodo, b: ParsedTodo): number {
+  const doneA = isDone(a);
+  const doneB = isDone(b);
+  if (doneA !== doneB) return doneA ? 1 : -1;
+  const when = (v: DueValue | null): number => (!v ? Number.POSITIVE_INFINITY : v.kind === 'instant' ? v.ms : Date.parse(`${v.date}T00:00:00Z`));
+  if (doneA) return when(b.completed) - when(a.completed) || a.summary.localeCompare(b.summary);
+  return when(a.due) - when(b.due) || a.summary.localeCompare(b.summary);
+}
+
+/** Why initialize failed, as one of the closed categories; the message goes to the audit log only. */
+function initFailure(err: unknown): Error {
+  if (err instanceof InitError) return err;
+  if (err instanceof DavAuthRejected) return new InitError('AUTH_ERROR', 'the CalDAV server rejected username/password (HTTP 401)');
+  if (err instanceof DavUnreachable) return new InitError('NETWORK_ERROR', err.message);
+  if (err instanceof DavHttpError) {
+    if (err.status === 403) return new InitError('AUTH_ERROR', `${err.message}: the account may not read its calendars`);
+    if (err.status >= 500) return new InitError('NETWORK_ERROR', err.message);
+    return new InitError('CONFIG_ERROR', `${err.message}: check server_url`);
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  if (/principal|homeUrl|home url/i.test(message)) {
+    return new InitError('CONFIG_ERROR', 'no CalDAV calendar home found at server_url: check it (e.g. https://host/remote.php/dav for Nextcloud, https://caldav.icloud.com for iCloud)');
+  }
+  return err instanceof Error ? err : new Error(message);
+}
+
+/** What the agent sees: actionable, never a URL, a path or a credential. */
+function toolError(err: unknown): unknown {
+  if (err instanceof ToolError) return err;
+  if (err instanceof DavUnreachable) return new ToolError({ message: 'The reminders server is unreachable right now; try again in a few minutes.', retriable: true });
+  if (err instanceof DavAuthRejected) {
+    return new ToolError({ message: 'The reminders server no longer accepts the configured username or password; the owner has to update the reminders settings.', retriable: false });
+  }
+  if (err instanceof DavConflict) return new ToolError({ message: 'The reminder was changed elsewhere at the same moment; try again.', retriable: true });
+  if (err instanceof DavHttpError) {
+    if (err.status === 403) return new ToolError({ message: 'The reminders server does not allow this change (the list may be read-only or shared).', retriable: false });
+    if (err.status === 507) return new ToolError({ message: 'The reminders account is out of storage space.', retriable: false });
+    if (err.status >= 500) return new ToolError({ message: `The reminders server failed (HTTP ${err.status}); try again later.`, retriable: true });
+    return new ToolError({ message: `The reminders server refused the request (HTTP ${err.status}).`, retriable: false });
+  }
+  return err;
+}
