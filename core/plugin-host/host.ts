@@ -15,7 +15,7 @@ import { SOCKETS, type CoreToHost, type HandlerOutcome, type HostToCore, type Se
 import type { EventEnvelope, JsonObject, RequestEnvelope } from '../src/protocol/envelope.js';
 import { APP_VERSION } from '../src/version.js';
 import { ToolError, type CoreServices, type PluginHandler } from '../sdk/index.js';
-import { categorize, handlerPath, loadHandler } from './load-handler.js';
+import { categorize, handlerPath, loadHandler, TimeoutError } from './load-handler.js';
 import { resolvePluginConfig } from './plugin-config.js';
 
 export interface HostOptions {
@@ -273,8 +273,6 @@ export class PluginHost {
     return this.stopping;
   }
 }
-
-class TimeoutError extends Error {}
 
 function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   return new Promise<T>((resolve, reject) => {

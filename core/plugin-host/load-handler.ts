@@ -31,9 +31,14 @@ export async function loadHandler(file: string): Promise<PluginHandler> {
   return candidate;
 }
 
+/** A lifecycle call that did not finish in time (initialize, shutdown). */
+export class TimeoutError extends Error {}
+
 /** Maps an initialization failure to the closed category the agent may see. */
 export function categorize(err: unknown): InitFailureCategory {
   if (err instanceof InitError) return err.category;
+  // An initialize() that never finishes is almost always waiting on a server.
+  if (err instanceof TimeoutError) return 'NETWORK_ERROR';
   const e = err as { code?: unknown; status?: unknown; statusCode?: unknown; cause?: { code?: unknown } } | null;
   const code = e?.code ?? e?.cause?.code;
   if (typeof code === 'string' && NETWORK_CODES.has(code)) return 'NETWORK_ERROR';

@@ -113,3 +113,10 @@ describe('isJsonData', () => {
     expect(isJsonData([sharedArr, { x: sharedArr }])).toBe(true);
   });
 });
+
+describe('categorize: lifecycle timeouts', () => {
+  it('an initialize() that times out is a NETWORK_ERROR', async () => {
+    const { TimeoutError, categorize: cat } = await import('../../plugin-host/load-handler.js');
+    expect(cat(new TimeoutError('initialize() did not finish within 30000 ms'))).toBe('NETWORK_ERROR');
+  });
+});
