@@ -222,6 +222,7 @@ export class Core extends EventEmitter<CoreEvents> {
         const group = m.group;
         if (!group || !this.authorizer.pluginMaySee(m.plugin, group)) return fail('plugin may not see this group');
         this.publish('user.notify', group, { text: String(m.args.text ?? '').slice(0, 4000), from: m.plugin }, m.plugin);
+        this.audit.record({ group, session: null, source: m.plugin, topic: 'user.notify', correlation: null, stage: 'event', outcome: 'routed', reason: 'notice for the group' });
         return ok(true);
       }
       case 'resolveConfirmation': {

@@ -89,10 +89,10 @@ export class AgentManager {
 
   private async run(group: string, prompt: string, cause?: EventEnvelope): Promise<RunOutcome> {
     if (this.stopped) return { ok: false, output: 'stopping' };
-    const agent = this.agents.get(group) ?? (await this.spawn(group));
-    if (agent.idle) clearTimeout(agent.idle);
-    // Who asked: lets a scheduler count its task's failures.
+    // Who asked: lets a scheduler count its task's failures, a failed spawn included.
     const trigger = cause ? { topic: cause.topic, event_id: cause.id, ...(typeof cause.payload.task_id === 'string' ? { task_id: cause.payload.task_id } : {}) } : {};
+    const agent = this.agents.get(group) ?? (await this.spawn(group, trigger));
+    if (agent.idle) clearTimeout(agent.idle);
     const result = await agent.claude.turn(prompt, this.settings.run_timeout_ms);
     if (result.status === 'timeout' || result.status === 'exited') {
       const reason = result.status === 'timeout' ? 'timeout' : 'agent process exited';
@@ -109,7 +109,7 @@ export class AgentManager {
     return { ok, output: result.output };
   }
 
-  private async spawn(group: string): Promise<Agent> {
+  private async spawn(group: string, trigger: Record<string, string>): Promise<Agent> {
     const session = await this.core.openSession(group);
     const sessionDir = join(session.socketPath, '..');
     const privateDir = join(this.paths.stateDir, 'sessions', session.id);
@@ -162,7 +162,8 @@ export class AgentManager {
       await this.llm.close(session.id);
       await this.core.closeSession(session.id);
       rmSync(privateDir, { recursive: true, force: true });
-      this.core.publish('agent.error', group, { session: session.id, reason: 'spawn failed' });
+      this.core.publish('agent.error', group, { session: session.id, reason: 'the agent could not be started', ...trigger });
+      this.core.audit.record({ group, session: session.id, source: 'core', topic: null, correlation: null, stage: 'agent', outcome: 'error', reason: 'agent container failed to start', detail: String((err as Error)?.message ?? err) });
       throw err;
     }
   }

@@ -1,0 +1,453 @@
+// Scheduled agent sessions. A task belongs to the group whose agent created it (or to
+// the group the operator configured it for); when due, the plugin publishes
+// task.triggered for that group and the core starts the group's agent with the prompt.
+// Results come back as agent.completed / agent.error carrying the task id: repeated
+// failures pause a recurring task and tell the group's people.
+import { randomBytes } from 'node:crypto';
+import cron, { type ScheduledTask } from 'node-cron';
+import pino from 'pino';
+import {
+  InitError,
+  ToolError,
+  type CoreServices,
+  type EventEnvelope,
+  type JsonObject,
+  type PluginConfig,
+  type PluginHandler,
+  type RequestEnvelope,
+} from '#sdk';
+import { StateFileError, TaskStore, type TaskRecord } from './store.js';
+import { cronProblem, nextRunAfter, nextRunFromNow, parseRunAt, shortestGapSeconds, timezoneProblem } from './time.js';
+
+const log = pino({ base: { service: 'plugin-host', plugin: 'tasks' } }, pino.destination(2));
+
+/** node-cron's own messages (a missed run after a long stall, ...) go to the host's log, not stdout. */
+const cronLogger = {
+  info: (message: string) => log.debug({ source: 'node-cron' }, message),
+  warn: (message: string) => log.warn({ source: 'node-cron' }, message),
+  error: (message: string | Error, err?: Error) => log.error({ source: 'node-cron', err: String(err ?? message) }, 'scheduler error'),
+  debug: () => undefined,
+};
+
+/** setTimeout's limit; a one-shot further away is re-armed in steps. */
+const MAX_TIMER_MS = 2_000_000_000;
+const MAX_AHEAD_MS = 5 * 366 * 24 * 3600 * 1000;
+/** How late a cron run may start and still run (a busy event loop must not skip runs). */
+const MISSED_TOLERANCE_MS = 60_000;
+const PROMPT_PREVIEW = 80;
+
+interface ConfiguredTask {
+  id: string;
+  group: string;
+  cron: string;
+  prompt: string;
+}
+
+interface Settings {
+  timezone: string;
+  runMissed: boolean;
+  maxFailures: number;
+  minIntervalS: number;
+  maxPerGroup: number;
+  configured: ConfiguredTask[];
+}
+
+function parseSettings(config: PluginConfig): Settings {
+  // The host has validated the config against the manifest's config_schema (defaults applied).
+  const timezone = String(config.timezone ?? 'UTC');
+  const zoneProblem = timezoneProblem(timezone);
+  if (zoneProblem) throw new InitError('CONFIG_ERROR', `timezone: ${zoneProblem}`);
+  const configured = (Array.isArray(config.tasks) ? config.tasks : []) as ConfiguredTask[];
+  const ids = new Set<string>();
+  configured.forEach((task, i) => {
+    if (ids.has(task.id)) throw new InitError('CONFIG_ERROR', `tasks[${i}]: duplicate id "${task.id}"`);
+    ids.add(task.id);
+    const problem = cronProblem(task.cron);
+    if (problem) throw new InitError('CONFIG_ERROR', `tasks[${i}] "${task.id}": invalid cron "${task.cron}": ${problem}`);
+  });
+  return {
+    timezone,
+    runMissed: config.run_missed_on_startup !== false,
+    maxFailures: typeof config.max_consecutive_failures === 'number' ? config.max_consecutive_failures : 5,
+    minIntervalS: typeof config.min_interval_seconds === 'number' ? config.min_interval_seconds : 60,
+    maxPerGroup: typeof config.max_tasks_per_group === 'number' ? config.max_tasks_per_group : 50,
+    configured,
+  };
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+function preview(text: string, max = PROMPT_PREVIEW): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length <= max ? flat : `${flat.slice(0, max - 1)}…`;
+}
+
+function notFound(): ToolError {
+  return new ToolError({ code: 'NOT_FOUND', message: 'no task with this id in this group (list_tasks shows them)', retriable: false });
+}
+
+export default class Scheduler implements PluginHandler {
+  private settings!: Settings;
+  private services!: CoreServices;
+  private store!: TaskStore;
+  private readonly records = new Map<string, TaskRecord>();
+  private readonly crons = new Map<string, ScheduledTask>();
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  /** Runs that came due before the core listed this plugin as healthy (it would drop them). */
+  private readonly pending = new Map<string, Date>();
+  private ready = false;
+  private stopping = false;
+
+  async initialize(config: PluginConfig, services: CoreServices): Promise<void> {
+    this.services = services;
+    this.settings = parseSettings(config);
+    this.store = new TaskStore(services.dataDir);
+    let saved: TaskRecord[];
+    try {
+      saved = await this.store.load();
+    } catch (err) {
+      if (err instanceof StateFileError) throw new InitError('CONFIG_ERROR', err.message);
+      throw err;
+    }
+    const now = new Date();
+    this.adopt(saved, now);
+
+    let missed = 0;
+    for (const record of this.records.values()) {
+      if (record.paused) continue;
+      if (record.schedule.type === 'once') {
+        // A one-shot that came due while Carapace was down still runs, once, now.
+        if (Date.parse(record.schedule.value) <= now.getTime()) {
+          this.pending.set(record.id, new Date(record.schedule.value));
+          missed++;
+        } else this.armOnce(record);
+        continue;
+      }
+      const due = this.missedRun(record, now);
+      if (due && this.settings.runMissed) {
+        this.pending.set(record.id, due);
+        missed++;
+      } else if (due) record.since = now.toISOString();
+      this.startCron(record);
+    }
+    try {
+      await this.store.save(this.snapshot());
+    } catch (err) {
+      await this.shutdown();
+      throw new InitError('INTERNAL_ERROR', `cannot write the task state in the data directory (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
+    log.info({ tasks: this.records.size, missed, timezone: this.settings.timezone }, 'scheduler started');
+    void this.waitUntilListed();
+  }
+
+  async handleRequest(envelope: RequestEnvelope): Promise<unknown> {
+    const args = envelope.payload.arguments;
+    const group = envelope.group;
+    switch (envelope.topic.slice('tool.invoke.'.length)) {
+      case 'schedule_task':
+        return this.scheduleOnce(group, String(args.prompt), String(args.run_at));
+      case 'schedule_recurring_task':
+        return this.scheduleRecurring(group, String(args.prompt), String(args.cron));
+      case 'list_tasks':
+        return this.list(group);
+      case 'cancel_task':
+        return this.cancel(group, String(args.task_id));
+      case 'resume_task':
+        return this.resume(group, String(args.task_id));
+    }
+    throw new ToolError({ message: 'unknown tool', retriable: false });
+  }
+
+  async handleEvent(envelope: EventEnvelope): Promise<void> {
+    if (envelope.topic !== 'agent.completed' && envelope.topic !== 'agent.error') return;
+    const taskId = envelope.payload.task_id;
+    if (typeof taskId !== 'string') return;
+    const record = this.records.get(taskId);
+    // Only the task's own group reports on it.
+    if (!record || record.group !== envelope.group) return;
+    if (envelope.topic === 'agent.completed') {
+      if (record.consecutive_failures === 0 && record.last_error === null) return;
+      record.consecutive_failures = 0;
+      record.last_error = null;
+      await this.persist();
+      return;
+    }
+    record.consecutive_failures++;
+    record.last_error = failureReason(envelope.payload);
+    if (record.paused || record.consecutive_failures < this.settings.maxFailures) {
+      await this.persist();
+      return;
+    }
+    this.pause(record);
+    await this.persist();
+    log.warn({ task: record.id, group: record.group, failures: record.consecutive_failures }, 'task paused after repeated failures');
+    const text =
+      `Task ${record.id} paused after ${record.consecutive_failures} failures: ${record.last_error}. ` +
+      `It was: "${preview(record.prompt)}". Ask me to resume it once the cause is fixed.`;
+    await this.services.notifyUser(record.group, text).catch((err: unknown) => log.error({ task: record.id, err: String(err) }, 'could not notify the group'));
+  }
+
+  async shutdown(): Promise<void> {
+    this.stopping = true;
+    for (const task of this.crons.values()) await task.destroy();
+    this.crons.clear();
+    for (const timer of this.timers.values()) clearTimeout(timer);
+    this.timers.clear();
+    await this.store?.idle();
+  }
+
+  // ---- start-up --------------------------------------------------------------------------
+
+  /** Configured tasks (with their saved run state) and the agent's saved tasks. */
+  private adopt(saved: TaskRecord[], now: Date): void {
+    const stamp = now.toISOString();
+    for (const task of this.settings.configured) {
+      const previous = saved.find((r) => r.id === task.id && r.source === 'config' && r.group === task.group);
+      this.records.set(task.id, {
+        id: task.id,
+        group: task.group,
+        prompt: task.prompt,
+        schedule: { type: 'cron', value: task.cron },
+        source: 'config',
+        created_at: previous?.created_at ?? stamp,
+        since: previous?.since ?? stamp,
+        last_run: previous?.last_run ?? null,
+        next_run: previous && previous.schedule.value === task.cron ? previous.next_run : null,
+        consecutive_failures: previous?.consecutive_failures ?? 0,
+        paused: previous?.paused ?? false,
+        last_error: previous?.last_error ?? null,
+      });
+    }
+    for (const record of saved) {
+      if (record.source !== 'agent') continue;
+      if (this.records.has(record.id)) {
+        log.warn({ task: record.id }, 'a saved task has the id of a configured one; the saved task is dropped');
+        continue;
+      }
+      const broken =
+        record.schedule.type === 'cron' ? cronProblem(record.schedule.value) : Number.isFinite(Date.parse(record.schedule.value)) ? null : 'invalid date-time';
+      if (broken) {
+        log.error({ task: record.id, problem: broken }, 'a saved task has an invalid schedule; dropped');
+        continue;
+      }
+      this.records.set(record.id, record);
+    }
+  }
+
+  /** The first scheduled time after the last run (or since tracking began), if it has passed. */
+  private missedRun(record: TaskRecord, now: Date): Date | null {
+    const from = new Date(record.last_run ?? record.since);
+    const due = nextRunAfter(record.schedule.value, this.settings.timezone, from) ?? (record.next_run ? new Date(record.next_run) : null);
+    return due && due.getTime() > from.getTime() && due.getTime() <= now.getTime() ? due : null;
+  }
+
+  /**
+   * The core drops events from a plugin it does not yet list as healthy, and it lists this
+   * one only after initialize() returned: runs due at start-up wait until our tools appear.
+   */
+  private async waitUntilListed(): Promise<void> {
+    let delay = 50;
+    while (!this.stopping && !this.ready) {
+      try {
+        const tools = await this.services.getToolCatalog();
+        if (tools.some((t) => t.name === 'schedule_task')) break;
+      } catch {
+        // The core is another process; ask again.
+      }
+      await sleep(delay);
+      delay = Math.min(delay * 2, 1000);
+    }
+    if (this.stopping) return;
+    this.ready = true;
+    const due = [...this.pending].sort((a, b) => a[1].getTime() - b[1].getTime());
+    this.pending.clear();
+    for (const [id, slot] of due) this.fire(id, slot);
+  }
+
+  // ---- running ---------------------------------------------------------------------------
+
+  private startCron(record: TaskRecord): void {
+    this.crons.get(record.id)?.destroy();
+    const task = cron.schedule(record.schedule.value, (context) => this.fire(record.id, context.date ?? new Date()), {
+      timezone: this.settings.timezone,
+      name: `task:${record.id}`,
+      missedExecutionTolerance: MISSED_TOLERANCE_MS,
+      logger: cronLogger,
+    });
+    this.crons.set(record.id, task);
+    record.next_run = task.getNextRun()?.toISOString() ?? null;
+  }
+
+  private armOnce(record: TaskRecord): void {
+    clearTimeout(this.timers.get(record.id));
+    const wait = Date.parse(record.schedule.value) - Date.now();
+    const timer =
+      wait > MAX_TIMER_MS
+        ? setTimeout(() => this.armOnce(record), MAX_TIMER_MS)
+        : setTimeout(() => this.fire(record.id, new Date(record.schedule.value)), Math.max(0, wait));
+    this.timers.set(record.id, timer);
+    record.next_run = record.schedule.value;
+  }
+
+  private fire(id: string, slot: Date): void {
+    const record = this.records.get(id);
+    if (!record || record.paused || this.stopping) return;
+    if (!this.ready) {
+      if (!this.pending.has(id)) this.pending.set(id, slot);
+      return;
+    }
+    record.last_run = slot.toISOString();
+    if (record.schedule.type === 'once') {
+      this.records.delete(id);
+      this.timers.delete(id);
+    } else {
+      record.next_run = this.crons.get(id)?.getNextRun()?.toISOString() ?? nextRunFromNow(record.schedule.value, this.settings.timezone)?.toISOString() ?? null;
+    }
+    void this.persist();
+    this.services.publish('task.triggered', record.group, { task_id: record.id, prompt: record.prompt, schedule: { ...record.schedule } });
+    log.info({ task: id, group: record.group, schedule: record.schedule.type }, 'task triggered');
+  }
+
+  private pause(record: TaskRecord): void {
+    record.paused = true;
+    record.next_run = null;
+    this.stop(record.id);
+  }
+
+  private stop(id: string): void {
+    void this.crons.get(id)?.destroy();
+    this.crons.delete(id);
+    clearTimeout(this.timers.get(id));
+    this.timers.delete(id);
+    this.pending.delete(id);
+  }
+
+  private snapshot(): TaskRecord[] {
+    return [...this.records.values()].map((r) => ({ ...r, schedule: { ...r.schedule } }));
+  }
+
+  /** Saves; a failure is logged (a run in progress is not undone by it). */
+  private async persist(): Promise<void> {
+    await this.store.save(this.snapshot()).catch((err: unknown) => log.error({ err: String(err) }, 'could not save the task state'));
+  }
+
+  /** Saves for a tool call: a failure undoes the change and tells the agent. */
+  private async commit(undo: () => void): Promise<void> {
+    try {
+      await this.store.save(this.snapshot());
+    } catch (err) {
+      log.error({ err: String(err) }, 'could not save the task state');
+      undo();
+      throw new ToolError({ message: 'the task could not be stored on the host; try again later', retriable: true });
+    }
+  }
+
+  // ---- tools -----------------------------------------------------------------------------
+
+  private newRecord(group: string, prompt: string, schedule: TaskRecord['schedule']): TaskRecord {
+    const owned = [...this.records.values()].filter((r) => r.group === group && r.source === 'agent').length;
+    if (owned >= this.settings.maxPerGroup) {
+      throw new ToolError({ message: `this group already has ${owned} scheduled tasks, the most allowed; cancel some first`, retriable: false });
+    }
+    let id: string;
+    do id = `task-${randomBytes(5).toString('hex')}`;
+    while (this.records.has(id));
+    const now = new Date().toISOString();
+    return { id, group, prompt, schedule, source: 'agent', created_at: now, since: now, last_run: null, next_run: null, consecutive_failures: 0, paused: false, last_error: null };
+  }
+
+  private async scheduleOnce(group: string, prompt: string, runAt: string): Promise<unknown> {
+    const at = parseRunAt(runAt.trim(), this.settings.timezone);
+    if (!at) throw new ToolError({ message: 'run_at is not a valid date-time; use ISO 8601 such as 2026-03-01T08:00:00+01:00', retriable: false });
+    const now = Date.now();
+    if (at.getTime() <= now) {
+      throw new ToolError({ message: `run_at (${at.toISOString()}) is in the past; it is now ${new Date(now).toISOString()}`, retriable: false });
+    }
+    if (at.getTime() - now > MAX_AHEAD_MS) throw new ToolError({ message: 'run_at is more than 5 years ahead', retriable: false });
+    const record = this.newRecord(group, prompt, { type: 'once', value: at.toISOString() });
+    record.next_run = record.schedule.value;
+    this.records.set(record.id, record);
+    await this.commit(() => this.records.delete(record.id));
+    this.armOnce(record);
+    this.services.publish('task.created', group, { task_id: record.id, schedule: { ...record.schedule } });
+    log.info({ task: record.id, group, run_at: record.schedule.value }, 'one-shot task scheduled');
+    return { task_id: record.id, run_at: record.schedule.value, timezone: this.settings.timezone };
+  }
+
+  private async scheduleRecurring(group: string, prompt: string, expression: string): Promise<unknown> {
+    const value = expression.trim().replace(/\s+/g, ' ');
+    const problem = cronProblem(value);
+    if (problem) {
+      throw new ToolError({ message: `invalid cron expression (${problem}); use five fields: minute hour day-of-month month day-of-week, e.g. "0 9 * * 1"`, retriable: false });
+    }
+    const gap = shortestGapSeconds(value, this.settings.timezone);
+    if (gap < this.settings.minIntervalS) {
+      throw new ToolError({ message: `this schedule runs every ${gap} s; the shortest interval allowed is ${this.settings.minIntervalS} s`, retriable: false });
+    }
+    const record = this.newRecord(group, prompt, { type: 'cron', value });
+    record.next_run = nextRunFromNow(value, this.settings.timezone)?.toISOString() ?? null;
+    this.records.set(record.id, record);
+    await this.commit(() => this.records.delete(record.id));
+    this.startCron(record);
+    void this.persist();
+    this.services.publish('task.created', group, { task_id: record.id, schedule: { ...record.schedule } });
+    log.info({ task: record.id, group, cron: value }, 'recurring task scheduled');
+    return { task_id: record.id, cron: value, timezone: this.settings.timezone, next_run: record.next_run };
+  }
+
+  private list(group: string): unknown {
+    const tasks = [...this.records.values()]
+      .filter((r) => r.group === group)
+      .sort((a, b) => (a.next_run ?? '~').localeCompare(b.next_run ?? '~') || a.id.localeCompare(b.id))
+      .map((r) => ({
+        task_id: r.id,
+        type: r.schedule.type,
+        schedule: r.schedule.value,
+        prompt: r.prompt,
+        status: r.paused ? 'paused' : 'active',
+        source: r.source,
+        next_run: r.paused ? null : r.next_run,
+        last_run: r.last_run,
+        consecutive_failures: r.consecutive_failures,
+        ...(r.last_error ? { last_error: r.last_error } : {}),
+      }));
+    return { timezone: this.settings.timezone, now: new Date().toISOString(), tasks };
+  }
+
+  private async cancel(group: string, id: string): Promise<unknown> {
+    const record = this.records.get(id);
+    if (!record || record.group !== group) throw notFound();
+    if (record.source === 'config') {
+      throw new ToolError({ message: 'this task comes from the configuration; only the operator can remove it', retriable: false });
+    }
+    this.records.delete(id);
+    await this.commit(() => this.records.set(id, record));
+    this.stop(id);
+    log.info({ task: id, group }, 'task cancelled');
+    return { cancelled: id };
+  }
+
+  private async resume(group: string, id: string): Promise<unknown> {
+    const record = this.records.get(id);
+    if (!record || record.group !== group) throw notFound();
+    if (record.paused) {
+      record.paused = false;
+      record.consecutive_failures = 0;
+      record.since = new Date().toISOString();
+      await this.commit(() => {
+        record.paused = true;
+      });
+      if (record.schedule.type === 'cron') this.startCron(record);
+      else this.armOnce(record);
+      await this.persist();
+      log.info({ task: id, group }, 'task resumed');
+    }
+    return { task_id: id, status: 'active', next_run: record.next_run };
+  }
+}
+
+function failureReason(payload: JsonObject): string {
+  if (typeof payload.reason === 'string' && payload.reason) return preview(payload.reason, 120);
+  if (typeof payload.exit_code === 'number') return `the agent exited with code ${payload.exit_code}`;
+  return 'the agent run failed';
+}
