@@ -143,3 +143,19 @@ describe('the shipped example configuration', () => {
     expect(config.groups.main.tools).toEqual(['*']);
   });
 });
+
+describe('the example plugin settings', () => {
+  it('satisfy each bundled plugin\'s config_schema', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { fileURLToPath } = await import('node:url');
+    const { resolvePluginConfig } = await import('../../plugin-host/plugin-config.js');
+    const root = fileURLToPath(new URL('../../../../', import.meta.url));
+    const config = parseConfig(JSON.parse(readFileSync(join(root, 'volumes/config/carapace.example.json'), 'utf8')));
+    const env = { TELEGRAM_BOT_TOKEN: '123456:AAexampleexampleexample', REMINDERS_PASSWORD: 'example-password', GITHUB_TOKEN: 'example-token-123' };
+    for (const [plugin, settings] of Object.entries(config.plugins)) {
+      const manifest = JSON.parse(readFileSync(join(root, 'plugins', plugin, 'manifest.json'), 'utf8'));
+      const resolved = resolvePluginConfig(settings, manifest.config_schema, env);
+      expect({ plugin, ok: resolved.ok, reason: resolved.ok ? null : resolved.reason }).toEqual({ plugin, ok: true, reason: null });
+    }
+  });
+});
