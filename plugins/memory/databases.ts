@@ -1,0 +1,67 @@
+// One SQLite file per group in the plugin's storage directory: <dir>/<group>.sqlite.
+// Databases are opened lazily and cached; a group that never stored anything gets no file.
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { MemoryDb } from './store.js';
+
+/** The core's group-name rule, checked again here before a name becomes part of a path. */
+export const GROUP_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+const SUFFIX = '.sqlite';
+
+export class InvalidGroupError extends Error {
+  constructor() {
+    super('invalid group name');
+    this.name = 'InvalidGroupError';
+  }
+}
+
+export class MemoryDatabases {
+  private readonly open = new Map<string, MemoryDb>();
+
+  constructor(readonly dir: string) {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+  }
+
+  fileOf(group: string): string {
+    if (!GROUP_NAME.test(group)) throw new InvalidGroupError();
+    return join(this.dir, `${group}${SUFFIX}`);
+  }
+
+  /** Groups that have a database file, by file name. */
+  existingGroups(): string[] {
+    return readdirSync(this.dir)
+      .filter((name) => name.endsWith(SUFFIX))
+      .map((name) => name.slice(0, -SUFFIX.length))
+      .filter((group) => GROUP_NAME.test(group))
+      .sort();
+  }
+
+  /**
+   * The group's database; with `create: false`, null when the group has none yet (reads of
+   * a group that never stored anything create no file).
+   */
+  get(group: string, create: boolean): MemoryDb | null {
+    const cached = this.open.get(group);
+    if (cached) return cached;
+    const file = this.fileOf(group);
+    if (!existsSync(file)) {
+      if (!create) return null;
+      // An empty file is an empty database; creating it first fixes its mode (and SQLite
+      // gives the -wal and -shm files the same).
+      closeSync(openSync(file, 'a', 0o600));
+    }
+    const db = MemoryDb.open(file, group, { create: false });
+    this.open.set(group, db);
+    return db;
+  }
+
+  /** Opens (and so migrates) every existing database; used at initialize. */
+  openAll(): MemoryDb[] {
+    return this.existingGroups().map((group) => this.get(group, false)!);
+  }
+
+  closeAll(): void {
+    for (const db of this.open.values()) db.close();
+    this.open.clear();
+  }
+}
