@@ -4,6 +4,7 @@
 // never interleave with another request.
 import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
+import type { MemoryBriefEntry } from '#sdk';
 import { anyOf, queryTerms, tagPhrase } from './fts-query.js';
 import { migrate, schemaVersion, SchemaTooNewError, SCHEMA_VERSION } from './schema.js';
 
@@ -75,13 +76,8 @@ export interface SearchResult {
   provenance: { session_id: string; group: string; timestamp: string; correlation: string | null };
 }
 
-export interface BriefEntry {
-  id: string;
-  type: string;
-  content: string;
-  behavioral: boolean;
-  tags: string[];
-  age_days: number;
+/** The SDK's brief entry, plus provenance for the memory_brief tool. */
+export interface BriefEntry extends MemoryBriefEntry {
   provenance?: { session_id: string; group: string; timestamp: string };
 }
 
