@@ -3,7 +3,7 @@
 import { EventEmitter } from 'node:events';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { AuditLog, type AuditQuery } from './audit/audit-log.js';
+import { AuditLog } from './audit/audit-log.js';
 import { SessionSocket } from './boundary/session-socket.js';
 import { GROUP_NAME_PATTERN, SessionTable, type Session } from './boundary/session-table.js';
 import { EventBus } from './bus/event-bus.js';
@@ -15,7 +15,8 @@ import { runPipeline, type PipelineDeps } from './pipeline/pipeline.js';
 import { RateLimiter } from './pipeline/rate-limit.js';
 import { ToolCatalog } from './plugins/catalog.js';
 import { discoverPlugins } from './plugins/discovery.js';
-import { SOCKETS, type CoreToHost, type HostToCore, type PublishedEvent } from './plugins/host-protocol.js';
+import { SOCKETS, type HostToCore, type PublishedEvent } from './plugins/host-protocol.js';
+import { answerService, type ServiceDeps } from './plugins/services.js';
 import { PluginHostLink } from './plugins/host-link.js';
 import { eventEnvelope, type EventEnvelope, type JsonObject } from './protocol/envelope.js';
 import { createSanitizer, type Sanitizer } from './response/sanitize.js';
@@ -25,7 +26,6 @@ export { APP_VERSION } from './version.js';
 
 /** Topics a plugin may publish; everything else on the bus is the core's to say. */
 const PLUGIN_TOPICS = new Set(['message.inbound', 'task.created', 'task.triggered']);
-const AUDIT_FILTER_KEYS = ['correlation', 'topic', 'outcome', 'last_n', 'since', 'until'] as const;
 
 export interface CoreOptions {
   runDir: string;
@@ -99,7 +99,16 @@ export class Core extends EventEmitter<CoreEvents> {
     mkdirSync(join(options.runDir, SOCKETS.sessions), { recursive: true, mode: 0o755 });
     core.hostLink.on('hello', (m) => core.onHostHello(m));
     core.hostLink.on('init', (m) => core.onPluginInit(m));
-    core.hostLink.on('service', (m, reply) => reply(core.onService(m)));
+    const services: ServiceDeps = {
+      hostLink: core.hostLink,
+      catalog: core.catalog,
+      audit: core.audit,
+      sessions: core.sessions,
+      authorizer: core.authorizer,
+      confirmations: core.confirmations,
+      publish: (topic, group, payload, source) => void core.publish(topic, group, payload, source, source),
+    };
+    core.hostLink.on('service', (m, reply) => reply(answerService(m, services)));
     core.hostLink.on('down', () => core.onHostDown());
     await core.hostLink.open(`ipc://${join(options.runDir, SOCKETS.pluginHost)}`);
     await core.bus.open(`ipc://${join(options.runDir, SOCKETS.busOut)}`, `ipc://${join(options.runDir, SOCKETS.busIn)}`, (t, e) => core.onPublished(t, e));
@@ -190,50 +199,6 @@ export class Core extends EventEmitter<CoreEvents> {
   private onHostDown(): void {
     for (const name of this.catalog.pluginNames()) if (this.catalog.state(name) === 'healthy') this.catalog.setState(name, 'starting');
     this.audit.record({ group: null, session: null, source: 'plugin-host', topic: null, correlation: null, stage: 'plugin', outcome: 'error', reason: 'plugin host disconnected; its tools are unavailable until it returns' });
-  }
-
-  /** Core services, answered for the request the call runs under: never by a group the caller names. */
-  private onService(m: Extract<HostToCore, { t: 'service' }>): Extract<CoreToHost, { t: 'service_result' }> {
-    const fail = (message: string) => ({ t: 'service_result' as const, sid: m.sid, ok: false, message });
-    const ok = (value: unknown) => ({ t: 'service_result' as const, sid: m.sid, ok: true, value });
-    const request = m.rid ? this.hostLink.requestContext(m.rid) : undefined;
-    if (request && request.plugin !== m.plugin) return fail('request context belongs to another plugin');
-    switch (m.method) {
-      case 'getToolCatalog':
-        return ok(this.catalog.available());
-      case 'getAuditLog': {
-        if (!request) return fail('getAuditLog is only available while handling a request');
-        const query: AuditQuery = { group: request.group };
-        for (const key of AUDIT_FILTER_KEYS) if (m.args[key] !== undefined) Object.assign(query, { [key]: m.args[key] });
-        return ok(this.audit.query(query));
-      }
-      case 'getSessionInfo': {
-        if (!request) return fail('getSessionInfo is only available while handling a request');
-        const session = this.sessions.get(request.session);
-        return ok({ group: request.group, session_start: session?.startedAt ?? null, plugins: this.catalog.health() });
-      }
-      case 'listConfirmations': {
-        const group = m.group;
-        if (!group || !this.authorizer.pluginMaySee(m.plugin, group)) return fail('plugin may not see this group');
-        return ok(this.confirmations.list(group));
-      }
-      case 'notifyUser': {
-        // A plugin tells a person something (a paused task, say) through the group's channels.
-        const group = m.group;
-        if (!group || !this.authorizer.pluginMaySee(m.plugin, group)) return fail('plugin may not see this group');
-        this.publish('user.notify', group, { text: String(m.args.text ?? '').slice(0, 4000), from: m.plugin }, m.plugin);
-        this.audit.record({ group, session: null, source: m.plugin, topic: 'user.notify', correlation: null, stage: 'event', outcome: 'routed', reason: 'notice for the group' });
-        return ok(true);
-      }
-      case 'resolveConfirmation': {
-        // Unknown, answered, expired or another group's: all read as "nothing to resolve".
-        const pending = this.confirmations.get(String(m.args.id));
-        if (!pending || !this.authorizer.pluginMaySee(m.plugin, pending.group) || (m.group !== null && m.group !== pending.group)) {
-          return ok(false);
-        }
-        return ok(this.confirmations.resolve(pending.id, m.args.approve === true, `${m.plugin}:${String(m.args.by ?? 'user')}`));
-      }
-    }
   }
 
   /** The memory brief for a new agent, if a plugin provides one; null on failure or timeout. */

@@ -1,0 +1,67 @@
+// Core services for plugins (getAuditLog, getToolCatalog, getSessionInfo, confirmations,
+// notifyUser), answered by the core on the plugin host's behalf.
+import type { AuditLog, AuditQuery } from '../audit/audit-log.js';
+import type { SessionTable } from '../boundary/session-table.js';
+import type { Confirmations } from '../confirm/confirmations.js';
+import type { GroupAuthorizer } from '../pipeline/authorize.js';
+import type { JsonObject } from '../protocol/envelope.js';
+import type { ToolCatalog } from './catalog.js';
+import type { PluginHostLink } from './host-link.js';
+import type { CoreToHost, HostToCore } from './host-protocol.js';
+
+const AUDIT_FILTER_KEYS = ['correlation', 'topic', 'outcome', 'last_n', 'since', 'until'] as const;
+
+export interface ServiceDeps {
+  hostLink: PluginHostLink;
+  catalog: ToolCatalog;
+  audit: AuditLog;
+  sessions: SessionTable;
+  authorizer: GroupAuthorizer;
+  confirmations: Confirmations;
+  /** Publishes an event from `source` to the group's other subscribers. */
+  publish: (topic: string, group: string, payload: JsonObject, source: string) => void;
+}
+
+/** Answers a plugin's service call: scoped to the request it runs under, never to a group the caller merely names. */
+export function answerService(m: Extract<HostToCore, { t: 'service' }>, deps: ServiceDeps): Extract<CoreToHost, { t: 'service_result' }> {
+  const fail = (message: string) => ({ t: 'service_result' as const, sid: m.sid, ok: false, message });
+  const ok = (value: unknown) => ({ t: 'service_result' as const, sid: m.sid, ok: true, value });
+  const request = m.rid ? deps.hostLink.requestContext(m.rid) : undefined;
+  if (request && request.plugin !== m.plugin) return fail('request context belongs to another plugin');
+  switch (m.method) {
+    case 'getToolCatalog':
+      return ok(deps.catalog.available());
+    case 'getAuditLog': {
+      if (!request) return fail('getAuditLog is only available while handling a request');
+      const query: AuditQuery = { group: request.group };
+      for (const key of AUDIT_FILTER_KEYS) if (m.args[key] !== undefined) Object.assign(query, { [key]: m.args[key] });
+      return ok(deps.audit.query(query));
+    }
+    case 'getSessionInfo': {
+      if (!request) return fail('getSessionInfo is only available while handling a request');
+      const session = deps.sessions.get(request.session);
+      return ok({ group: request.group, session_start: session?.startedAt ?? null, plugins: deps.catalog.health() });
+    }
+    case 'listConfirmations': {
+      const group = m.group;
+      if (!group || !deps.authorizer.pluginMaySee(m.plugin, group)) return fail('plugin may not see this group');
+      return ok(deps.confirmations.list(group));
+    }
+    case 'notifyUser': {
+      // A plugin tells a person something (a paused task, say) through the group's channels.
+      const group = m.group;
+      if (!group || !deps.authorizer.pluginMaySee(m.plugin, group)) return fail('plugin may not see this group');
+      deps.publish('user.notify', group, { text: String(m.args.text ?? '').slice(0, 4000), from: m.plugin }, m.plugin);
+      deps.audit.record({ group, session: null, source: m.plugin, topic: 'user.notify', correlation: null, stage: 'event', outcome: 'routed', reason: 'notice for the group' });
+      return ok(true);
+    }
+    case 'resolveConfirmation': {
+      // Unknown, answered, expired or another group's: all read as "nothing to resolve".
+      const pending = deps.confirmations.get(String(m.args.id));
+      if (!pending || !deps.authorizer.pluginMaySee(m.plugin, pending.group) || (m.group !== null && m.group !== pending.group)) {
+        return ok(false);
+      }
+      return ok(deps.confirmations.resolve(pending.id, m.args.approve === true, `${m.plugin}:${String(m.args.by ?? 'user')}`));
+    }
+  }
+}
