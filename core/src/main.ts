@@ -16,6 +16,9 @@ const log = pino({ base: { service: 'core' } });
 async function main(): Promise<void> {
   const paths = pathsFromEnv();
   const config = loadConfig(paths.configFile);
+  if (!process.env.ANTHROPIC_API_KEY && !process.env.CLAUDE_CODE_OAUTH_TOKEN) {
+    throw new StartupError('CONFIG_INVALID', 'no model credential: set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN in .env');
+  }
   const core = await Core.start({ runDir: paths.runDir, pluginsDir: paths.pluginsDir, auditFile: auditFile(paths), config, secrets: coreSecrets() });
   const admin = await startAdminApi(
     core,

@@ -85,7 +85,7 @@ describe('the core process', () => {
     new Promise<{ code: number | null; stderr: string }>((resolve) => {
       const dir = mkdtempSync(join(tmpdir(), 'cp-main-'));
       const child = spawn(process.execPath, [join(ROOT, 'dist/core/src/main.js')], {
-        env: { PATH: process.env.PATH, CARAPACE_RUN_DIR: join(dir, 'run'), CARAPACE_LOG_DIR: join(dir, 'logs'), CARAPACE_ADMIN_PORT: '0', ...env },
+        env: { PATH: process.env.PATH, ANTHROPIC_API_KEY: 'sk-ant-test-key-0000000000', CARAPACE_RUN_DIR: join(dir, 'run'), CARAPACE_LOG_DIR: join(dir, 'logs'), CARAPACE_ADMIN_PORT: '0', ...env },
         stdio: ['ignore', 'ignore', 'pipe'],
       });
       let stderr = '';
@@ -105,6 +105,12 @@ describe('the core process', () => {
     expect(r.code).toBe(1);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).toMatch(/^carapace: CONFIG_INVALID: .*rate_limit\.per_minute/);
+  });
+
+  it('refuses to start without a model credential, saying which variable to set', async () => {
+    const r = await run({ ANTHROPIC_API_KEY: '', CARAPACE_CONFIG: '/nonexistent/carapace.json', CARAPACE_PLUGINS_DIR: '/nonexistent' });
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim()).toBe('carapace: CONFIG_INVALID: no model credential: set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN in .env');
   });
 
   it('refuses conflicting plugins with one clear line naming both', async () => {
