@@ -13,6 +13,7 @@ import { INTRINSIC_NAMES, intrinsicTools } from './intrinsics/intrinsics.js';
 import { GroupAuthorizer } from './pipeline/authorize.js';
 import { runPipeline, type PipelineDeps } from './pipeline/pipeline.js';
 import { RateLimiter } from './pipeline/rate-limit.js';
+import { RecentRequests } from './pipeline/recent-requests.js';
 import { ToolCatalog } from './plugins/catalog.js';
 import { discoverPlugins } from './plugins/discovery.js';
 import { SOCKETS, type HostToCore, type PublishedEvent } from './plugins/host-protocol.js';
@@ -85,6 +86,7 @@ export class Core extends EventEmitter<CoreEvents> {
       confirmations: this.confirmations,
       audit: this.audit,
       sanitize,
+      recent: new RecentRequests(),
       route: {
         catalog: this.catalog,
         hostLink: this.hostLink,

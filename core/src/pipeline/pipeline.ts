@@ -12,6 +12,7 @@ import type { GroupAuthorizer } from './authorize.js';
 import { confirm } from './confirm.js';
 import { constructEnvelope } from './construct-envelope.js';
 import type { RateLimiter } from './rate-limit.js';
+import type { RecentRequests } from './recent-requests.js';
 import { route, type RouteDeps } from './route.js';
 import { validatePayload } from './validate-payload.js';
 import { validateTopic } from './validate-topic.js';
@@ -24,6 +25,7 @@ export interface PipelineDeps {
   audit: AuditLog;
   sanitize: Sanitizer;
   route: RouteDeps;
+  recent: RecentRequests<Answer>;
 }
 
 /** Processes one message from a session's socket and returns the reply frame. */
@@ -62,8 +64,28 @@ async function decide(frames: Buffer[], session: Session, deps: PipelineDeps, ct
   }
   ctx.topic = wire.message.topic;
   ctx.correlation = wire.message.correlation;
+  const key = `${session.id} ${wire.message.correlation}`;
+  const earlier = deps.recent.get(key);
+  if (earlier) {
+    audit.record({ ...auditBase(ctx), stage: 'envelope', outcome: 'passed', reason: 'repeat of an earlier request (resent after a reconnect): answered once' });
+    return earlier;
+  }
   const envelope = constructEnvelope(wire.message, session);
   pass('envelope');
+  const answer = validateAndRoute(envelope, session, deps, ctx, reject, pass);
+  deps.recent.set(key, answer);
+  return answer;
+}
+
+async function validateAndRoute(
+  envelope: ReturnType<typeof constructEnvelope>,
+  session: Session,
+  deps: PipelineDeps,
+  ctx: ResponseContext,
+  reject: (stage: AuditInput['stage'], error: ErrorPayload) => Answer,
+  pass: (stage: AuditInput['stage']) => void,
+): Promise<Answer> {
+  const { audit } = deps;
 
   // Stage 2: the topic names a known tool.
   const topic = validateTopic(envelope.topic, deps.catalog);

@@ -61,6 +61,17 @@ describe('malformed wire messages', () => {
   });
 });
 
+describe('repeats', () => {
+  it('a request resent with the same correlation is answered once, not acted on twice', async () => {
+    const message = JSON.stringify({ topic: 'tool.invoke.echo', correlation: 'resent-1', arguments: { text: 'once' } });
+    const first = await exchange([message]);
+    const second = await exchange([message]);
+    expect(second.payload).toEqual(first.payload);
+    const routed = stack.core.audit.query({ correlation: 'resent-1' }).filter((e) => e.stage === 'route');
+    expect(routed).toHaveLength(1);
+  });
+});
+
 describe('a burst', () => {
   it('answers thousands of mixed requests, each structured, and stays up', async () => {
     const n = 3000;
