@@ -1,27 +1,49 @@
 #!/bin/sh
 # Carapace agent entrypoint. Runs as `node` on a read-only root filesystem.
 #
-#   idle       warm container for the core (legacy mode, --network none): run the
-#              loopback forwarder that gives Claude Code ANTHROPIC_BASE_URL
-#              (127.0.0.1:$CARAPACE_LLM_PORT -> $CARAPACE_LLM_SOCKET, the session's
-#              host-side LLM proxy). The core then `docker exec`s `claude -p ...` per
-#              message. The forwarder is the container's main process: if it dies, the
-#              container stops and the core sees it.
+#   idle       legacy mode (--network none): run the loopback forwarder that gives
+#              Claude Code ANTHROPIC_BASE_URL (127.0.0.1:$CARAPACE_LLM_PORT ->
+#              $CARAPACE_LLM_SOCKET, the session's host-side LLM proxy). The core then
+#              `docker exec`s Claude Code. The forwarder is the container's main process:
+#              if it dies, the container stops and the core sees it.
+#   api        API mode (named network, port published on 127.0.0.1 by the core): the
+#              same forwarder in the background, then the HTTP server
+#              (api-server.mjs, 0.0.0.0:$CARAPACE_API_PORT) as the main process. The
+#              model is still reached only through the forwarder and the LLM proxy.
 #   [claude] <args>   `claude <args>` directly (a leading `claude` is accepted too).
-#
-# Not implemented yet (do not assume it exists): API mode's HTTP server (claude-cli-api).
 set -eu
 
 # API mode: the core bind-mounts a *directory* at /run/api holding a one-time bearer
-# token. Read it once and delete it, so it lives only in this process tree's memory.
-# If it cannot be deleted (e.g. the file itself was bind-mounted), `set -e` stops here:
-# a token left readable on disk is worse than not starting.
+# token. Read it once and delete it, so it lives only in the server's memory and
+# environment. If it cannot be deleted (e.g. the file itself was bind-mounted), `set -e`
+# stops here: a token left readable on disk is worse than not starting. It is not
+# exported until the last line, so only the server process gets it.
+api_key=
 if [ -f /run/api/.api-key ]; then
-  API_KEY=$(cat /run/api/.api-key)
+  api_key=$(cat /run/api/.api-key)
   rm -f /run/api/.api-key
+  if [ -e /run/api/.api-key ]; then
+    echo '{"code":"API_KEY_NOT_DELETED","message":"/run/api/.api-key could not be deleted","retriable":false}' >&2
+    exit 1
+  fi
+  if [ "${1:-}" != api ]; then
+    echo '{"code":"API_KEY_UNEXPECTED","message":"a bearer token was mounted but API mode was not asked for","retriable":false}' >&2
+    exit 1
+  fi
+fi
+
+if [ "${1:-}" = api ]; then
+  if [ -z "$api_key" ]; then
+    echo '{"code":"API_KEY_MISSING","message":"API mode needs the bearer token at /run/api/.api-key","retriable":false}' >&2
+    exit 1
+  fi
+  # If the forwarder dies, stop the server too ($$ is the server once exec'd): the
+  # container stops and the core sees it, as in legacy mode.
+  ( node /usr/local/lib/carapace/llm-forwarder.mjs || true; kill -TERM $$ ) &
+  API_KEY=$api_key
+  unset api_key
   export API_KEY
-  echo '{"code":"NOT_IMPLEMENTED","message":"API mode is not in this image yet","retriable":false}' >&2
-  exit 1
+  exec node /usr/local/lib/carapace/api-server.mjs
 fi
 
 if [ "${1:-}" = idle ]; then

@@ -1,7 +1,16 @@
 // Event-to-agent logic and the container lifecycle. Each group has at most one live
 // agent container, handles its messages one at a time in order, keeps it warm until
 // an idle timeout, and never shares it with another group.
+//
+// Two modes, same mounts, hardening, queue and timeouts:
+// - legacy: --network none; Claude Code runs through `docker exec` (stream-json).
+// - api: the container joins a named network and serves agent-image/api-server.mjs,
+//   published on 127.0.0.1 only; each turn is an authenticated POST /v1/run. The bearer
+//   token reaches the container only as a one-time file in a bind-mounted directory.
+// In both, the model is reached only through the core's per-session LLM proxy.
+import { randomUUID } from 'node:crypto';
 import { chownSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AgentSettings } from '../config.js';
 import type { Core } from '../core.js';
@@ -9,12 +18,17 @@ import type { LlmProxy } from '../llm/llm-proxy.js';
 import type { EventEnvelope } from '../protocol/envelope.js';
 import { renderBrief } from './memory-brief.js';
 import { promptFor } from './prompt.js';
-import { CLAUDE_COMMAND, ClaudeSession } from './claude-session.js';
+import { ApiClient } from './api-client.js';
+import { CLAUDE_COMMAND, ClaudeSession, type TurnRunner } from './claude-session.js';
 import type { AgentRuntime, MountSpec } from './runtime.js';
 import { writeSkills } from './skills.js';
 
 const AGENT_UID = 1000;
 const FORWARDER_PORT = 8089;
+/** API mode: the server's port inside the container. */
+const API_PORT = 8080;
+/** API mode: how long a new container's server may take to answer GET /health. */
+const API_HEALTH_DEADLINE_MS = 30_000;
 
 export interface AgentPaths {
   /** Group workspaces, mounted read-write at /workspace/group. */
@@ -25,6 +39,13 @@ export interface AgentPaths {
   agentImageDir: string;
   /** Names this core's containers (label carapace.instance). */
   instance: string;
+  /**
+   * API mode: where the one-time bearer-token directories are made
+   * (`<dir>/carapace-api-<uuid>/.api-key`). Default: $CARAPACE_API_KEY_DIR, else the OS
+   * temp dir ($TMPDIR). A containerized core needs a directory on a volume shared with
+   * the Docker host (ideally tmpfs, mounted in the core only).
+   */
+  apiKeyDir?: string;
 }
 
 interface Agent {
@@ -32,7 +53,9 @@ interface Agent {
   session: string;
   container: string;
   privateDir: string;
-  claude: ClaudeSession;
+  /** API mode: the host directory mounted at /run/api (the token file is gone by now). */
+  apiDir: string | null;
+  runner: TurnRunner;
   idle: NodeJS.Timeout | null;
 }
 
@@ -93,7 +116,7 @@ export class AgentManager {
     const trigger = cause ? { topic: cause.topic, event_id: cause.id, ...(typeof cause.payload.task_id === 'string' ? { task_id: cause.payload.task_id } : {}) } : {};
     const agent = this.agents.get(group) ?? (await this.spawn(group, trigger));
     if (agent.idle) clearTimeout(agent.idle);
-    const result = await agent.claude.turn(prompt, this.settings.run_timeout_ms);
+    const result = await agent.runner.turn(prompt, this.settings.run_timeout_ms);
     if (result.status === 'timeout' || result.status === 'exited') {
       const reason = result.status === 'timeout' ? 'timeout' : 'agent process exited';
       this.core.publish('agent.error', group, { session: agent.session, reason, limit_ms: this.settings.run_timeout_ms, ...trigger });
@@ -113,7 +136,9 @@ export class AgentManager {
     const session = await this.core.openSession(group);
     const sessionDir = join(session.socketPath, '..');
     const privateDir = join(this.paths.stateDir, 'sessions', session.id);
+    const api = this.settings.mode === 'api';
     let container: string | null = null;
+    let apiDir: string | null = null;
     try {
       const llm = await this.llm.open(session.id, group, join(sessionDir, 'llm.sock'));
       const workspace = this.ownedDir(join(this.paths.groupsDir, group));
@@ -131,15 +156,24 @@ export class AgentManager {
         { source: claudeMd, target: '/home/node/.claude/CLAUDE.md', readOnly: true },
         { source: skills, target: '/home/node/.claude/skills', readOnly: true },
       ];
+      let token: string | null = null;
+      if (api) {
+        await this.runtime.ensureNetwork(this.settings.api_network);
+        token = randomUUID();
+        apiDir = this.writeApiKey(token);
+        // The directory, not the file: the entrypoint must be able to delete the file.
+        mounts.push({ source: apiDir, target: '/run/api', readOnly: false });
+      }
       container = await this.runtime.start({
         name: `carapace-${this.paths.instance}-${group}-${session.id.slice(-6)}`,
         image: this.settings.image,
         instance: this.paths.instance,
         group,
         session: session.id,
-        network: 'none',
+        network: api ? this.settings.api_network : 'none',
+        ...(api ? { publish: API_PORT } : {}),
         mounts,
-        cmd: ['idle'],
+        cmd: [api ? 'api' : 'idle'],
         env: [
           `ANTHROPIC_BASE_URL=http://127.0.0.1:${FORWARDER_PORT}`,
           `ANTHROPIC_API_KEY=${llm.token}`,
@@ -151,14 +185,16 @@ export class AgentManager {
         limits: { memoryBytes: this.settings.memory_mb * 1024 * 1024, nanoCpus: Math.round(this.settings.cpus * 1e9), pids: this.settings.pids },
       });
       this.core.sessions.setContainer(session.id, container);
-      // Claude Code starts now, while the container is fresh: later messages find it ready.
-      const claude = new ClaudeSession(await this.runtime.spawn(container, CLAUDE_COMMAND));
-      const agent: Agent = { group, session: session.id, container, privateDir, claude, idle: null };
+      // Claude Code starts now, while the container is fresh: later messages find it ready
+      // (in API mode the server starts it).
+      const runner = api && token && apiDir ? await this.connect(container, token, apiDir) : new ClaudeSession(await this.runtime.spawn(container, CLAUDE_COMMAND));
+      const agent: Agent = { group, session: session.id, container, privateDir, apiDir, runner, idle: null };
       this.agents.set(group, agent);
       this.core.publish('agent.started', group, { session: session.id });
       return agent;
     } catch (err) {
       if (container) await this.runtime.remove(container).catch(() => undefined);
+      if (apiDir) rmSync(apiDir, { recursive: true, force: true });
       await this.llm.close(session.id);
       await this.core.closeSession(session.id);
       rmSync(privateDir, { recursive: true, force: true });
@@ -166,6 +202,42 @@ export class AgentManager {
       this.core.audit.record({ group, session: session.id, source: 'core', topic: null, correlation: null, stage: 'agent', outcome: 'error', reason: 'agent container failed to start', detail: String((err as Error)?.message ?? err) });
       throw err;
     }
+  }
+
+  /**
+   * API mode: `<base>/carapace-api-<uuid>/.api-key`, mode 0600, owned by the agent's uid
+   * so its entrypoint can read it and delete it. The directory's name is a fresh UUID,
+   * not the token: the mount source shows in `docker inspect`.
+   */
+  private writeApiKey(token: string): string {
+    const base = this.paths.apiKeyDir ?? (process.env.CARAPACE_API_KEY_DIR || tmpdir());
+    const uid = process.getuid?.();
+    if (uid !== undefined && uid !== 0 && uid !== AGENT_UID) {
+      throw new Error(`API mode: the core runs as uid ${uid}; only root or uid ${AGENT_UID} can hand the agent (uid ${AGENT_UID}) a token file that is readable by it alone`);
+    }
+    const dir = join(base, `carapace-api-${randomUUID()}`);
+    mkdirSync(dir, { mode: 0o700 });
+    try {
+      const file = join(dir, '.api-key');
+      writeFileSync(file, token, { mode: 0o600, flag: 'wx' });
+      if (uid === 0) {
+        chownSync(file, AGENT_UID, AGENT_UID);
+        chownSync(dir, AGENT_UID, AGENT_UID);
+      }
+    } catch (err) {
+      rmSync(dir, { recursive: true, force: true });
+      throw err;
+    }
+    return dir;
+  }
+
+  /** API mode: find the container's server, wait until it is healthy, check the token file is gone. */
+  private async connect(container: string, token: string, apiDir: string): Promise<ApiClient> {
+    const url = await this.runtime.endpoint(container, API_PORT, this.settings.api_network);
+    const client = new ApiClient(url, token);
+    await client.waitHealthy(API_HEALTH_DEADLINE_MS, () => this.runtime.isRunning(container));
+    if (existsSync(join(apiDir, '.api-key'))) throw new Error('the agent did not delete its bearer-token file');
+    return client;
   }
 
   private async instructions(group: string): Promise<string> {
@@ -187,8 +259,9 @@ export class AgentManager {
     if (!agent) return;
     this.agents.delete(group);
     if (agent.idle) clearTimeout(agent.idle);
-    agent.claude.close();
+    agent.runner.close();
     await this.runtime.remove(agent.container).catch(() => undefined);
+    if (agent.apiDir) rmSync(agent.apiDir, { recursive: true, force: true });
     await this.llm.close(agent.session);
     await this.core.closeSession(agent.session);
     rmSync(agent.privateDir, { recursive: true, force: true });

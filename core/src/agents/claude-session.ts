@@ -13,6 +13,12 @@ export interface TurnResult {
   output: string;
 }
 
+/** How the agent manager runs turns: a ClaudeSession (legacy) or an ApiClient (API mode). */
+export interface TurnRunner {
+  turn(prompt: string, timeoutMs: number): Promise<TurnResult>;
+  close(): void;
+}
+
 interface ResultLine {
   type: 'result';
   subtype?: string;
@@ -20,7 +26,7 @@ interface ResultLine {
   result?: unknown;
 }
 
-export class ClaudeSession {
+export class ClaudeSession implements TurnRunner {
   private pending: ((r: TurnResult) => void) | null = null;
   private alive = true;
 

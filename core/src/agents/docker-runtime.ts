@@ -11,31 +11,43 @@ const MAX_OUTPUT = 4 * 1024 * 1024;
 
 export class DockerRuntime implements AgentRuntime {
   private readonly docker: Docker;
-  private pathMap: Promise<{ dest: string; source: string }[]> | null = null;
+  private own: Promise<Docker.ContainerInspectInfo | null> | null = null;
+  private readonly networks = new Map<string, Promise<void>>();
+  private readonly joined = new Map<string, Promise<void>>();
 
   constructor(socketPath = process.env.DOCKER_HOST?.replace(/^unix:\/\//, '') || '/var/run/docker.sock') {
     this.docker = new Docker({ socketPath });
   }
 
+  /** The core's own container when it runs in one (and the Docker API knows it), else null. */
+  private self(): Promise<Docker.ContainerInspectInfo | null> {
+    this.own ??= (async () => {
+      if (!existsSync('/.dockerenv')) return null;
+      const id = readFileSync('/etc/hostname', 'utf8').trim() || hostname();
+      return this.docker.getContainer(id).inspect().catch(() => null);
+    })();
+    return this.own;
+  }
+
   /**
    * The core may itself run in a container: bind sources must then be host paths.
    * Its own container's mounts (from the Docker API) say where each of its paths lives.
+   * A path on none of them would silently bind an unrelated (or new, empty) host path,
+   * so that is an error.
    */
   private async hostPath(local: string): Promise<string> {
-    this.pathMap ??= (async () => {
-      if (!existsSync('/.dockerenv')) return [];
-      const id = readFileSync('/etc/hostname', 'utf8').trim() || hostname();
-      const info = await this.docker.getContainer(id).inspect().catch(() => null);
-      return (info?.Mounts ?? []).map((m) => ({ dest: m.Destination, source: m.Source })).sort((a, b) => b.dest.length - a.dest.length);
-    })();
-    for (const { dest, source } of await this.pathMap) {
+    const own = await this.self();
+    if (!own) return local;
+    const mounts = (own.Mounts ?? []).map((m) => ({ dest: m.Destination, source: m.Source })).sort((a, b) => b.dest.length - a.dest.length);
+    for (const { dest, source } of mounts) {
       if (local === dest || local.startsWith(`${dest}/`)) return source + local.slice(dest.length);
     }
-    return local;
+    throw new Error(`${local} is not on a volume shared with the Docker host, so it cannot be mounted into an agent container`);
   }
 
   async start(spec: AgentSpec): Promise<string> {
     const binds = await Promise.all(spec.mounts.map(async (m) => `${await this.hostPath(m.source)}:${m.target}:${m.readOnly ? 'ro' : 'rw'}`));
+    const published = spec.publish === undefined ? undefined : `${spec.publish}/tcp`;
     const container = await this.docker.createContainer({
       name: spec.name,
       Image: spec.image,
@@ -45,9 +57,12 @@ export class DockerRuntime implements AgentRuntime {
       WorkingDir: '/workspace/group',
       Labels: { [LABELS.managed]: 'true', [LABELS.instance]: spec.instance, [LABELS.group]: spec.group, [LABELS.session]: spec.session },
       NetworkDisabled: spec.network === 'none',
+      ...(published ? { ExposedPorts: { [published]: {} } } : {}),
       HostConfig: {
         Binds: binds,
         NetworkMode: spec.network,
+        // Loopback only; HostPort "" lets the engine pick a free port when it binds it.
+        ...(published ? { PortBindings: { [published]: [{ HostIp: '127.0.0.1', HostPort: '' }] } } : {}),
         ReadonlyRootfs: true,
         CapDrop: ['ALL'],
         SecurityOpt: ['no-new-privileges'],
@@ -62,6 +77,70 @@ export class DockerRuntime implements AgentRuntime {
     });
     await container.start();
     return container.id;
+  }
+
+  ensureNetwork(name: string): Promise<void> {
+    let ready = this.networks.get(name);
+    if (!ready) {
+      ready = (async () => {
+        const exists = await this.docker.getNetwork(name).inspect().then(
+          () => true,
+          (err: { statusCode?: number }) => {
+            if (err.statusCode === 404) return false;
+            throw err;
+          },
+        );
+        if (exists) return;
+        await this.docker
+          .createNetwork({
+            Name: name,
+            Driver: 'bridge',
+            CheckDuplicate: true,
+            Labels: { [LABELS.managed]: 'true' },
+            // Defence in depth: a binding that names no address still lands on loopback.
+            Options: { 'com.docker.network.bridge.host_binding_ipv4': '127.0.0.1' },
+          })
+          .catch((err: { statusCode?: number }) => {
+            if (err.statusCode !== 409) throw err; // another core created it meanwhile
+          });
+      })();
+      this.networks.set(name, ready);
+      ready.catch(() => this.networks.delete(name));
+    }
+    return ready;
+  }
+
+  async endpoint(id: string, port: number, network: string): Promise<string> {
+    const own = await this.self();
+    const info = await this.docker.getContainer(id).inspect();
+    if (own) {
+      await this.join(own, network);
+      return `http://${info.Name.replace(/^\//, '')}:${port}`;
+    }
+    const binding = (info.NetworkSettings.Ports?.[`${port}/tcp`] ?? []).find((b) => b.HostIp === '127.0.0.1' && Number(b.HostPort) > 0);
+    if (!binding) throw new Error(`container port ${port} is not published on 127.0.0.1`);
+    return `http://127.0.0.1:${binding.HostPort}`;
+  }
+
+  /** A containerized core joins the agents' network once, to reach them by name. */
+  private join(own: Docker.ContainerInspectInfo, network: string): Promise<void> {
+    let joined = this.joined.get(network);
+    if (!joined) {
+      joined = (async () => {
+        const current = await this.docker.getContainer(own.Id).inspect();
+        if (current.NetworkSettings.Networks?.[network]) return;
+        await this.docker
+          .getNetwork(network)
+          .connect({ Container: own.Id })
+          .catch((err: { statusCode?: number; message?: string }) => {
+            // Already connected (a race with ourselves or an operator): fine.
+            if (!(err.statusCode === 403 && /already exists/i.test(err.message ?? ''))) throw err;
+          });
+      })();
+      this.joined.set(network, joined);
+      joined.catch(() => this.joined.delete(network));
+    }
+    return joined;
   }
 
   async exec(id: string, cmd: string[], timeoutMs: number): Promise<ExecResult> {
@@ -123,6 +202,11 @@ export class DockerRuntime implements AgentRuntime {
       stderrTail: () => tail,
       close: () => stream.destroy(),
     };
+  }
+
+  async isRunning(id: string): Promise<boolean> {
+    const info = await this.docker.getContainer(id).inspect().catch(() => null);
+    return info?.State.Running === true;
   }
 
   async remove(id: string): Promise<void> {

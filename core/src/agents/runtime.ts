@@ -18,6 +18,8 @@ export interface AgentSpec {
   mounts: MountSpec[];
   /** "none" in legacy mode; a named network in API mode. */
   network: string;
+  /** API mode: this container TCP port is published on 127.0.0.1, on a port the OS picks. */
+  publish?: number;
   cmd: string[];
   limits: { memoryBytes: number; nanoCpus: number; pids: number };
 }
@@ -42,8 +44,18 @@ export interface AgentProcess {
 
 export interface AgentRuntime {
   start(spec: AgentSpec): Promise<string>;
+  /** API mode: the named network exists afterwards (created if missing, kept if present). */
+  ensureNetwork(name: string): Promise<void>;
+  /**
+   * API mode: the base URL at which the core reaches a container's published `port`.
+   * A core on the host uses the loopback binding; a containerized core joins `network`
+   * (once) and uses the container's name.
+   */
+  endpoint(id: string, port: number, network: string): Promise<string>;
   exec(id: string, cmd: string[], timeoutMs: number): Promise<ExecResult>;
   spawn(id: string, cmd: string[]): Promise<AgentProcess>;
+  /** False once the container has stopped (or is gone). */
+  isRunning(id: string): Promise<boolean>;
   remove(id: string): Promise<void>;
   /** Containers of this instance (by label), including ones left by an earlier run. */
   listManaged(instance: string): Promise<{ id: string; group: string | null }[]>;

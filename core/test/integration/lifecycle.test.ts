@@ -107,6 +107,16 @@ describe('the core process', () => {
     expect(r.stderr).toMatch(/^carapace: CONFIG_INVALID: .*rate_limit\.per_minute/);
   });
 
+  it('refuses API mode without an admin token (agents could reach the admin API)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cp-api-'));
+    const file = join(dir, 'carapace.json');
+    writeFileSync(file, JSON.stringify({ agents: { mode: 'api' } }));
+    const r = await run({ CARAPACE_CONFIG: file, CARAPACE_PLUGINS_DIR: join(dir, 'none'), CARAPACE_ADMIN_TOKEN: '' });
+    rmSync(dir, { recursive: true, force: true });
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim()).toMatch(/^carapace: CONFIG_INVALID: agents.mode "api" needs CARAPACE_ADMIN_TOKEN/);
+  });
+
   it('refuses to start without a model credential, saying which variable to set', async () => {
     const r = await run({ ANTHROPIC_API_KEY: '', CARAPACE_CONFIG: '/nonexistent/carapace.json', CARAPACE_PLUGINS_DIR: '/nonexistent' });
     expect(r.code).toBe(1);

@@ -21,6 +21,7 @@ export class AnthropicStandIn {
   private counter = 0;
   /** Holds every answer this long: a model that hangs. */
   delayMs = 0;
+  private readonly timers = new Set<NodeJS.Timeout>();
 
   constructor(public policy: Policy) {}
 
@@ -57,8 +58,13 @@ export class AnthropicStandIn {
           usage: { input_tokens: 12, output_tokens: 7 },
         };
         const reply = () => (body?.stream ? this.stream(res, message) : res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(message)));
-        if (this.delayMs > 0) setTimeout(reply, this.delayMs);
-        else reply();
+        if (this.delayMs > 0) {
+          const timer = setTimeout(() => {
+            this.timers.delete(timer);
+            reply();
+          }, this.delayMs);
+          this.timers.add(timer);
+        } else reply();
       });
     });
     await new Promise<void>((resolve) => this.server!.listen(0, host, resolve));
@@ -86,6 +92,8 @@ export class AnthropicStandIn {
   }
 
   async stop(): Promise<void> {
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
     const server = this.server;
     if (!server) return;
     server.closeAllConnections();

@@ -1,0 +1,415 @@
+// API mode on a real Docker engine with the real agent image and the real Claude Code
+// CLI: the container serves agent-image/api-server.mjs on a named network, published on
+// 127.0.0.1 only, and the core runs every turn as an authenticated POST /v1/run. The
+// model is the Anthropic stand-in behind the core's LLM proxy, Telegram the Bot API
+// stand-in. Every request these tests make goes to 127.0.0.1. Needs `make images`.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { AgentManager } from '../../src/agents/agent-manager.js';
+import { DockerRuntime } from '../../src/agents/docker-runtime.js';
+import type { AgentProcess, AgentSpec } from '../../src/agents/runtime.js';
+import { LlmProxy } from '../../src/llm/llm-proxy.js';
+import { parseConfig } from '../../src/config.js';
+import { ROOT, Stack, until } from '../harness.js';
+import { AnthropicStandIn, toolResults, type RecordedRequest } from '../support/anthropic-standin.js';
+import { TelegramStandIn } from '../support/telegram-standin.js';
+
+const MODEL_KEY = 'sk-ant-api03-apimode-model-key-0123456789abcdef';
+const BOT_TOKEN = '123456789:AAApiModeTestTokenForTheTelegramStandIn';
+const CHAT = 1002;
+const NETWORK = `carapace-agents-test-${process.pid}`;
+const DOCKER = process.env.DOCKER || 'docker';
+
+/** The Docker runtime, recording what the manager asked of it. */
+class WatchedRuntime extends DockerRuntime {
+  readonly specs: AgentSpec[] = [];
+  execs = 0;
+  override async start(spec: AgentSpec): Promise<string> {
+    this.specs.push(spec);
+    return super.start(spec);
+  }
+  override async spawn(id: string, cmd: string[]): Promise<AgentProcess> {
+    this.execs++;
+    return super.spawn(id, cmd);
+  }
+}
+
+let stack: Stack;
+let telegram: TelegramStandIn;
+let model: AnthropicStandIn;
+let runtime: WatchedRuntime;
+let manager: AgentManager;
+let modelUrl: string;
+const runs: Promise<unknown>[] = [];
+
+function script(request: RecordedRequest): ReturnType<AnthropicStandIn['policy']> {
+  const hasBash = (request.body?.tools ?? []).some((t: { name: string }) => t.name === 'Bash');
+  if (!hasBash) return [{ type: 'text', text: 'ok' }];
+  const results = toolResults(request);
+  if (results.length === 0) {
+    return [{ type: 'tool_use', name: 'Bash', input: { command: `ipc tool.invoke.echo '{"text":"buy milk at 5pm"}'`, description: 'Record the reminder' } }];
+  }
+  if (results.length === 1) {
+    const body = results[0].includes('buy milk at 5pm') ? 'Done! Reminder set for 5pm.' : `Something failed: ${results[0].slice(0, 200)}`;
+    return [{ type: 'tool_use', name: 'Bash', input: { command: `ipc tool.invoke.send_telegram '${JSON.stringify({ recipient: String(CHAT), body })}'`, description: 'Reply' } }];
+  }
+  return [{ type: 'text', text: 'Replied to the user.' }];
+}
+
+function settings(extra: Record<string, unknown> = {}) {
+  return parseConfig({ agents: { mode: 'api', api_network: NETWORK, run_timeout_ms: 120_000, ...extra } }).agents;
+}
+
+function newManager(rt: DockerRuntime, agentSettings: ReturnType<typeof settings>, instance: string): AgentManager {
+  return new AgentManager(stack.core, rt, new LlmProxy({ upstream: modelUrl, credential: { apiKey: MODEL_KEY }, audit: stack.core.audit }), agentSettings, {
+    groupsDir: join(stack.dir, 'groups'),
+    stateDir: join(stack.dir, 'state'),
+    agentImageDir: join(ROOT, 'agent-image'),
+    instance,
+  }, () => ['family']);
+}
+
+function docker(args: string[]): string {
+  return execFileSync(DOCKER, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+function apiDirOf(spec: AgentSpec | undefined): string {
+  const mount = spec?.mounts.find((m) => m.target === '/run/api');
+  if (!mount) throw new Error('no /run/api mount');
+  return mount.source;
+}
+
+/** The base URL from docker inspect: the loopback port the engine picked. */
+async function baseUrl(container: string): Promise<string> {
+  const info = await runtime.inspect(container);
+  const bindings = info.NetworkSettings.Ports['8080/tcp'];
+  return `http://127.0.0.1:${bindings[0].HostPort}`;
+}
+
+async function sh(container: string, script: string): Promise<{ code: number | null; out: string; err: string }> {
+  const r = await runtime.exec(container, ['sh', '-c', script], 30_000);
+  return { code: r.exitCode, out: r.stdout, err: r.stderr };
+}
+
+/** The bearer token, as the server process holds it (the only place it lives in the container). */
+async function tokenFromServer(container: string): Promise<string> {
+  const r = await sh(container, `for p in /proc/[0-9]*; do if tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q api-server.mjs; then tr '\\0' '\\n' < $p/environ | sed -n 's/^API_KEY=//p'; fi; done`);
+  const token = r.out.trim().split('\n')[0] ?? '';
+  expect(token).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+  return token;
+}
+
+beforeAll(async () => {
+  try {
+    docker(['network', 'rm', NETWORK]);
+  } catch {
+    // absent: the manager must create it
+  }
+  telegram = await TelegramStandIn.start(BOT_TOKEN);
+  model = new AnthropicStandIn(script);
+  modelUrl = await model.start();
+  stack = await Stack.start({
+    plugins: ['echo'],
+    extraPluginDirs: { telegram: join(ROOT, 'plugins/telegram') },
+    env: { TELEGRAM_BOT_TOKEN: BOT_TOKEN },
+    config: {
+      groups: { family: {} },
+      plugins: { telegram: { bot_token: '${TELEGRAM_BOT_TOKEN}', api_base_url: telegram.url, chats: { [String(CHAT)]: 'family' }, owners: [42], poll_timeout_s: 1 } },
+    },
+  });
+  expect(stack.core.catalog.state('telegram')).toBe('healthy');
+  runtime = new WatchedRuntime();
+  manager = newManager(runtime, settings(), `api-${process.pid}`);
+  await manager.removeOrphans();
+}, 60_000);
+
+afterAll(async () => {
+  await manager?.stop();
+  await stack?.stop();
+  await model?.stop();
+  await telegram?.close();
+  try {
+    docker(['network', 'rm', NETWORK]);
+  } catch {
+    // already gone
+  }
+}, 60_000);
+
+describe('API mode, end to end', () => {
+  it('"remind me to buy milk at 5pm" → agent over HTTP → ipc → plugin → send_telegram → Telegram', async () => {
+    stack.core.on('event', (event) => {
+      const run = manager.onEvent(event);
+      if (run) runs.push(run);
+    });
+    telegram.queueMessage({ chatId: CHAT, text: 'remind me to buy milk at 5pm', fromId: 42 });
+
+    const reply = await until(() => telegram.sentTo(CHAT).find((m) => m.text.startsWith('Done!') || m.text.startsWith('Something failed')), 150_000);
+    expect(reply.text).toBe('Done! Reminder set for 5pm.');
+    const [outcome] = (await Promise.all(runs)) as { ok: boolean; output: string }[];
+    expect(outcome).toEqual({ ok: true, output: 'Replied to the user.' });
+
+    // The turn went through the HTTP API: no `docker exec` of Claude Code.
+    expect(runtime.execs).toBe(0);
+    expect(runtime.specs.at(-1)?.cmd).toEqual(['api']);
+
+    const main = model.requests.filter((r) => (r.body?.tools ?? []).length > 0);
+    expect(JSON.stringify(main[0].body.messages)).toContain('remind me to buy milk at 5pm');
+    expect(model.requests.every((r) => r.headers['x-api-key'] === MODEL_KEY)).toBe(true);
+
+    const entries = await stack.auditEntries();
+    for (const topic of ['tool.invoke.echo', 'tool.invoke.send_telegram']) {
+      const response = entries.find((e) => e.topic === topic && e.stage === 'response');
+      expect(response?.outcome).toBe('ok');
+      const stages = entries.filter((e) => e.correlation === response?.correlation).map((e) => e.stage);
+      expect(stages).toEqual(['envelope', 'topic', 'payload', 'authorize', 'route', 'response']);
+      expect(entries.filter((e) => e.correlation === response?.correlation).every((e) => e.group === 'family')).toBe(true);
+    }
+  }, 180_000);
+
+  it('a second message reuses the warm container', async () => {
+    const first = manager.live('family');
+    expect(first).not.toBeNull();
+    const before = telegram.sentTo(CHAT).length;
+    telegram.queueMessage({ chatId: CHAT, text: 'remind me to buy milk at 5pm', fromId: 42 });
+    await until(() => telegram.sentTo(CHAT).length > before, 150_000);
+    expect(manager.live('family')?.container).toBe(first?.container);
+    expect(((await runs.at(-1)) as { ok: boolean }).ok).toBe(true);
+    expect(runtime.specs).toHaveLength(1);
+  }, 180_000);
+});
+
+describe('API mode container (docker inspect)', () => {
+  it('is on the named network, with 8080 published on 127.0.0.1 only', async () => {
+    const container = manager.live('family')!.container;
+    const info = await runtime.inspect(container);
+    expect(info.HostConfig.NetworkMode).toBe(NETWORK);
+    expect(Object.keys(info.NetworkSettings.Networks)).toEqual([NETWORK]);
+    expect(info.HostConfig.PortBindings).toEqual({ '8080/tcp': [{ HostIp: '127.0.0.1', HostPort: '' }] });
+    const published = Object.entries(info.NetworkSettings.Ports).filter(([, b]) => b && b.length > 0);
+    expect(published.map(([p]) => p)).toEqual(['8080/tcp']);
+    for (const [, bindings] of published) {
+      for (const b of bindings) {
+        expect(b.HostIp).toBe('127.0.0.1');
+        expect(Number(b.HostPort)).toBeGreaterThan(0);
+      }
+    }
+    const network = JSON.parse(docker(['network', 'inspect', NETWORK]))[0];
+    expect(network.Driver).toBe('bridge');
+    expect(network.Labels['carapace.managed']).toBe('true');
+  });
+
+  it('is hardened exactly like legacy mode', async () => {
+    const info = await runtime.inspect(manager.live('family')!.container);
+    const host = info.HostConfig;
+    expect(info.Config.User).toBe('1000:1000');
+    expect(host.ReadonlyRootfs).toBe(true);
+    expect(host.CapDrop).toEqual(['ALL']);
+    expect(host.CapAdd ?? []).toEqual([]);
+    expect(host.Privileged).toBe(false);
+    expect(host.SecurityOpt).toContain('no-new-privileges');
+    expect(host.PidsLimit).toBeGreaterThan(0);
+    expect(host.Memory).toBeGreaterThan(0);
+    expect(host.NanoCpus).toBeGreaterThan(0);
+    expect(Object.keys(host.Tmpfs ?? {})).toEqual(['/tmp']);
+    const mounts = Object.fromEntries(info.Mounts.map((m) => [m.Destination, m.RW]));
+    expect(mounts).toEqual({
+      '/run/carapace': true,
+      '/run/api': true,
+      '/workspace/group': true,
+      '/home/node/.claude': true,
+      '/home/node/.claude/settings.json': false,
+      '/home/node/.claude/CLAUDE.md': false,
+      '/home/node/.claude/skills': false,
+    });
+    expect(info.Mounts.some((m) => m.Source.includes('docker.sock'))).toBe(false);
+  });
+
+  it('shows no bearer token and no model key: not in Env, Labels, Cmd, nor anywhere in docker inspect', async () => {
+    const container = manager.live('family')!.container;
+    const token = await tokenFromServer(container);
+    const info = await runtime.inspect(container);
+    const everything = JSON.stringify(info);
+    expect(everything).not.toContain(token);
+    expect(everything).not.toContain(MODEL_KEY);
+    expect(everything).not.toMatch(/sk-ant-/);
+    expect(info.Config.Env.some((e) => e.startsWith('API_KEY='))).toBe(false);
+    const cli = docker(['inspect', container]);
+    expect(cli).not.toContain(token);
+    expect(JSON.stringify(runtime.specs)).not.toContain(token);
+  });
+
+  it('the token file is gone from the mounted directory once the server runs', async () => {
+    const container = manager.live('family')!.container;
+    const dir = apiDirOf(runtime.specs[0]);
+    const info = await runtime.inspect(container);
+    expect(info.Mounts.find((m) => m.Destination === '/run/api')?.Source).toBe(dir);
+    expect(dir).toMatch(/\/carapace-api-[0-9a-f-]{36}$/);
+    expect(statSync(dir).mode & 0o777).toBe(0o700);
+    expect(readdirSync(dir)).toEqual([]);
+    expect((await sh(container, 'ls -A /run/api')).out.trim()).toBe('');
+  });
+
+  it('only the server process holds the token: not Claude Code, not the forwarder', async () => {
+    const container = manager.live('family')!.container;
+    const r = await sh(container, `for p in /proc/[0-9]*; do c=$(tr '\\0' ' ' < $p/cmdline 2>/dev/null); [ -n "$c" ] || continue; if tr '\\0' '\\n' < $p/environ 2>/dev/null | grep -q '^API_KEY='; then echo "HAS $c"; else echo "NO $c"; fi; done`);
+    const lines = r.out.trim().split('\n');
+    expect(lines.filter((l) => l.startsWith('HAS ')).every((l) => l.includes('api-server.mjs'))).toBe(true);
+    expect(lines.some((l) => l.startsWith('HAS ') && l.includes('api-server.mjs'))).toBe(true);
+    expect(lines.some((l) => l.startsWith('NO ') && l.includes('llm-forwarder.mjs'))).toBe(true);
+    expect(lines.some((l) => l.startsWith('NO ') && /claude/.test(l))).toBe(true);
+  });
+});
+
+describe('API mode authentication', () => {
+  it('answers /health without a token and refuses everything else without the right one', async () => {
+    const container = manager.live('family')!.container;
+    const url = await baseUrl(container);
+    const token = await tokenFromServer(container);
+    const health = await fetch(`${url}/health`);
+    expect(health.status).toBe(200);
+    const run = (headers: Record<string, string>) => fetch(`${url}/v1/run`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ prompt: 'hi' }) });
+    const before = model.requests.length;
+    expect((await run({})).status).toBe(401);
+    expect((await run({ authorization: 'Bearer 00000000-0000-4000-8000-000000000000' })).status).toBe(401);
+    expect((await run({ authorization: `Bearer ${token}x` })).status).toBe(401);
+    expect((await run({ authorization: token })).status).toBe(401);
+    expect((await run({ authorization: `Basic ${Buffer.from(`x:${token}`).toString('base64')}` })).status).toBe(401);
+    expect((await fetch(`${url}/anything`)).status).toBe(401);
+    // No turn ran: the model saw nothing.
+    expect(model.requests.length).toBe(before);
+    // With the token: past the gate (an unknown route, a malformed body), still no turn.
+    expect((await fetch(`${url}/anything`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(404);
+    const malformed = await fetch(`${url}/v1/run`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ prompt: 'x', extra: 1 }) });
+    expect(malformed.status).toBe(400);
+    expect(model.requests.length).toBe(before);
+  }, 60_000);
+
+  it('finds the model key nowhere inside: env, process environments, readable files', async () => {
+    const container = manager.live('family')!.container;
+    const r = await sh(container, `env; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n'; grep -rs -l 'apimode-model-key' /home /run /workspace /tmp /etc 2>/dev/null; true`);
+    expect(r.out).toContain('ANTHROPIC_BASE_URL=http://127.0.0.1:8089');
+    expect(r.out).not.toContain(MODEL_KEY);
+    expect(r.out).not.toContain('apimode-model-key');
+    expect(r.out).not.toMatch(/sk-ant-/);
+  });
+
+  it('talks TCP only on loopback, apart from requests arriving at its API port', async () => {
+    // After two full turns: Claude Code reached the model through the loopback forwarder
+    // (and the LLM proxy's unix socket), never over the network it now has.
+    const r = await sh(manager.live('family')!.container, 'cat /proc/net/tcp /proc/net/tcp6 2>/dev/null');
+    const rows = r.out.trim().split('\n').filter((l) => /^\s*\d+:/.test(l)).map((l) => l.trim().split(/\s+/));
+    expect(rows.length).toBeGreaterThan(0);
+    const loopback = (addr: string) => /^[0-9A-F]{6}7F:/.test(addr) || /^0000000000000000FFFF0000[0-9A-F]{6}7F:/.test(addr) || /^0{24}01000000:/.test(addr) || /^0+:/.test(addr);
+    const port = (addr: string) => parseInt(addr.split(':')[1], 16);
+    const foreign = rows.filter(([, local, remote]) => !loopback(remote) && port(local) !== 8080);
+    expect(foreign).toEqual([]);
+  });
+});
+
+describe('API mode lifecycle', () => {
+  it('retiring removes the container and the token directory', async () => {
+    const live = manager.live('family')!;
+    const dir = apiDirOf(runtime.specs[0]);
+    expect(existsSync(dir)).toBe(true);
+    await manager.retire('family');
+    expect(manager.live('family')).toBeNull();
+    expect(existsSync(dir)).toBe(false);
+    await expect(runtime.inspect(live.container)).rejects.toMatchObject({ statusCode: 404 });
+  }, 60_000);
+
+  it('a server that never becomes healthy: container and token directory removed, agent.error', async () => {
+    // The container is started with the legacy command while a token is mounted: the
+    // entrypoint deletes the token and refuses to start.
+    class Misstarted extends WatchedRuntime {
+      override async start(spec: AgentSpec): Promise<string> {
+        return super.start({ ...spec, cmd: ['idle'] });
+      }
+    }
+    const broken = new Misstarted();
+    const failing = newManager(broken, settings(), `api-broken-${process.pid}`);
+    const sentBefore = telegram.sentTo(CHAT).length;
+    try {
+      const started = Date.now();
+      await expect(failing.enqueue('family', 'never runs')).rejects.toThrow(/stopped before it was healthy|not published/);
+      expect(Date.now() - started).toBeLessThan(25_000);
+      const dir = apiDirOf(broken.specs[0]);
+      expect(existsSync(dir)).toBe(false);
+      expect(await broken.listManaged(`api-broken-${process.pid}`)).toEqual([]);
+      const notice = await until(() => telegram.sentTo(CHAT).slice(sentBefore).find((m) => m.text.includes('Sorry, something went wrong')), 20_000);
+      expect(notice.text).toContain('could not be started');
+      const entry = stack.core.audit.query({ group: 'family' }).filter((e) => e.stage === 'agent' && e.outcome === 'error').at(-1);
+      expect(entry?.reason).toBe('agent container failed to start');
+    } finally {
+      await failing.stop();
+    }
+  }, 60_000);
+
+  it('a hung agent is killed after the run limit, its token directory removed, and the user told', async () => {
+    const hungRuntime = new WatchedRuntime();
+    const impatient = newManager(hungRuntime, settings({ run_timeout_ms: 4000 }), `api-hung-${process.pid}`);
+    // Longer than the run limit, short enough not to keep Jest waiting long afterwards.
+    model.delayMs = 15_000;
+    const sentBefore = telegram.sentTo(CHAT).length;
+    try {
+      const outcome = await impatient.enqueue('family', 'this will hang');
+      expect(outcome.ok).toBe(false);
+      expect(impatient.live('family')).toBeNull();
+      expect(await hungRuntime.listManaged(`api-hung-${process.pid}`)).toEqual([]);
+      expect(existsSync(apiDirOf(hungRuntime.specs[0]))).toBe(false);
+      const notice = await until(() => telegram.sentTo(CHAT).slice(sentBefore).find((m) => m.text.includes('Sorry, something went wrong')), 20_000);
+      expect(notice.text).toContain('timeout');
+      const entries = stack.core.audit.query({ group: 'family' }).filter((e) => e.stage === 'agent' && e.outcome === 'error');
+      expect(entries.at(-1)?.reason).toContain('exceeded 4000 ms');
+    } finally {
+      model.delayMs = 0;
+      await impatient.stop();
+    }
+  }, 90_000);
+});
+
+describe('API mode entrypoint', () => {
+  /** The agent image as the core runs it, but with no network and a chosen /run/api mount. */
+  function runEntrypoint(mount: string, cmd: string[]): { status: number | null; stderr: string } {
+    const r = spawnSync(DOCKER, ['run', '--rm', '--network', 'none', '--read-only', '--user', '1000:1000', '--cap-drop', 'ALL', '--security-opt', 'no-new-privileges', '-v', mount, 'carapace-agent:latest', ...cmd], { encoding: 'utf8', timeout: 60_000 });
+    return { status: r.status, stderr: r.stderr };
+  }
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'cp-api-entry-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  function tokenFile(sub: string): string {
+    mkdirSync(join(dir, sub), { mode: 0o700 });
+    const file = join(dir, sub, '.api-key');
+    writeFileSync(file, '11111111-2222-4333-8444-555555555555', { mode: 0o600 });
+    if (process.getuid?.() === 0) {
+      chownSync(file, 1000, 1000);
+      chownSync(join(dir, sub), 1000, 1000);
+    }
+    return file;
+  }
+
+  it('refuses to start when the token file itself is bind-mounted (it cannot be deleted)', () => {
+    const file = tokenFile('file');
+    const r = runEntrypoint(`${file}:/run/api/.api-key`, ['api']);
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toMatch(/cannot remove '\/run\/api\/.api-key'/);
+  }, 60_000);
+
+  it('refuses API mode without a token, and a token without API mode (deleting it either way)', () => {
+    mkdirSync(join(dir, 'empty'), { mode: 0o777 });
+    const missing = runEntrypoint(`${join(dir, 'empty')}:/run/api`, ['api']);
+    expect(missing.status).toBe(1);
+    expect(JSON.parse(missing.stderr.trim().split('\n').at(-1)!)).toMatchObject({ code: 'API_KEY_MISSING' });
+
+    const file = tokenFile('unexpected');
+    const unexpected = runEntrypoint(`${join(dir, 'unexpected')}:/run/api`, ['idle']);
+    expect(unexpected.status).toBe(1);
+    expect(JSON.parse(unexpected.stderr.trim().split('\n').at(-1)!)).toMatchObject({ code: 'API_KEY_UNEXPECTED' });
+    expect(existsSync(file)).toBe(false);
+  }, 60_000);
+});
