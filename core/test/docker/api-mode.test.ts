@@ -14,7 +14,8 @@ import type { AgentProcess, AgentSpec } from '../../src/agents/runtime.js';
 import { LlmProxy } from '../../src/llm/llm-proxy.js';
 import { parseConfig } from '../../src/config.js';
 import { ROOT, Stack, until } from '../harness.js';
-import { AnthropicStandIn, toolResults, type RecordedRequest } from '../support/anthropic-standin.js';
+import { AnthropicStandIn } from '../support/anthropic-standin.js';
+import { expectPipelineTrail, milkScript } from '../support/milk-scenario.js';
 import { TelegramStandIn } from '../support/telegram-standin.js';
 
 const MODEL_KEY = 'sk-ant-api03-apimode-model-key-0123456789abcdef';
@@ -45,19 +46,6 @@ let manager: AgentManager;
 let modelUrl: string;
 const runs: Promise<unknown>[] = [];
 
-function script(request: RecordedRequest): ReturnType<AnthropicStandIn['policy']> {
-  const hasBash = (request.body?.tools ?? []).some((t: { name: string }) => t.name === 'Bash');
-  if (!hasBash) return [{ type: 'text', text: 'ok' }];
-  const results = toolResults(request);
-  if (results.length === 0) {
-    return [{ type: 'tool_use', name: 'Bash', input: { command: `ipc tool.invoke.echo '{"text":"buy milk at 5pm"}'`, description: 'Record the reminder' } }];
-  }
-  if (results.length === 1) {
-    const body = results[0].includes('buy milk at 5pm') ? 'Done! Reminder set for 5pm.' : `Something failed: ${results[0].slice(0, 200)}`;
-    return [{ type: 'tool_use', name: 'Bash', input: { command: `ipc tool.invoke.send_telegram '${JSON.stringify({ recipient: String(CHAT), body })}'`, description: 'Reply' } }];
-  }
-  return [{ type: 'text', text: 'Replied to the user.' }];
-}
 
 function settings(extra: Record<string, unknown> = {}) {
   return parseConfig({ agents: { mode: 'api', api_network: NETWORK, run_timeout_ms: 120_000, ...extra } }).agents;
@@ -109,7 +97,7 @@ beforeAll(async () => {
     // absent: the manager must create it
   }
   telegram = await TelegramStandIn.start(BOT_TOKEN);
-  model = new AnthropicStandIn(script);
+  model = new AnthropicStandIn(milkScript(CHAT));
   modelUrl = await model.start();
   stack = await Stack.start({
     plugins: ['echo'],
@@ -159,14 +147,7 @@ describe('API mode, end to end', () => {
     expect(JSON.stringify(main[0].body.messages)).toContain('remind me to buy milk at 5pm');
     expect(model.requests.every((r) => r.headers['x-api-key'] === MODEL_KEY)).toBe(true);
 
-    const entries = await stack.auditEntries();
-    for (const topic of ['tool.invoke.echo', 'tool.invoke.send_telegram']) {
-      const response = entries.find((e) => e.topic === topic && e.stage === 'response');
-      expect(response?.outcome).toBe('ok');
-      const stages = entries.filter((e) => e.correlation === response?.correlation).map((e) => e.stage);
-      expect(stages).toEqual(['envelope', 'topic', 'payload', 'authorize', 'route', 'response']);
-      expect(entries.filter((e) => e.correlation === response?.correlation).every((e) => e.group === 'family')).toBe(true);
-    }
+    expectPipelineTrail(await stack.auditEntries(), 'family');
   }, 180_000);
 
   it('a second message reuses the warm container', async () => {
