@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { startAdminApi } from '../../src/admin/http-api.js';
-import { Stack, until } from '../harness.js';
+import { Stack } from '../harness.js';
 
 let stack: Stack;
 let admin: FastifyInstance;
