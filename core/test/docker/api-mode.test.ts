@@ -15,7 +15,7 @@ import { LlmProxy } from '../../src/llm/llm-proxy.js';
 import { parseConfig } from '../../src/config.js';
 import { ROOT, Stack, until } from '../harness.js';
 import { AnthropicStandIn } from '../support/anthropic-standin.js';
-import { expectPipelineTrail, milkScript } from '../support/milk-scenario.js';
+import { expectModelSawMessage, expectPipelineTrail, milkScript, sendUserMessage, startScenarioStack } from '../support/milk-scenario.js';
 import { TelegramStandIn } from '../support/telegram-standin.js';
 
 const MODEL_KEY = 'sk-ant-api03-apimode-model-key-0123456789abcdef';
@@ -99,16 +99,7 @@ beforeAll(async () => {
   telegram = await TelegramStandIn.start(BOT_TOKEN);
   model = new AnthropicStandIn(milkScript(CHAT));
   modelUrl = await model.start();
-  stack = await Stack.start({
-    plugins: ['echo'],
-    extraPluginDirs: { telegram: join(ROOT, 'plugins/telegram') },
-    env: { TELEGRAM_BOT_TOKEN: BOT_TOKEN },
-    config: {
-      groups: { family: {} },
-      plugins: { telegram: { bot_token: '${TELEGRAM_BOT_TOKEN}', api_base_url: telegram.url, chats: { [String(CHAT)]: 'family' }, owners: [42], poll_timeout_s: 1 } },
-    },
-  });
-  expect(stack.core.catalog.state('telegram')).toBe('healthy');
+  stack = await startScenarioStack(telegram, CHAT, BOT_TOKEN);
   runtime = new WatchedRuntime();
   manager = newManager(runtime, settings(), `api-${process.pid}`);
   await manager.removeOrphans();
@@ -132,9 +123,7 @@ describe('API mode, end to end', () => {
       const run = manager.onEvent(event);
       if (run) runs.push(run);
     });
-    telegram.queueMessage({ chatId: CHAT, text: 'remind me to buy milk at 5pm', fromId: 42 });
-
-    const reply = await until(() => telegram.sentTo(CHAT).find((m) => m.text.startsWith('Done!') || m.text.startsWith('Something failed')), 150_000);
+    const reply = await sendUserMessage(telegram, CHAT);
     expect(reply.text).toBe('Done! Reminder set for 5pm.');
     const [outcome] = (await Promise.all(runs)) as { ok: boolean; output: string }[];
     expect(outcome).toEqual({ ok: true, output: 'Replied to the user.' });
@@ -143,9 +132,7 @@ describe('API mode, end to end', () => {
     expect(runtime.execs).toBe(0);
     expect(runtime.specs.at(-1)?.cmd).toEqual(['api']);
 
-    const main = model.requests.filter((r) => (r.body?.tools ?? []).length > 0);
-    expect(JSON.stringify(main[0].body.messages)).toContain('remind me to buy milk at 5pm');
-    expect(model.requests.every((r) => r.headers['x-api-key'] === MODEL_KEY)).toBe(true);
+    expectModelSawMessage(model, MODEL_KEY);
 
     expectPipelineTrail(await stack.auditEntries(), 'family');
   }, 180_000);
@@ -153,9 +140,7 @@ describe('API mode, end to end', () => {
   it('a second message reuses the warm container', async () => {
     const first = manager.live('family');
     expect(first).not.toBeNull();
-    const before = telegram.sentTo(CHAT).length;
-    telegram.queueMessage({ chatId: CHAT, text: 'remind me to buy milk at 5pm', fromId: 42 });
-    await until(() => telegram.sentTo(CHAT).length > before, 150_000);
+    await sendUserMessage(telegram, CHAT);
     expect(manager.live('family')?.container).toBe(first?.container);
     expect(((await runs.at(-1)) as { ok: boolean }).ok).toBe(true);
     expect(runtime.specs).toHaveLength(1);

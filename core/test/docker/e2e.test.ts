@@ -11,7 +11,7 @@ import { LlmProxy } from '../../src/llm/llm-proxy.js';
 import { parseConfig } from '../../src/config.js';
 import { ROOT, Stack, until } from '../harness.js';
 import { AnthropicStandIn } from '../support/anthropic-standin.js';
-import { expectPipelineTrail, milkScript } from '../support/milk-scenario.js';
+import { expectModelSawMessage, expectPipelineTrail, milkScript, sendUserMessage, startScenarioStack } from '../support/milk-scenario.js';
 import { TelegramStandIn } from '../support/telegram-standin.js';
 
 const MODEL_KEY = 'sk-ant-api03-e2e-model-key-0123456789abcdef';
@@ -31,16 +31,7 @@ beforeAll(async () => {
   model = new AnthropicStandIn(milkScript(CHAT));
   const upstream = await model.start();
   modelUrl = upstream;
-  stack = await Stack.start({
-    plugins: ['echo'],
-    extraPluginDirs: { telegram: join(ROOT, 'plugins/telegram') },
-    env: { TELEGRAM_BOT_TOKEN: BOT_TOKEN },
-    config: {
-      groups: { family: {} },
-      plugins: { telegram: { bot_token: '${TELEGRAM_BOT_TOKEN}', api_base_url: telegram.url, chats: { [String(CHAT)]: 'family' }, owners: [42], poll_timeout_s: 1 } },
-    },
-  });
-  expect(stack.core.catalog.state('telegram')).toBe('healthy');
+  stack = await startScenarioStack(telegram, CHAT, BOT_TOKEN);
   const llm = new LlmProxy({ upstream, credential: { apiKey: MODEL_KEY }, audit: stack.core.audit });
   const settings = parseConfig({ agents: { run_timeout_ms: 120_000 } }).agents;
   manager = new AgentManager(stack.core, new DockerRuntime(), llm, settings, {
@@ -65,17 +56,12 @@ describe('a Telegram message, end to end', () => {
       const run = manager.onEvent(event);
       if (run) runs.push(run);
     });
-    telegram.queueMessage({ chatId: CHAT, text: 'remind me to buy milk at 5pm', fromId: 42 });
-
-    const reply = await until(() => telegram.sentTo(CHAT).find((m) => m.text.startsWith('Done!') || m.text.startsWith('Something failed')), 150_000);
+    const reply = await sendUserMessage(telegram, CHAT);
     expect(reply.text).toBe('Done! Reminder set for 5pm.');
     const [outcome] = (await Promise.all(runs)) as { ok: boolean; output: string }[];
     expect(outcome.ok).toBe(true);
 
-    // The model saw the user's message and never the real key.
-    const main = model.requests.filter((r) => (r.body?.tools ?? []).length > 0);
-    expect(JSON.stringify(main[0].body.messages)).toContain('remind me to buy milk at 5pm');
-    expect(model.requests.every((r) => r.headers['x-api-key'] === MODEL_KEY)).toBe(true);
+    expectModelSawMessage(model, MODEL_KEY);
 
     expectPipelineTrail(await stack.auditEntries(), 'family');
   }, 180_000);
@@ -83,9 +69,7 @@ describe('a Telegram message, end to end', () => {
   it('a second message reuses the warm container', async () => {
     const first = manager.live('family');
     expect(first).not.toBeNull();
-    const before = telegram.sentTo(CHAT).length;
-    telegram.queueMessage({ chatId: CHAT, text: 'remind me to buy milk at 5pm', fromId: 42 });
-    await until(() => telegram.sentTo(CHAT).length > before, 150_000);
+    await sendUserMessage(telegram, CHAT);
     expect(manager.live('family')?.container).toBe(first?.container);
     expect(((await runs.at(-1)) as { ok: boolean }).ok).toBe(true);
   }, 180_000);

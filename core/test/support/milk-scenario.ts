@@ -2,8 +2,11 @@
 // modes: the scripted model records "buy milk at 5pm" with a tool, then replies on
 // Telegram, then ends the turn.
 import { expect } from '@jest/globals';
+import { join } from 'node:path';
 import type { AuditEntry } from '../../src/audit/audit-log.js';
-import { toolResults, type Block, type RecordedRequest } from './anthropic-standin.js';
+import { ROOT, Stack, until } from '../harness.js';
+import { toolResults, type AnthropicStandIn, type Block, type RecordedRequest } from './anthropic-standin.js';
+import type { SentMessage, TelegramStandIn } from './telegram-standin.js';
 
 export const USER_MESSAGE = 'remind me to buy milk at 5pm';
 export const REPLY = 'Done! Reminder set for 5pm.';
@@ -33,4 +36,33 @@ export function expectPipelineTrail(entries: AuditEntry[], group: string): void 
     expect(trail.map((e) => e.stage)).toEqual(['envelope', 'topic', 'payload', 'authorize', 'route', 'response']);
     expect(trail.every((e) => e.group === group)).toBe(true);
   }
+}
+
+/** A core and plugin host with the echo plugin and the real Telegram plugin, `chat` mapped to "family". */
+export async function startScenarioStack(telegram: TelegramStandIn, chat: number, botToken: string): Promise<Stack> {
+  const stack = await Stack.start({
+    plugins: ['echo'],
+    extraPluginDirs: { telegram: join(ROOT, 'plugins/telegram') },
+    env: { TELEGRAM_BOT_TOKEN: botToken },
+    config: {
+      groups: { family: {} },
+      plugins: { telegram: { bot_token: '${TELEGRAM_BOT_TOKEN}', api_base_url: telegram.url, chats: { [String(chat)]: 'family' }, owners: [42], poll_timeout_s: 1 } },
+    },
+  });
+  expect(stack.core.catalog.state('telegram')).toBe('healthy');
+  return stack;
+}
+
+/** The user writes the message; resolves with the bot's answer to it. */
+export function sendUserMessage(telegram: TelegramStandIn, chat: number): Promise<SentMessage> {
+  const before = telegram.sentTo(chat).length;
+  telegram.queueMessage({ chatId: chat, text: USER_MESSAGE, fromId: 42 });
+  return until(() => telegram.sentTo(chat).slice(before).find((m) => m.text.startsWith('Done!') || m.text.startsWith('Something failed')), 150_000);
+}
+
+/** The model saw the user's message, and every request to it carried the real key (added by the proxy). */
+export function expectModelSawMessage(model: AnthropicStandIn, modelKey: string): void {
+  const main = model.requests.filter((r) => (r.body?.tools ?? []).length > 0);
+  expect(JSON.stringify(main[0].body.messages)).toContain(USER_MESSAGE);
+  expect(model.requests.every((r) => r.headers['x-api-key'] === modelKey)).toBe(true);
 }
