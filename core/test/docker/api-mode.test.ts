@@ -15,6 +15,7 @@ import { LlmProxy } from '../../src/llm/llm-proxy.js';
 import { parseConfig } from '../../src/config.js';
 import { ROOT, Stack, until } from '../harness.js';
 import { AnthropicStandIn } from '../support/anthropic-standin.js';
+import { expectLockedDown, expectMounts } from '../support/hardening.js';
 import { expectModelSawMessage, expectPipelineTrail, milkScript, sendUserMessage, startScenarioStack } from '../support/milk-scenario.js';
 import { TelegramStandIn } from '../support/telegram-standin.js';
 
@@ -169,28 +170,8 @@ describe('API mode container (docker inspect)', () => {
 
   it('is hardened exactly like legacy mode', async () => {
     const info = await runtime.inspect(manager.live('family')!.container);
-    const host = info.HostConfig;
-    expect(info.Config.User).toBe('1000:1000');
-    expect(host.ReadonlyRootfs).toBe(true);
-    expect(host.CapDrop).toEqual(['ALL']);
-    expect(host.CapAdd ?? []).toEqual([]);
-    expect(host.Privileged).toBe(false);
-    expect(host.SecurityOpt).toContain('no-new-privileges');
-    expect(host.PidsLimit).toBeGreaterThan(0);
-    expect(host.Memory).toBeGreaterThan(0);
-    expect(host.NanoCpus).toBeGreaterThan(0);
-    expect(Object.keys(host.Tmpfs ?? {})).toEqual(['/tmp']);
-    const mounts = Object.fromEntries(info.Mounts.map((m) => [m.Destination, m.RW]));
-    expect(mounts).toEqual({
-      '/run/carapace': true,
-      '/run/api': true,
-      '/workspace/group': true,
-      '/home/node/.claude': true,
-      '/home/node/.claude/settings.json': false,
-      '/home/node/.claude/CLAUDE.md': false,
-      '/home/node/.claude/skills': false,
-    });
-    expect(info.Mounts.some((m) => m.Source.includes('docker.sock'))).toBe(false);
+    expectLockedDown(info);
+    expectMounts(info, { '/run/api': true });
   });
 
   it('shows no bearer token and no model key: not in Env, Labels, Cmd, nor anywhere in docker inspect', async () => {
