@@ -12,6 +12,7 @@ import { parseConfig } from '../core/src/config.js';
 import { LlmProxy } from '../core/src/llm/llm-proxy.js';
 import { ROOT, Stack } from '../core/test/harness.js';
 import { AnthropicStandIn, toolResults } from '../core/test/support/anthropic-standin.js';
+import { stats } from './stats.js';
 
 const COLD = Number(process.env.BENCH_COLD ?? 5);
 const WARM = Number(process.env.BENCH_WARM ?? 10);
@@ -25,8 +26,8 @@ class TimedRuntime extends DockerRuntime {
   }
 }
 
-const pct = (xs: number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
-const fmt = (xs: number[]): string => `p50 ${pct(xs, 50).toFixed(0)} ms, max ${Math.max(...xs).toFixed(0)} ms (n=${xs.length})`;
+const p50 = (xs: number[]): number => stats(xs).p50;
+const fmt = (xs: number[]): string => `p50 ${p50(xs).toFixed(0)} ms, max ${Math.max(...xs).toFixed(0)} ms (n=${xs.length})`;
 
 async function main(): Promise<void> {
   const docker = process.env.DOCKER || 'docker';
@@ -87,10 +88,10 @@ async function main(): Promise<void> {
 
   console.log('Agent start-up (model time excluded: local stand-in)');
   console.log(`  bare docker run (baseline)         ${fmt(bare)}`);
-  console.log(`  cold: event → container running    ${fmt(toRunning)}   ratio to bare ${(pct(toRunning, 50) / pct(bare, 50)).toFixed(2)}`);
+  console.log(`  cold: event → container running    ${fmt(toRunning)}   ratio to bare ${(p50(toRunning) / p50(bare)).toFixed(2)}`);
   console.log(`  cold: event → first ipc served     ${fmt(toIpc)}   target ≤ 500 ms`);
   console.log(`  warm: event → agent running        ${fmt(warm)}   target ≤ 100 ms`);
-  console.log(JSON.stringify({ bench: 'agent-start', bare_p50_ms: pct(bare, 50), cold_running_p50_ms: pct(toRunning, 50), cold_first_ipc_p50_ms: pct(toIpc, 50), warm_p50_ms: pct(warm, 50) }));
+  console.log(JSON.stringify({ bench: 'agent-start', bare_p50_ms: p50(bare), cold_running_p50_ms: p50(toRunning), cold_first_ipc_p50_ms: p50(toIpc), warm_p50_ms: p50(warm) }));
 }
 
 main().catch((err: unknown) => {

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { MemoryDatabases } from '../plugins/memory/databases.js';
 import { ENTRY_TYPES, type EntryType, type MemoryDb, type SearchOptions } from '../plugins/memory/store.js';
+import { stats, type Stats } from './stats.js';
 
 const SIZES = (process.env.MEMORY_BENCH_SIZES ?? '1000,10000,100000').split(',').map((s) => Number(s.trim())).filter((n) => n > 0);
 const OPS = Number(process.env.MEMORY_BENCH_OPS ?? 200);
@@ -22,24 +23,7 @@ const BRIEF_LIMITS = { maxEntries: 50, maxChars: 10_000 };
 const GROUP = 'bench';
 
 const out = (line = ''): void => void process.stdout.write(`${line}\n`);
-const r3 = (x: number): number => Math.round(x * 1000) / 1000;
 
-interface Stats {
-  n: number;
-  p50: number;
-  p95: number;
-  p99: number;
-  mean: number;
-  max: number;
-}
-
-function stats(samples: number[]): Stats {
-  const s = Float64Array.from(samples).sort();
-  const n = s.length;
-  const at = (p: number): number => s[Math.min(n - 1, Math.max(0, Math.ceil(p * n) - 1))];
-  const sum = s.reduce((a, v) => a + v, 0);
-  return { n, p50: r3(at(0.5)), p95: r3(at(0.95)), p99: r3(at(0.99)), mean: r3(sum / n), max: r3(s[n - 1]) };
-}
 
 const fmt = (s: Stats): string => `p50 ${s.p50.toFixed(3)} ms  p95 ${s.p95.toFixed(3)}  p99 ${s.p99.toFixed(3)}  mean ${s.mean.toFixed(3)}  max ${s.max.toFixed(3)}  (n=${s.n})`;
 const mark = (ok: boolean): string => (ok ? 'MET' : 'MISSED');

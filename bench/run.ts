@@ -20,6 +20,7 @@ import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import * as zmq from 'zeromq';
+import { r3, stats, type Stats } from './stats.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const IPC_BIN = process.env.CARAPACE_IPC_BIN ?? join(ROOT, 'dist/bin/ipc');
@@ -44,28 +45,8 @@ const TARGET = { p50Ms: 2, p99Ms: 5, reqPerSec: 10_000, idleRssMb: 80 };
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const r2 = (x: number): number => Math.round(x * 100) / 100;
-const r3 = (x: number): number => Math.round(x * 1000) / 1000;
 const out = (line = ''): void => void process.stdout.write(`${line}\n`);
 
-interface Stats {
-  n: number;
-  p50: number;
-  p90: number;
-  p99: number;
-  mean: number;
-  min: number;
-  max: number;
-}
-
-function stats(samples: number[]): Stats {
-  const s = Float64Array.from(samples).sort();
-  const n = s.length;
-  if (n === 0) return { n: 0, p50: NaN, p90: NaN, p99: NaN, mean: NaN, min: NaN, max: NaN };
-  const at = (p: number): number => s[Math.min(n - 1, Math.max(0, Math.ceil(p * n) - 1))];
-  let sum = 0;
-  for (const v of s) sum += v;
-  return { n, p50: r3(at(0.5)), p90: r3(at(0.9)), p99: r3(at(0.99)), mean: r3(sum / n), min: r3(s[0]), max: r3(s[n - 1]) };
-}
 
 const fmtStats = (s: Stats): string =>
   `p50 ${s.p50.toFixed(3)} ms  p90 ${s.p90.toFixed(3)}  p99 ${s.p99.toFixed(3)}  mean ${s.mean.toFixed(3)}  min ${s.min.toFixed(3)}  max ${s.max.toFixed(3)}  (n=${s.n})`;
