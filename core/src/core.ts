@@ -127,7 +127,8 @@ export class Core extends EventEmitter<CoreEvents> {
     const socket = new SessionSocket(session.socketPath);
     try {
       await socket.open((frames, reply) => {
-        void runPipeline(frames, session, this.deps).then(reply, () => undefined).catch(() => undefined);
+        // runPipeline never rejects; a reply to a peer that has gone is dropped.
+        void runPipeline(frames, session, this.deps).then(reply).catch(() => undefined);
       });
     } catch (err) {
       this.sessions.delete(session.id);
