@@ -7,6 +7,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import * as zmq from 'zeromq';
 import pino from 'pino';
+import { FrameBatch } from '../src/boundary/frame-batch.js';
 import { SendQueue } from '../src/boundary/send-queue.js';
 import type { CoreConfig } from '../src/config.js';
 import { INTRINSIC_NAMES } from '../src/intrinsics/intrinsics.js';
@@ -62,7 +63,8 @@ export class PluginHost {
   private readonly dealer = new zmq.Dealer({ linger: 0, heartbeatInterval: 1000, heartbeatTimeout: 5000, reconnectInterval: 100 });
   private readonly sub = new zmq.Subscriber({ linger: 0 });
   private readonly pub = new zmq.Publisher({ linger: 0 });
-  private readonly toCore = new SendQueue((frames) => this.dealer.send(frames));
+  private readonly dealerQueue = new SendQueue((frames) => this.dealer.send(frames));
+  private readonly toCore = new FrameBatch((frames) => this.dealerQueue.push(frames));
   private readonly toBus = new SendQueue((frames) => this.pub.send(frames));
   private readonly loaded = new Map<string, Loaded>();
   private readonly calls = new Map<string, (r: Extract<CoreToHost, { t: 'service_result' }>) => void>();
@@ -209,17 +211,20 @@ export class PluginHost {
 
   private async receiveCore(): Promise<void> {
     try {
-      for await (const [frame] of this.dealer) {
-        let message: CoreToHost;
-        try {
-          message = JSON.parse(frame.toString('utf8')) as CoreToHost;
-        } catch {
-          continue;
+      // The core batches: every frame is one message.
+      for await (const frames of this.dealer) {
+        for (const frame of frames) {
+          let message: CoreToHost;
+          try {
+            message = JSON.parse(frame.toString('utf8')) as CoreToHost;
+          } catch {
+            continue;
+          }
+          if (message.t === 'request') void this.handleRequest(message.rid, message.plugin, message.envelope);
+          else if (message.t === 'hook') void this.handleHook(message);
+          else if (message.t === 'service_result') this.calls.get(message.sid)?.(message);
+          else if (message.t === 'shutdown') void this.stop(message.drain_ms, message.shutdown_ms);
         }
-        if (message.t === 'request') void this.handleRequest(message.rid, message.plugin, message.envelope);
-        else if (message.t === 'hook') void this.handleHook(message);
-        else if (message.t === 'service_result') this.calls.get(message.sid)?.(message);
-        else if (message.t === 'shutdown') void this.stop(message.drain_ms, message.shutdown_ms);
       }
     } catch (err) {
       if (!this.dealer.closed) throw err;
@@ -242,7 +247,7 @@ export class PluginHost {
   }
 
   private send(message: HostToCore): Promise<void> {
-    return this.toCore.push([Buffer.from(JSON.stringify(message))]);
+    return this.toCore.push(Buffer.from(JSON.stringify(message)));
   }
 
   /** Drain in-flight requests, then every handler's shutdown() in parallel, bounded. */

@@ -1,6 +1,7 @@
 // The audit log: JSON Lines through pino to a host-side file, plus a bounded in-memory
 // window that the diagnostics intrinsic and the getAuditLog service query.
 import pino from 'pino';
+import { BatchedDestination } from './batched-destination.js';
 
 export type AuditStage =
   | 'envelope' | 'topic' | 'payload' | 'authorize' | 'rate_limit' | 'confirm' | 'route'
@@ -61,7 +62,7 @@ export class AuditLog {
   ) {
     this.logger = pino(
       { base: null, timestamp: false, formatters: { level: (label) => ({ level: label }) } },
-      pino.destination({ dest: file, mkdir: true, sync: false }),
+      new BatchedDestination(pino.destination({ dest: file, mkdir: true, sync: false })),
     );
   }
 

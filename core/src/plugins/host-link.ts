@@ -4,6 +4,7 @@
 import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import * as zmq from 'zeromq';
+import { FrameBatch } from '../boundary/frame-batch.js';
 import { SendQueue } from '../boundary/send-queue.js';
 import type { RequestEnvelope } from '../protocol/envelope.js';
 import type { CoreToHost, HandlerOutcome, HostToCore } from './host-protocol.js';
@@ -28,6 +29,9 @@ export interface HostLinkEvents {
 export class PluginHostLink extends EventEmitter<HostLinkEvents> {
   private readonly router = new zmq.Router({ linger: 0, mandatory: true, heartbeatInterval: 1000, heartbeatTimeout: 5000 });
   private readonly queue = new SendQueue((frames) => this.router.send(frames));
+  private readonly batch = new FrameBatch((frames) =>
+    this.host ? this.queue.push([this.host, ...frames]) : Promise.reject(new Error('plugin host not connected')),
+  );
   private host: Buffer | null = null;
   private readonly inFlight = new Map<string, InFlight>();
   private readonly hooks = new Map<string, (r: Extract<HostToCore, { t: 'hook_result' }>) => void>();
@@ -109,19 +113,22 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
 
   private send(message: CoreToHost): Promise<void> {
     if (!this.host) return Promise.reject(new Error('plugin host not connected'));
-    return this.queue.push([this.host, Buffer.from(JSON.stringify(message))]);
+    return this.batch.push(Buffer.from(JSON.stringify(message)));
   }
 
   private async receive(): Promise<void> {
     try {
-      for await (const [identity, frame] of this.router) {
-        let message: HostToCore;
-        try {
-          message = JSON.parse(frame.toString('utf8')) as HostToCore;
-        } catch {
-          continue;
+      // The host batches too: each frame after the identity is one message.
+      for await (const [identity, ...frames] of this.router) {
+        for (const frame of frames) {
+          let message: HostToCore;
+          try {
+            message = JSON.parse(frame.toString('utf8')) as HostToCore;
+          } catch {
+            continue;
+          }
+          this.dispatch(identity, message);
         }
-        this.dispatch(identity, message);
       }
     } catch (err) {
       if (!this.router.closed) throw err;
