@@ -367,20 +367,24 @@ async function bashSeries(l: Launcher, env: NodeJS.ProcessEnv): Promise<{ stats:
   return { stats: stats(samples), errors: fails, perCallMs: r3(totalUs / 1000 / SPAWN_N) };
 }
 
-/** A static Go no-op, the fairest baseline for a static Go binary; null if it can't be built.
- *  Built inside the core's temporary directory, so it goes wherever that goes. */
-function buildGoNoop(parent: string): string | null {
+/** A static Rust no-op, the fairest baseline for the static Rust `ipc`: the same Debian
+ *  rustc and the same flags as ipc/Cargo.toml and ipc/.cargo/config.toml; null if it can't
+ *  be built. Built inside the core's temporary directory, so it goes wherever that goes. */
+function buildRustNoop(parent: string): string | null {
   try {
-    const dir = join(parent, 'go-noop');
+    const dir = join(parent, 'rust-noop');
     mkdirSync(dir);
-    writeFileSync(join(dir, 'go.mod'), 'module noop\n\ngo 1.19\n');
-    writeFileSync(join(dir, 'main.go'), 'package main\n\nfunc main() {}\n');
-    execFileSync('go', ['build', '-trimpath', '-ldflags=-s -w', '-o', 'noop', '.'], {
-      cwd: dir,
-      env: { ...process.env, CGO_ENABLED: '0', GOFLAGS: '-mod=mod', GOPROXY: 'off', GOTOOLCHAIN: 'local' },
-      stdio: 'ignore',
-      timeout: 60_000,
-    });
+    writeFileSync(join(dir, 'main.rs'), 'fn main() {}\n');
+    execFileSync(
+      '/usr/bin/rustc',
+      [
+        '--edition=2021', '--target=x86_64-unknown-linux-gnu',
+        '-C', 'opt-level=3', '-C', 'lto', '-C', 'codegen-units=1', '-C', 'panic=abort', '-C', 'strip=symbols',
+        '-C', 'target-feature=+crt-static', '-C', 'relocation-model=static',
+        '-o', 'noop', 'main.rs',
+      ],
+      { cwd: dir, stdio: 'ignore', timeout: 60_000 },
+    );
     return join(dir, 'noop');
   } catch {
     return null;
@@ -680,21 +684,21 @@ async function main(): Promise<void> {
 
   // a. ipc end to end, with baselines.
   if (PHASES.has('ipc')) {
-    const goNoop = buildGoNoop(ready.dir);
+    const rustNoop = buildRustNoop(ready.dir);
     const launchers: Launcher[] = [{ name: 'true', cmd: TRUE_BIN }];
-    if (goNoop) launchers.push({ name: 'go-noop', cmd: goNoop });
+    if (rustNoop) launchers.push({ name: 'rust-noop', cmd: rustNoop });
     // The ipc binary itself, stopped by a usage error before any I/O: its own start-up cost.
     launchers.push({ name: 'ipc-usage', cmd: IPC_BIN, args: ['usage-error'], expect: 2 });
     launchers.push({ name: 'ipc', cmd: IPC_BIN });
     const label: Record<string, string> = {
       true: `${TRUE_BIN} (baseline)`,
-      'go-noop': 'static Go no-op (baseline)',
+      'rust-noop': 'static Rust no-op (baseline)',
       'ipc-usage': 'ipc, usage error (no I/O)',
       ipc: 'ipc tool.invoke.echo',
     };
 
     out(`a. ipc end to end: process start → pipeline → echo handler → stdout`);
-    out(`   ${SPAWN_N} sequential calls after ${SPAWN_WARMUP} warm-up, launchers interleaved${goNoop ? '' : ' (Go no-op baseline unavailable: go build failed)'}`);
+    out(`   ${SPAWN_N} sequential calls after ${SPAWN_WARMUP} warm-up, launchers interleaved${rustNoop ? '' : ' (Rust no-op baseline unavailable: rustc failed)'}`);
     out(`   via Node child_process.spawn (spawn() → 'close'):`);
     const viaNode = await nodeSpawnSeries(launchers, ipcEnv(socketPath));
     for (const l of launchers) out(`     ${label[l.name].padEnd(30)} ${fmtStats(viaNode[l.name].stats)}  errors ${viaNode[l.name].errors}`);

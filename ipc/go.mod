@@ -1,3 +1,0 @@
-module carapace/ipc
-
-go 1.19

@@ -1,0 +1,160 @@
+//! The Lazy Pirate loop: keep trying until the deadline rather than hang or
+//! fail on the first hiccup, because the core may be starting or restarting.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::value::RawValue;
+
+use crate::zmtp::{self, Conn, Error};
+use crate::{json, Failure, Outcome, EXIT_ERROR};
+
+const MIN_BACKOFF: Duration = Duration::from_millis(50);
+const MAX_BACKOFF: Duration = Duration::from_secs(1);
+/// After a dropped connection we resend, but only so often: a core that
+/// drops every attempt is broken, not restarting.
+const MAX_RESENDS: u32 = 3;
+
+/// Sends `request` and waits for the reply carrying `correlation`.
+pub fn call(path: &Path, request: &[u8], correlation: &str, timeout: Duration) -> Result<Outcome, Failure> {
+    let deadline = Instant::now() + timeout;
+    let timed_out = || {
+        let message = format!("No response from core within {} ms", timeout.as_millis());
+        Failure::new("IPC_TIMEOUT", message, true, EXIT_ERROR)
+    };
+    let message = zmtp::message(request);
+    let mut backoff = MIN_BACKOFF;
+    let mut sends = 0;
+
+    loop {
+        let mut conn = match Conn::open(path, deadline) {
+            Ok(conn) => conn,
+            Err(e) => {
+                fatal(e)?;
+                // Socket missing, refused, or closed mid-handshake: the core is
+                // probably (re)starting. Wait a little, then try again.
+                if !sleep_until(backoff, deadline) {
+                    return Err(timed_out());
+                }
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+                continue;
+            }
+        };
+
+        sends += 1;
+        let result = exchange(&mut conn, &message, correlation);
+        drop(conn);
+        match result {
+            Ok(outcome) => return Ok(outcome),
+            Err(_) if Instant::now() >= deadline => return Err(timed_out()),
+            Err(e) => fatal(e)?,
+        }
+        if sends > MAX_RESENDS {
+            let message = format!("connection to core lost {} times", sends);
+            return Err(Failure::new("IPC_TRANSPORT_ERROR", message, true, EXIT_ERROR));
+        }
+        // The connection dropped after the handshake: reconnect and resend at
+        // once, with the same correlation.
+        backoff = MIN_BACKOFF;
+    }
+}
+
+/// Sends the request on an established connection and reads replies until
+/// one carries our correlation. Others are stale (an earlier request's
+/// answer) and are skipped.
+fn exchange(conn: &mut Conn, message: &[u8], correlation: &str) -> Result<Outcome, Error> {
+    conn.send(message)?;
+    loop {
+        let body = conn.recv_message()?;
+        if let Some(outcome) = parse_reply(&body, correlation) {
+            return outcome;
+        }
+    }
+}
+
+/// The outcome a reply carries, or None if it is not a reply to us.
+fn parse_reply(body: &[u8], correlation: &str) -> Option<Result<Outcome, Error>> {
+    // RawValue: check the JSON, but keep the exact bytes of what we print.
+    let envelope: BTreeMap<String, &RawValue> = serde_json::from_slice(body).ok()?;
+    let theirs: String = serde_json::from_str(envelope.get("correlation")?.get()).ok()?;
+    if theirs != correlation {
+        return None;
+    }
+    let payload = match envelope.get("payload") {
+        Some(p) if p.get() != "null" => p,
+        _ => return Some(Err(Error::Protocol("reply from core has no payload".into()))),
+    };
+    let payload: BTreeMap<String, &RawValue> = serde_json::from_str(payload.get()).ok()?;
+    let field = |name: &str| payload.get(name).map(|raw| raw.get().as_bytes());
+
+    let mut out = Vec::new();
+    Some(Ok(match field("error") {
+        Some(error) if error != b"null" => {
+            json::compact(error, &mut out);
+            Outcome::Error(out)
+        }
+        _ => {
+            json::compact(field("result").unwrap_or(b"null"), &mut out);
+            Outcome::Result(out)
+        }
+    }))
+}
+
+/// A failure for errors that retrying can't fix; Ok for those it might
+/// (connection refused, reset, closed, heartbeat TTL expired).
+fn fatal(e: Error) -> Result<(), Failure> {
+    match e {
+        Error::Protocol(message) => Err(Failure::new("IPC_TRANSPORT_ERROR", message, false, EXIT_ERROR)),
+        Error::Io(_) => Ok(()),
+    }
+}
+
+/// Sleeps for `d`, and reports false if the deadline comes first.
+fn sleep_until(d: Duration, deadline: Instant) -> bool {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return false;
+    }
+    if d >= left {
+        thread::sleep(left);
+        return false;
+    }
+    thread::sleep(d);
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(body: &str) -> Option<Result<Outcome, Error>> {
+        parse_reply(body.as_bytes(), "c-1")
+    }
+
+    #[test]
+    fn prints_exact_bytes_of_result_or_error() {
+        match outcome(r#"{"correlation":"c-1","payload":{"result":{"n": 1e+21, "x":2.50},"error":null}}"#) {
+            Some(Ok(Outcome::Result(r))) => assert_eq!(r, br#"{"n":1e+21,"x":2.50}"#),
+            _ => panic!("want a result"),
+        }
+        match outcome(r#"{"payload":{"error":{"code":"E","message":"<&>"}},"correlation":"c-1"}"#) {
+            Some(Ok(Outcome::Error(e))) => assert_eq!(e, br#"{"code":"E","message":"<&>"}"#),
+            _ => panic!("want an error"),
+        }
+        match outcome(r#"{"correlation":"c-1","payload":{}}"#) {
+            Some(Ok(Outcome::Result(r))) => assert_eq!(r, b"null"),
+            _ => panic!("want a null result"),
+        }
+    }
+
+    #[test]
+    fn skips_what_is_not_ours_and_refuses_a_missing_payload() {
+        for other in ["not json", "null", r#"{"correlation":"c-2","payload":{}}"#, r#"{"correlation":1}"#, r#"{"correlation":"c-1","payload":5}"#] {
+            assert!(outcome(other).is_none(), "{}", other);
+        }
+        assert!(matches!(outcome(r#"{"correlation":"c-1"}"#), Some(Err(Error::Protocol(_)))));
+        assert!(matches!(outcome(r#"{"correlation":"c-1","payload":null}"#), Some(Err(Error::Protocol(_)))));
+    }
+}
