@@ -1,16 +1,17 @@
 #!/bin/sh
 # Carapace agent entrypoint. Runs as `node` on a read-only root filesystem.
 #
-#   idle       legacy mode (--network none): run the loopback forwarder that gives
-#              Claude Code ANTHROPIC_BASE_URL (127.0.0.1:$CARAPACE_LLM_PORT ->
-#              $CARAPACE_LLM_SOCKET, the session's host-side LLM proxy). The core then
-#              `docker exec`s Claude Code. The forwarder is the container's main process:
-#              if it dies, the container stops and the core sees it.
+#   [claude] <args>   legacy mode (--network none): `claude <args>` as the container's main
+#              process (a leading `claude` is accepted too). The core attaches to its
+#              stdin/stdout (stream-json) and it reaches the model over plain HTTP on
+#              ANTHROPIC_UNIX_SOCKET, the session's host-side LLM proxy socket: nothing
+#              else runs beside it. If it exits, the container stops and the core sees it.
 #   api        API mode (named network, port published on 127.0.0.1 by the core): the
-#              same forwarder in the background, then the HTTP server
+#              loopback forwarder (llm-forwarder.mjs: 127.0.0.1:$CARAPACE_LLM_PORT ->
+#              $CARAPACE_LLM_SOCKET) in the background, then the HTTP server
 #              (api-server.mjs, 0.0.0.0:$CARAPACE_API_PORT) as the main process. The
 #              model is still reached only through the forwarder and the LLM proxy.
-#   [claude] <args>   `claude <args>` directly (a leading `claude` is accepted too).
+#   idle       the forwarder alone as the main process, no Claude Code (diagnostics).
 set -eu
 
 # API mode: the core bind-mounts a *directory* at /run/api holding a one-time bearer

@@ -3,7 +3,8 @@
 // an idle timeout, and never shares it with another group.
 //
 // Two modes, same mounts, hardening, queue and timeouts:
-// - legacy: --network none; Claude Code runs through `docker exec` (stream-json).
+// - legacy: --network none; Claude Code is the container's main process, attached
+//   (stream-json on its stdin/stdout), reaching the LLM proxy socket directly.
 // - api: the container joins a named network and serves agent-image/api-server.mjs,
 //   published on 127.0.0.1 only; each turn is an authenticated POST /v1/run. The bearer
 //   token reaches the container only as a one-time file in a bind-mounted directory.
@@ -22,9 +23,13 @@ import { ApiClient } from './api-client.js';
 import { CLAUDE_COMMAND, ClaudeSession, type TurnRunner } from './claude-session.js';
 import type { AgentRuntime, MountSpec } from './runtime.js';
 import { writeSkills } from './skills.js';
+import { StartupCpus } from './startup-cpus.js';
 
 const AGENT_UID = 1000;
+/** API mode: the loopback forwarder in the container, in front of the LLM proxy socket. */
 const FORWARDER_PORT = 8089;
+/** The session's LLM proxy socket, as the container sees it (the session directory is mounted at /run/carapace). */
+const LLM_SOCKET = '/run/carapace/llm.sock';
 /** API mode: the server's port inside the container. */
 const API_PORT = 8080;
 /** API mode: how long a new container's server may take to answer GET /health. */
@@ -57,6 +62,8 @@ interface Agent {
   apiDir: string | null;
   runner: TurnRunner;
   idle: NodeJS.Timeout | null;
+  /** Legacy mode, until the first turn ends: the start-up CPU allowance still to be lowered. */
+  cpus: StartupCpus | null;
 }
 
 export interface RunOutcome {
@@ -117,6 +124,13 @@ export class AgentManager {
     const agent = this.agents.get(group) ?? (await this.spawn(group, trigger));
     if (agent.idle) clearTimeout(agent.idle);
     const result = await agent.runner.turn(prompt, this.settings.run_timeout_ms);
+    if (agent.cpus) {
+      // Normally lowered before the first model answer; a turn can also end without one.
+      // If it fails the container is gone, and the next turn finds the agent exited.
+      const cpus = agent.cpus;
+      agent.cpus = null;
+      await cpus.settle().catch(() => undefined);
+    }
     if (result.status === 'timeout' || result.status === 'exited') {
       const reason = result.status === 'timeout' ? 'timeout' : 'agent process exited';
       this.core.publish('agent.error', group, { session: agent.session, reason, limit_ms: this.settings.run_timeout_ms, ...trigger });
@@ -140,7 +154,9 @@ export class AgentManager {
     let container: string | null = null;
     let apiDir: string | null = null;
     try {
-      const llm = await this.llm.open(session.id, group, join(sessionDir, 'llm.sock'));
+      const nanoCpus = Math.round(this.settings.cpus * 1e9);
+      const cpus = api ? null : new StartupCpus(this.runtime, nanoCpus);
+      const llm = await this.llm.open(session.id, group, join(sessionDir, 'llm.sock'), cpus ? { beforeFirstAnswer: () => cpus.settle() } : {});
       const workspace = this.ownedDir(join(this.paths.groupsDir, group));
       const claudeState = this.ownedDir(join(this.paths.stateDir, 'claude', group));
       mkdirSync(privateDir, { recursive: true });
@@ -164,31 +180,44 @@ export class AgentManager {
         // The directory, not the file: the entrypoint must be able to delete the file.
         mounts.push({ source: apiDir, target: '/run/api', readOnly: false });
       }
-      container = await this.runtime.start({
+      const spec = {
         name: `carapace-${this.paths.instance}-${group}-${session.id.slice(-6)}`,
         image: this.settings.image,
         instance: this.paths.instance,
         group,
         session: session.id,
-        network: api ? this.settings.api_network : 'none',
-        ...(api ? { publish: API_PORT } : {}),
         mounts,
-        cmd: [api ? 'api' : 'idle'],
-        env: [
-          `ANTHROPIC_BASE_URL=http://127.0.0.1:${FORWARDER_PORT}`,
-          `ANTHROPIC_API_KEY=${llm.token}`,
-          `CARAPACE_LLM_SOCKET=/run/carapace/llm.sock`,
-          `CARAPACE_LLM_PORT=${FORWARDER_PORT}`,
-          'DISABLE_AUTOUPDATER=1',
-          'CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1',
-        ],
-        limits: { memoryBytes: this.settings.memory_mb * 1024 * 1024, nanoCpus: Math.round(this.settings.cpus * 1e9), pids: this.settings.pids },
-      });
-      this.core.sessions.setContainer(session.id, container);
-      // Claude Code starts now, while the container is fresh: later messages find it ready
-      // (in API mode the server starts it).
-      const runner = api && token && apiDir ? await this.connect(container, token, apiDir) : new ClaudeSession(await this.runtime.spawn(container, CLAUDE_COMMAND));
-      const agent: Agent = { group, session: session.id, container, privateDir, apiDir, runner, idle: null };
+        limits: { memoryBytes: this.settings.memory_mb * 1024 * 1024, nanoCpus, pids: this.settings.pids, ...(cpus ? { startNanoCpus: cpus.startNanoCpus } : {}) },
+      };
+      const common = [`ANTHROPIC_API_KEY=${llm.token}`, 'DISABLE_AUTOUPDATER=1', 'CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1'];
+      let runner: TurnRunner;
+      if (api && token && apiDir) {
+        container = await this.runtime.start({
+          ...spec,
+          network: this.settings.api_network,
+          publish: API_PORT,
+          cmd: ['api'],
+          env: [`ANTHROPIC_BASE_URL=http://127.0.0.1:${FORWARDER_PORT}`, `CARAPACE_LLM_SOCKET=${LLM_SOCKET}`, `CARAPACE_LLM_PORT=${FORWARDER_PORT}`, ...common],
+        });
+        this.core.sessions.setContainer(session.id, container);
+        // The server starts Claude Code at once: the first turn finds it ready.
+        runner = await this.connect(container, token, apiDir);
+      } else {
+        // Claude Code is the container's main process and starts with it; the first
+        // message waits on its stdin. It speaks plain HTTP (the base URL's scheme) straight
+        // to the session's LLM proxy socket: no forwarder process, no TCP hop.
+        const started = await this.runtime.startAttached({
+          ...spec,
+          network: 'none',
+          cmd: CLAUDE_COMMAND,
+          env: ['ANTHROPIC_BASE_URL=http://localhost', `ANTHROPIC_UNIX_SOCKET=${LLM_SOCKET}`, ...common],
+        });
+        container = started.id;
+        cpus?.started(container);
+        this.core.sessions.setContainer(session.id, container);
+        runner = new ClaudeSession(started.process);
+      }
+      const agent: Agent = { group, session: session.id, container, privateDir, apiDir, runner, idle: null, cpus };
       this.agents.set(group, agent);
       this.core.publish('agent.started', group, { session: session.id });
       return agent;

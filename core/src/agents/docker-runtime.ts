@@ -5,13 +5,14 @@ import { hostname } from 'node:os';
 import { createInterface } from 'node:readline';
 import { PassThrough } from 'node:stream';
 import Docker from 'dockerode';
-import { LABELS, type AgentProcess, type AgentRuntime, type AgentSpec, type ExecResult } from './runtime.js';
+import { LABELS, type AgentProcess, type AgentRuntime, type AgentSpec, type AttachedAgent, type ExecResult } from './runtime.js';
 
 const MAX_OUTPUT = 4 * 1024 * 1024;
 
 export class DockerRuntime implements AgentRuntime {
   private readonly docker: Docker;
   private own: Promise<Docker.ContainerInspectInfo | null> | null = null;
+  private hostCpus: Promise<number> | null = null;
   private readonly networks = new Map<string, Promise<void>>();
   private readonly joined = new Map<string, Promise<void>>();
 
@@ -46,9 +47,56 @@ export class DockerRuntime implements AgentRuntime {
   }
 
   async start(spec: AgentSpec): Promise<string> {
-    const binds = await Promise.all(spec.mounts.map(async (m) => `${await this.hostPath(m.source)}:${m.target}:${m.readOnly ? 'ro' : 'rw'}`));
+    const container = await this.create(spec, false);
+    await this.startOrRemove(container);
+    return container.id;
+  }
+
+  async startAttached(spec: AgentSpec): Promise<AttachedAgent> {
+    const container = await this.create(spec, true);
+    let stream: NodeJS.ReadWriteStream;
+    try {
+      // Before start: nothing the process writes can be missed, and the first message
+      // can be written at once (it waits in the pipe until Claude Code reads it).
+      stream = await container.attach({ stream: true, stdin: true, stdout: true, stderr: true, hijack: true });
+    } catch (err) {
+      await this.remove(container.id).catch(() => undefined);
+      throw err;
+    }
+    const agent = this.processOn(stream);
+    try {
+      await this.startOrRemove(container);
+    } catch (err) {
+      agent.close();
+      throw err;
+    }
+    return { id: container.id, process: agent };
+  }
+
+  /** A container that was created but could not start is removed, not left for orphan clean-up. */
+  private async startOrRemove(container: Docker.Container): Promise<void> {
+    try {
+      await container.start();
+    } catch (err) {
+      await this.remove(container.id).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /**
+   * The hardened container. `attached`: its main process talks to the core over stdin and
+   * stdout, so stdin stays open, and the log driver is "none": that output is the
+   * conversation, which must not also land in the engine's log files on the host.
+   */
+  private async create(spec: AgentSpec, attached: boolean): Promise<Docker.Container> {
+    const { nanoCpus, startNanoCpus } = spec.limits;
+    const [binds, cpus] = await Promise.all([
+      Promise.all(spec.mounts.map(async (m) => `${await this.hostPath(m.source)}:${m.target}:${m.readOnly ? 'ro' : 'rw'}`)),
+      // The engine refuses a limit above the host's CPU count.
+      startNanoCpus === undefined ? nanoCpus : this.hostNanoCpus().then((host) => Math.max(nanoCpus, Math.min(startNanoCpus, host))),
+    ]);
     const published = spec.publish === undefined ? undefined : `${spec.publish}/tcp`;
-    const container = await this.docker.createContainer({
+    return this.docker.createContainer({
       name: spec.name,
       Image: spec.image,
       Cmd: spec.cmd,
@@ -58,6 +106,7 @@ export class DockerRuntime implements AgentRuntime {
       Labels: { [LABELS.managed]: 'true', [LABELS.instance]: spec.instance, [LABELS.group]: spec.group, [LABELS.session]: spec.session },
       NetworkDisabled: spec.network === 'none',
       ...(published ? { ExposedPorts: { [published]: {} } } : {}),
+      ...(attached ? { OpenStdin: true, StdinOnce: false, AttachStdin: true, AttachStdout: true, AttachStderr: true, Tty: false } : {}),
       HostConfig: {
         Binds: binds,
         NetworkMode: spec.network,
@@ -69,14 +118,24 @@ export class DockerRuntime implements AgentRuntime {
         PidsLimit: spec.limits.pids,
         Memory: spec.limits.memoryBytes,
         MemorySwap: spec.limits.memoryBytes,
-        NanoCpus: spec.limits.nanoCpus,
+        NanoCpus: cpus,
         Tmpfs: { '/tmp': 'rw,nosuid,nodev,size=256m' },
         Init: true,
         AutoRemove: false,
+        ...(attached ? { LogConfig: { Type: 'none', Config: {} } } : {}),
       },
     });
-    await container.start();
-    return container.id;
+  }
+
+  /** The host's CPU count (from the engine, once), in the unit of NanoCpus. */
+  private hostNanoCpus(): Promise<number> {
+    this.hostCpus ??= this.docker.info().then((info: { NCPU?: number }) => (info.NCPU ?? 1) * 1e9);
+    this.hostCpus.catch(() => (this.hostCpus = null));
+    return this.hostCpus;
+  }
+
+  async limitCpus(id: string, nanoCpus: number): Promise<void> {
+    await this.docker.getContainer(id).update({ NanoCpus: nanoCpus });
   }
 
   ensureNetwork(name: string): Promise<void> {
@@ -175,9 +234,8 @@ export class DockerRuntime implements AgentRuntime {
     return { exitCode: info.ExitCode ?? null, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), timedOut: false };
   }
 
-  async spawn(id: string, cmd: string[]): Promise<AgentProcess> {
-    const exec = await this.docker.getContainer(id).exec({ Cmd: cmd, AttachStdin: true, AttachStdout: true, AttachStderr: true, User: '1000:1000', WorkingDir: '/workspace/group' });
-    const stream = await exec.start({ hijack: true, stdin: true });
+  /** Lines in on stdin, lines out on stdout, over a hijacked attach stream. */
+  private processOn(stream: NodeJS.ReadWriteStream): AgentProcess {
     const stdout = new PassThrough();
     const stderr = new PassThrough();
     // Diagnostics only: keep a short tail, never let it back up the process.
@@ -200,7 +258,7 @@ export class DockerRuntime implements AgentRuntime {
       onLine: (listener) => void lines.on('line', listener),
       onExit: (listener) => (exited ? listener() : void exitListeners.push(listener)),
       stderrTail: () => tail,
-      close: () => stream.destroy(),
+      close: () => (stream as NodeJS.ReadWriteStream & { destroy(): void }).destroy(),
     };
   }
 

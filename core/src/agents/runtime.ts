@@ -21,7 +21,16 @@ export interface AgentSpec {
   /** API mode: this container TCP port is published on 127.0.0.1, on a port the OS picks. */
   publish?: number;
   cmd: string[];
-  limits: { memoryBytes: number; nanoCpus: number; pids: number };
+  limits: {
+    memoryBytes: number;
+    nanoCpus: number;
+    pids: number;
+    /**
+     * A higher CPU limit to start with (capped at the host's CPUs), until the core lowers
+     * it to `nanoCpus` with limitCpus().
+     */
+    startNanoCpus?: number;
+  };
 }
 
 export interface ExecResult {
@@ -42,8 +51,21 @@ export interface AgentProcess {
   close(): void;
 }
 
+/** A container whose main process the core talks to over its own stdin and stdout. */
+export interface AttachedAgent {
+  id: string;
+  process: AgentProcess;
+}
+
 export interface AgentRuntime {
   start(spec: AgentSpec): Promise<string>;
+  /**
+   * Legacy mode: starts a container whose main process is the agent itself (`spec.cmd`),
+   * attached to its stdin and stdout before it starts. A `docker exec` costs ~55 ms on
+   * this engine before the process even runs; this way the agent starts with the
+   * container and nothing it writes is missed.
+   */
+  startAttached(spec: AgentSpec): Promise<AttachedAgent>;
   /** API mode: the named network exists afterwards (created if missing, kept if present). */
   ensureNetwork(name: string): Promise<void>;
   /**
@@ -52,8 +74,9 @@ export interface AgentRuntime {
    * (once) and uses the container's name.
    */
   endpoint(id: string, port: number, network: string): Promise<string>;
+  /** Sets a running container's CPU limit. */
+  limitCpus(id: string, nanoCpus: number): Promise<void>;
   exec(id: string, cmd: string[], timeoutMs: number): Promise<ExecResult>;
-  spawn(id: string, cmd: string[]): Promise<AgentProcess>;
   /** False once the container has stopped (or is gone). */
   isRunning(id: string): Promise<boolean>;
   remove(id: string): Promise<void>;

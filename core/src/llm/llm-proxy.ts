@@ -24,6 +24,16 @@ export interface LlmProxyOptions {
   maxBodyBytes?: number;
 }
 
+export interface LlmSessionOptions {
+  /**
+   * Awaited before the session's first model answer is relayed to the agent. It starts
+   * when the first authorized request arrives, alongside the upstream call, so it costs
+   * no latency unless it is slower than the model. If it fails, that answer and every
+   * later one is withheld (503): the agent gets no model output the check did not pass.
+   */
+  beforeFirstAnswer?: () => Promise<void>;
+}
+
 export interface LlmSession {
   socketPath: string;
   /** What the agent presents as its API key: useless anywhere but on this socket. */
@@ -39,9 +49,20 @@ export class LlmProxy {
 
   constructor(private readonly options: LlmProxyOptions) {}
 
-  async open(sessionId: string, group: string, socketPath: string): Promise<LlmSession> {
+  async open(sessionId: string, group: string, socketPath: string, options: LlmSessionOptions = {}): Promise<LlmSession> {
     const token = `carapace-${randomBytes(24).toString('hex')}`;
-    const server = createServer((req, res) => void this.forward(req, res, token, sessionId, group));
+    const check = options.beforeFirstAnswer;
+    let checked: Promise<void> | null = null;
+    const ready = check
+      ? (): Promise<void> => {
+          if (!checked) {
+            checked = check();
+            checked.catch(() => undefined); // awaited (and reported) where an answer is relayed
+          }
+          return checked;
+        }
+      : null;
+    const server = createServer((req, res) => void this.forward(req, res, token, sessionId, group, ready));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(socketPath, () => resolve());
@@ -68,7 +89,7 @@ export class LlmProxy {
     return given.length === expected.length && timingSafeEqual(given, expected);
   }
 
-  private async forward(req: IncomingMessage, res: ServerResponse, token: string, session: string, group: string): Promise<void> {
+  private async forward(req: IncomingMessage, res: ServerResponse, token: string, session: string, group: string, ready: (() => Promise<void>) | null): Promise<void> {
     const { audit, upstream, credential } = this.options;
     const record = (outcome: 'ok' | 'rejected' | 'error', reason: string) =>
       audit.record({ group, session, source: 'llm-proxy', topic: `llm ${req.method ?? ''} ${(req.url ?? '').split('?')[0]}`.slice(0, 128), correlation: null, stage: 'llm', outcome, reason });
@@ -78,6 +99,7 @@ export class LlmProxy {
     };
     if (!this.authorized(req, token)) return refuse(401, 'invalid session token');
     if (!req.url?.startsWith('/v1/')) return refuse(404, 'only /v1/ API paths are proxied');
+    const released = ready?.();
 
     const chunks: Buffer[] = [];
     let size = 0;
@@ -104,6 +126,16 @@ export class LlmProxy {
       record('error', `upstream unreachable: ${(err as Error).message}`);
       res.writeHead(502, { 'content-type': 'application/json' }).end(JSON.stringify({ type: 'error', error: { type: 'api_error', message: 'model API unreachable' } }));
       return;
+    }
+    if (released) {
+      try {
+        await released;
+      } catch (err) {
+        await upstreamResponse.body?.cancel().catch(() => undefined);
+        record('error', `answer withheld: ${(err as Error).message}`);
+        res.writeHead(503, { 'content-type': 'application/json' }).end(JSON.stringify({ type: 'error', error: { type: 'api_error', message: 'the agent may not receive model output' } }));
+        return;
+      }
     }
     const outHeaders: Record<string, string> = {};
     upstreamResponse.headers.forEach((value, name) => {

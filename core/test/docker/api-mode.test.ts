@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AgentManager } from '../../src/agents/agent-manager.js';
 import { DockerRuntime } from '../../src/agents/docker-runtime.js';
-import type { AgentProcess, AgentSpec } from '../../src/agents/runtime.js';
+import type { AgentSpec, AttachedAgent } from '../../src/agents/runtime.js';
 import { LlmProxy } from '../../src/llm/llm-proxy.js';
 import { parseConfig } from '../../src/config.js';
 import { ROOT, Stack, until } from '../harness.js';
@@ -28,14 +28,14 @@ const DOCKER = process.env.DOCKER || 'docker';
 /** The Docker runtime, recording what the manager asked of it. */
 class WatchedRuntime extends DockerRuntime {
   readonly specs: AgentSpec[] = [];
-  execs = 0;
+  attached = 0;
   override async start(spec: AgentSpec): Promise<string> {
     this.specs.push(spec);
     return super.start(spec);
   }
-  override async spawn(id: string, cmd: string[]): Promise<AgentProcess> {
-    this.execs++;
-    return super.spawn(id, cmd);
+  override async startAttached(spec: AgentSpec): Promise<AttachedAgent> {
+    this.attached++;
+    return super.startAttached(spec);
   }
 }
 
@@ -129,8 +129,8 @@ describe('API mode, end to end', () => {
     const [outcome] = (await Promise.all(runs)) as { ok: boolean; output: string }[];
     expect(outcome).toEqual({ ok: true, output: 'Replied to the user.' });
 
-    // The turn went through the HTTP API: no `docker exec` of Claude Code.
-    expect(runtime.execs).toBe(0);
+    // The turn went through the HTTP API: the core never attached to Claude Code itself.
+    expect(runtime.attached).toBe(0);
     expect(runtime.specs.at(-1)?.cmd).toEqual(['api']);
 
     expectModelSawMessage(model, MODEL_KEY);

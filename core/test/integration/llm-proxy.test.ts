@@ -31,10 +31,10 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function post(path: string, body: unknown, headers: Record<string, string>): Promise<{ status: number; text: string; headers: Record<string, unknown> }> {
+function post(path: string, body: unknown, headers: Record<string, string>, socketPath = session.socketPath): Promise<{ status: number; text: string; headers: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
     const payload = JSON.stringify(body);
-    const req = request({ socketPath: session.socketPath, path, method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', ...headers } }, (res) => {
+    const req = request({ socketPath, path, method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', ...headers } }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), headers: res.headers }));
@@ -72,5 +72,58 @@ describe('LLM proxy', () => {
     expect((await post('/v1/messages', {}, {})).status).toBe(401);
     expect((await post('/admin', {}, { 'x-api-key': session.token })).status).toBe(404);
     expect(standIn.requests.length).toBe(before);
+  });
+});
+
+describe('LLM proxy: a check before the first answer', () => {
+  const message = { model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] };
+  let n = 0;
+  /** A session of its own, with `check` as its beforeFirstAnswer. */
+  async function withCheck(check: () => Promise<void>, body: (s: LlmSession) => Promise<void>): Promise<void> {
+    const id = `agent-check-${++n}`;
+    const s = await proxy.open(id, 'family', join(dir, `${id}.sock`), { beforeFirstAnswer: check });
+    try {
+      await body(s);
+    } finally {
+      await proxy.close(id);
+    }
+  }
+  const postTo = (s: LlmSession) => post('/v1/messages', message, { 'x-api-key': s.token }, s.socketPath);
+
+  it('relays the first answer only once the check has passed, and runs the check once', async () => {
+    let calls = 0;
+    let passedAt = 0;
+    await withCheck(
+      async () => {
+        calls++;
+        await new Promise((r) => setTimeout(r, 200));
+        passedAt = Date.now();
+      },
+      async (s) => {
+        const first = await postTo(s);
+        const answeredAt = Date.now();
+        expect(first.status).toBe(200);
+        expect(passedAt).toBeGreaterThan(0);
+        expect(answeredAt).toBeGreaterThanOrEqual(passedAt);
+        expect((await postTo(s)).status).toBe(200);
+        expect(calls).toBe(1);
+      },
+    );
+  });
+
+  it('withholds every answer when the check fails', async () => {
+    await withCheck(
+      () => Promise.reject(new Error('limit not restored')),
+      async (s) => {
+        for (let i = 0; i < 2; i++) {
+          const r = await postTo(s);
+          expect(r.status).toBe(503);
+          expect(r.text).not.toContain('hello from the model');
+        }
+        const entry = audit.query({ session: `agent-check-${n}` }).at(-1);
+        expect(entry).toMatchObject({ stage: 'llm', outcome: 'error' });
+        expect(entry?.reason).toContain('answer withheld: limit not restored');
+      },
+    );
   });
 });
