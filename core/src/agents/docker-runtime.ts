@@ -9,6 +9,19 @@ import { LABELS, type AgentProcess, type AgentRuntime, type AgentSpec, type Atta
 
 const MAX_OUTPUT = 4 * 1024 * 1024;
 
+/**
+ * The id the engine gave this container. Its /etc/hostname, /etc/hosts and
+ * /etc/resolv.conf are bind-mounted from the engine's containers/<id>/ directory, so
+ * mountinfo names it even where the hostname does not (network_mode: host, hostname:).
+ */
+function ownContainerId(): string | null {
+  try {
+    return /\/containers\/([0-9a-f]{64})\//.exec(readFileSync('/proc/self/mountinfo', 'utf8'))?.[1] ?? null;
+  } catch {
+    return null;
+  }
+}
+
 export class DockerRuntime implements AgentRuntime {
   private readonly docker: Docker;
   private own: Promise<Docker.ContainerInspectInfo | null> | null = null;
@@ -20,11 +33,15 @@ export class DockerRuntime implements AgentRuntime {
     this.docker = new Docker({ socketPath });
   }
 
-  /** The core's own container when it runs in one (and the Docker API knows it), else null. */
+  /**
+   * The core's own container when it runs in one that the Docker API knows, else null:
+   * then the engine shares our filesystem (the core on the host, or an engine started in
+   * the same container, as in CI) and paths need no translation.
+   */
   private self(): Promise<Docker.ContainerInspectInfo | null> {
     this.own ??= (async () => {
       if (!existsSync('/.dockerenv')) return null;
-      const id = readFileSync('/etc/hostname', 'utf8').trim() || hostname();
+      const id = ownContainerId() ?? hostname();
       return this.docker.getContainer(id).inspect().catch(() => null);
     })();
     return this.own;

@@ -3,10 +3,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ROOT, sleep } from '../harness.js';
+import { freePort, ROOT, sleep } from '../harness.js';
 
 const PROJECT = `carapace-ci-${process.pid}`;
 const MODEL_KEY = 'sk-ant-api03-compose-test-key-abcdef0123456789';
@@ -21,14 +20,6 @@ function compose(args: string[], env: NodeJS.ProcessEnv = {}): string {
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const address = server.address();
-  await new Promise<void>((r) => server.close(() => r()));
-  return typeof address === 'object' && address ? address.port : 0;
 }
 
 beforeAll(async () => {

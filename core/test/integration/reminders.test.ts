@@ -4,8 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { ROOT, Stack, until, type IpcResult } from '../harness.js';
-import { Radicale, freePort } from '../support/radicale.js';
+import { freePort, ROOT, Stack, until, type IpcResult } from '../harness.js';
+import { Radicale } from '../support/radicale.js';
 import type { Session } from '../../src/boundary/session-table.js';
 import {
   buildTodo,

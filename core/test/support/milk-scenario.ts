@@ -11,13 +11,20 @@ import type { SentMessage, TelegramStandIn } from './telegram-standin.js';
 export const USER_MESSAGE = 'remind me to buy milk at 5pm';
 export const REPLY = 'Done! Reminder set for 5pm.';
 
-export function milkScript(chat: number): (request: RecordedRequest) => Block[] {
+/** How the model records the reminder: a tool whose result repeats "buy milk at 5pm". */
+export interface RecordTool {
+  tool: string;
+  args: Record<string, unknown>;
+}
+export const ECHO_RECORD: RecordTool = { tool: 'echo', args: { text: 'buy milk at 5pm' } };
+
+export function milkScript(chat: number, record: RecordTool = ECHO_RECORD): (request: RecordedRequest) => Block[] {
   return (request) => {
     const hasBash = (request.body?.tools ?? []).some((t: { name: string }) => t.name === 'Bash');
     if (!hasBash) return [{ type: 'text', text: 'ok' }];
     const results = toolResults(request);
     if (results.length === 0) {
-      return [{ type: 'tool_use', name: 'Bash', input: { command: `ipc tool.invoke.echo '{"text":"buy milk at 5pm"}'`, description: 'Record the reminder' } }];
+      return [{ type: 'tool_use', name: 'Bash', input: { command: `ipc tool.invoke.${record.tool} '${JSON.stringify(record.args)}'`, description: 'Record the reminder' } }];
     }
     if (results.length === 1) {
       const body = results[0].includes('buy milk at 5pm') ? REPLY : `Something failed: ${results[0].slice(0, 200)}`;
@@ -28,8 +35,8 @@ export function milkScript(chat: number): (request: RecordedRequest) => Block[] 
 }
 
 /** Both tool calls crossed every pipeline stage, each under one correlation, in the group. */
-export function expectPipelineTrail(entries: AuditEntry[], group: string): void {
-  for (const topic of ['tool.invoke.echo', 'tool.invoke.send_telegram']) {
+export function expectPipelineTrail(entries: AuditEntry[], group: string, record: RecordTool = ECHO_RECORD): void {
+  for (const topic of [`tool.invoke.${record.tool}`, 'tool.invoke.send_telegram']) {
     const response = entries.find((e) => e.topic === topic && e.stage === 'response');
     expect(response?.outcome).toBe('ok');
     const trail = entries.filter((e) => e.correlation === response?.correlation);

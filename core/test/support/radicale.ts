@@ -1,9 +1,9 @@
 // A real CalDAV server for tests: Debian's Radicale (`apt-get install radicale`) on
 // 127.0.0.1 with a free port, its own storage folder and htpasswd (plain) users, started
 // per test file and stopped after it. Also a small HTTP client for checking what is stored.
+import { freePort } from '../harness.js';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -27,18 +27,6 @@ function radicaleCommand(): string[] {
   const probe = spawnSync('/usr/bin/python3', ['-c', 'import radicale'], { stdio: 'ignore' });
   if (probe.status === 0) return ['/usr/bin/python3', '-m', 'radicale'];
   throw new Error('Radicale is not installed: apt-get install -y radicale (or set CARAPACE_RADICALE)');
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

@@ -1,0 +1,151 @@
+// The appliance end to end, as a user runs it: compose.yaml's core and plugin host in
+// their containers, the core starting the group's agent as a sibling container through
+// the Docker socket (bind mounts resolved to host paths), the real Claude Code CLI, and
+// only bundled plugins: a Telegram message → memory_store → send_telegram → Telegram.
+//
+// One change to compose.yaml, made here in a derived file: the core and the plugin host
+// share the host's network namespace, so they reach the Telegram and model stand-ins on
+// loopback (nothing in this workplace may be sent to a non-loopback address). Agents keep
+// `NetworkMode: none`.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AuditEntry } from '../../src/audit/audit-log.js';
+import { freePort, ROOT, sleep, until } from '../harness.js';
+import { AnthropicStandIn } from '../support/anthropic-standin.js';
+import { expectModelSawMessage, expectPipelineTrail, milkScript, REPLY, sendUserMessage, type RecordTool } from '../support/milk-scenario.js';
+import { TelegramStandIn } from '../support/telegram-standin.js';
+
+const PROJECT = `carapace-appliance-${process.pid}`;
+const COMPOSE_FILE = join(ROOT, `.compose-appliance-${process.pid}.yaml`);
+const MODEL_KEY = 'sk-ant-api03-appliance-test-key-0123456789abcdef';
+const BOT_TOKEN = '123456789:AAApplianceTestTokenForTheStandIn0001';
+const CHAT = 2002;
+const RECORD: RecordTool = { tool: 'memory_store', args: { type: 'context', content: 'buy milk at 5pm' } };
+const DOCKER = process.env.DOCKER || 'docker';
+
+let volumes: string;
+let port: number;
+let telegram: TelegramStandIn;
+let model: AnthropicStandIn;
+let modelUrl: string;
+
+/** compose.yaml with the core and the plugin host on the host's network; every edit must apply. */
+function hostNetworkCompose(): string {
+  let text = readFileSync(join(ROOT, 'compose.yaml'), 'utf8');
+  const edit = (from: string, to: string): void => {
+    if (!text.includes(from)) throw new Error(`compose.yaml changed: cannot find ${JSON.stringify(from)}`);
+    text = text.replace(from, to);
+  };
+  edit('    ports:\n      - "127.0.0.1:${CARAPACE_ADMIN_PORT:-8780}:8780"\n', '    network_mode: host\n');
+  edit('      CARAPACE_ADMIN_HOST: 0.0.0.0\n      CARAPACE_ADMIN_PORT: "8780"\n', '      CARAPACE_ADMIN_HOST: 127.0.0.1\n      CARAPACE_ADMIN_PORT: "${CARAPACE_ADMIN_PORT}"\n      CARAPACE_MODEL_API_URL: ${CARAPACE_MODEL_API_URL}\n');
+  edit('    command: ["node", "dist/core/plugin-host/main.js"]\n', '    command: ["node", "dist/core/plugin-host/main.js"]\n    network_mode: host\n');
+  return text;
+}
+
+function compose(args: string[]): string {
+  const [cmd, pre] = existsSync('/usr/bin/docker-compose') ? ['docker-compose', []] : ['docker', ['compose']];
+  return execFileSync(cmd, [...pre, '-p', PROJECT, '-f', COMPOSE_FILE, ...args], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      CARAPACE_INSTANCE: PROJECT,
+      CARAPACE_VOLUMES: volumes,
+      CARAPACE_ADMIN_PORT: String(port),
+      CARAPACE_MODEL_API_URL: modelUrl,
+      ANTHROPIC_API_KEY: MODEL_KEY,
+      TELEGRAM_BOT_TOKEN: BOT_TOKEN,
+    },
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
+const agentContainers = (): string[] =>
+  execFileSync(DOCKER, ['ps', '-aq', '--filter', `label=carapace.instance=${PROJECT}`], { encoding: 'utf8' }).split('\n').filter(Boolean);
+
+function auditEntries(): AuditEntry[] {
+  const file = join(volumes, 'logs', 'audit.jsonl');
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line) as AuditEntry);
+}
+
+beforeAll(async () => {
+  telegram = await TelegramStandIn.start(BOT_TOKEN);
+  model = new AnthropicStandIn(milkScript(CHAT, RECORD));
+  modelUrl = await model.start();
+  port = await freePort();
+  volumes = mkdtempSync(join(tmpdir(), 'cp-appliance-'));
+  for (const d of ['config', 'data', 'logs', 'groups']) mkdirSync(join(volumes, d));
+  writeFileSync(
+    join(volumes, 'config', 'carapace.json'),
+    JSON.stringify({
+      groups: { main: {} },
+      agents: { run_timeout_ms: 120_000 },
+      plugins: { telegram: { bot_token: '${TELEGRAM_BOT_TOKEN}', api_base_url: telegram.url, chats: { [String(CHAT)]: 'main' }, owners: [42], poll_timeout_s: 1 } },
+    }),
+  );
+  writeFileSync(COMPOSE_FILE, hostNetworkCompose());
+  compose(['up', '-d', 'core', 'plugins']);
+  const healthy = async (): Promise<boolean> => {
+    try {
+      const r = await fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(2000) });
+      const body = (await r.json()) as { plugins?: { healthy?: string[] } };
+      return ['telegram', 'memory'].every((p) => body.plugins?.healthy?.includes(p));
+    } catch {
+      return false;
+    }
+  };
+  for (let i = 0; i < 120 && !(await healthy()); i++) await sleep(500);
+  if (!(await healthy())) throw new Error(`the appliance did not become healthy:\n${compose(['logs', '--tail', '80'])}`);
+}, 300_000);
+
+afterAll(async () => {
+  try {
+    if (existsSync(COMPOSE_FILE)) compose(['down', '-v', '--timeout', '5']);
+  } finally {
+    // The core retires its agents when it stops; anything left is removed here.
+    const left = agentContainers();
+    if (left.length > 0) execFileSync(DOCKER, ['rm', '-f', ...left]);
+    rmSync(COMPOSE_FILE, { force: true });
+    rmSync(volumes, { recursive: true, force: true });
+    await model?.stop();
+    await telegram?.close();
+  }
+}, 120_000);
+
+describe('the appliance, end to end (core and plugin host in their containers)', () => {
+  it('"remind me to buy milk at 5pm" → agent container → memory_store → send_telegram → Telegram', async () => {
+    const reply = await sendUserMessage(telegram, CHAT).catch((err: unknown) => {
+      throw new Error(`${String(err)}\n${compose(['logs', '--tail', '80'])}`);
+    });
+    expect(reply.text).toBe(REPLY);
+    expectModelSawMessage(model, MODEL_KEY);
+    // The audit log as the core wrote it to the logs volume.
+    const entries = await until(() => {
+      const all = auditEntries();
+      return all.some((e) => e.topic === 'tool.invoke.send_telegram' && e.stage === 'response') && all;
+    }, 10_000);
+    expectPipelineTrail(entries, 'main', RECORD);
+  }, 180_000);
+
+  it('started the agent as a locked-down sibling container whose mounts are host paths', () => {
+    const [id] = agentContainers();
+    expect(id).toBeDefined();
+    const [info] = JSON.parse(execFileSync(DOCKER, ['inspect', id], { encoding: 'utf8' })) as {
+      HostConfig: { NetworkMode: string; ReadonlyRootfs: boolean; CapDrop: string[] };
+      Mounts: { Source: string; Destination: string }[];
+      Config: { Env: string[] };
+    }[];
+    expect(info.HostConfig.NetworkMode).toBe('none');
+    expect(info.HostConfig.ReadonlyRootfs).toBe(true);
+    expect(info.HostConfig.CapDrop).toEqual(['ALL']);
+    // Paths on the host, not the core container's own view (/app/volumes/...).
+    const workspace = info.Mounts.find((m) => m.Destination === '/workspace/group');
+    expect(workspace?.Source).toBe(join(volumes, 'groups', 'main'));
+    expect(info.Mounts.some((m) => m.Source.startsWith('/app/'))).toBe(false);
+    expect(info.Config.Env.join('\n')).not.toContain(MODEL_KEY);
+  });
+});
