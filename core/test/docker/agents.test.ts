@@ -167,7 +167,8 @@ describe('attacks from inside the container', () => {
 
 describe('what the model can make the agent do', () => {
   it('cannot write files that a later session would load as instructions; other workspace files it can', async () => {
-    const writes = ['CLAUDE.local.md', 'AGENTS.md', 'CLAUDE.md', '.claude/settings.json', 'allowed.txt'];
+    // A CLAUDE.md in a subdirectory is loaded when a later session reads files there.
+    const writes = ['CLAUDE.local.md', 'AGENTS.md', 'CLAUDE.md', 'notes/CLAUDE.md', '.claude/settings.json', 'allowed.txt'];
     const quiet = standIn.policy;
     const writer: Policy = (request) => {
       const done = toolResults(request).length;
