@@ -33,7 +33,7 @@ export interface CoreConfig {
 export interface AgentSettings {
   image: string;
   /**
-   * "legacy": no network; the core runs Claude Code through `docker exec`.
+   * "legacy": no network; Claude Code is the container's main process, attached to the core.
    * "api": the container serves an authenticated HTTP API (agent-image/api-server.mjs)
    * on a named network, published on 127.0.0.1 only. In both modes the model is reached
    * only through the core's per-session LLM proxy; the model key never enters a container.
