@@ -36,6 +36,12 @@ images:
 test: build images
 	node --experimental-vm-modules node_modules/jest/bin/jest.js
 
+# The end-to-end scenarios alone: Telegram message → real agent container with the real
+# Claude Code CLI → ipc → plugins → Telegram, in both agent modes and with the appliance
+# itself (compose.yaml's core starting agents as sibling containers).
+e2e: build images
+	node --experimental-vm-modules node_modules/jest/bin/jest.js dist/core/test/docker/e2e dist/core/test/docker/api-mode dist/core/test/docker/appliance
+
 bench: build images
 	node dist/bench/run.js
 	DOCKER=$(DOCKER) node dist/bench/agent-start.js
