@@ -17,6 +17,7 @@ import type { EventEnvelope, JsonObject, RequestEnvelope } from '../src/protocol
 import { APP_VERSION } from '../src/version.js';
 import { ToolError, type CoreServices, type PluginHandler } from '../sdk/index.js';
 import { categorize, handlerPath, loadHandler, TimeoutError } from './load-handler.js';
+import { BusPublisher } from './bus-publisher.js';
 import { resolvePluginConfig } from './plugin-config.js';
 
 export interface HostOptions {
@@ -62,10 +63,9 @@ export function isJsonData(value: unknown, seen = new Set<object>()): boolean {
 export class PluginHost {
   private readonly dealer = new zmq.Dealer({ linger: 0, heartbeatInterval: 1000, heartbeatTimeout: 5000, reconnectInterval: 100 });
   private readonly sub = new zmq.Subscriber({ linger: 0 });
-  private readonly pub = new zmq.Publisher({ linger: 0 });
+  private readonly bus = new BusPublisher((count) => log.warn({ count }, 'core away too long: oldest held events dropped'));
   private readonly dealerQueue = new SendQueue((frames) => this.dealer.send(frames));
   private readonly toCore = new FrameBatch((frames) => this.dealerQueue.push(frames));
-  private readonly toBus = new SendQueue((frames) => this.pub.send(frames));
   private readonly loaded = new Map<string, Loaded>();
   private readonly calls = new Map<string, (r: Extract<CoreToHost, { t: 'service_result' }>) => void>();
   private readonly context = new AsyncLocalStorage<Context>();
@@ -80,7 +80,7 @@ export class PluginHost {
     const { runDir } = this.options;
     this.dealer.connect(`ipc://${join(runDir, SOCKETS.pluginHost)}`);
     this.sub.connect(`ipc://${join(runDir, SOCKETS.busOut)}`);
-    this.pub.connect(`ipc://${join(runDir, SOCKETS.busIn)}`);
+    this.bus.connect(`ipc://${join(runDir, SOCKETS.busIn)}`);
     this.loops.push(this.receiveCore(), this.receiveEvents());
 
     const { plugins } = discoverPlugins(this.options.pluginsDir, APP_VERSION, INTRINSIC_NAMES);
@@ -143,7 +143,7 @@ export class PluginHost {
       notifyUser: (group, text) => call('notifyUser', { text }, group) as Promise<boolean>,
       resolveConfirmation: (id, approve, by, group) => call('resolveConfirmation', { id, approve, by }, group) as Promise<boolean>,
       publish: (topic, group, payload) => {
-        void this.toBus.push([Buffer.from(topic), Buffer.from(JSON.stringify({ plugin, group, payload }))]).catch(() => undefined);
+        this.bus.publish([Buffer.from(topic), Buffer.from(JSON.stringify({ plugin, group, payload }))]);
       },
     };
   }
@@ -271,7 +271,7 @@ export class PluginHost {
       await new Promise((r) => setTimeout(r, 50));
       this.dealer.close();
       this.sub.close();
-      this.pub.close();
+      await this.bus.close();
       await Promise.all(this.loops.map((l) => l.catch(() => undefined)));
       this.onStopped();
     })();

@@ -27,6 +27,8 @@ export { APP_VERSION } from './version.js';
 
 /** Topics a plugin may publish; everything else on the bus is the core's to say. */
 const PLUGIN_TOPICS = new Set(['message.inbound', 'task.created', 'task.triggered']);
+/** Per plugin, events that may wait for its initialization to be known (see holdEarly). */
+const MAX_EARLY_EVENTS = 1000;
 
 export interface CoreOptions {
   runDir: string;
@@ -48,6 +50,7 @@ export class Core extends EventEmitter<CoreEvents> {
   readonly confirmations: Confirmations;
   readonly sessions = new SessionTable();
   private readonly sockets = new Map<string, SessionSocket>();
+  private readonly early = new Map<string, { topic: string; event: PublishedEvent }[]>();
   private readonly hostLink = new PluginHostLink();
   private readonly bus = new EventBus();
   private readonly authorizer: GroupAuthorizer;
@@ -165,13 +168,34 @@ export class Core extends EventEmitter<CoreEvents> {
     const drop = (reason: string): void =>
       void this.audit.record({ group: typeof event.group === 'string' ? event.group.slice(0, 64) : null, session: null, source: String(event.plugin).slice(0, 64), topic: topic.slice(0, 128), correlation: null, stage: 'event', outcome: 'dropped', reason });
     if (!PLUGIN_TOPICS.has(topic)) return drop('plugins may not publish this topic');
-    if (this.catalog.state(event.plugin) !== 'healthy') return drop('publisher is not a healthy plugin');
+    const state = this.catalog.state(event.plugin);
+    if (state === 'starting') return this.holdEarly(topic, event, drop);
+    if (state !== 'healthy') return drop('publisher is not a healthy plugin');
     if (typeof event.group !== 'string' || !GROUP_NAME_PATTERN.test(event.group)) return drop('invalid group');
     if (!this.authorizer.pluginMaySee(event.plugin, event.group)) return drop('plugin may not act for this group');
     if (typeof event.payload !== 'object' || event.payload === null || Array.isArray(event.payload)) return drop('payload must be an object');
     const envelope = this.publish(topic, event.group, event.payload, event.plugin, event.plugin);
     this.audit.record({ group: event.group, session: null, source: event.plugin, topic, correlation: null, stage: 'event', outcome: 'routed', reason: 'event accepted' });
     this.emit('event', envelope);
+  }
+
+  /**
+   * The bus and the plugin-host link are separate sockets: a plugin's first event (a
+   * Telegram message waiting since the last run) can arrive before the core has heard
+   * that the plugin initialized. It waits for that answer rather than being lost.
+   */
+  private holdEarly(topic: string, event: PublishedEvent, drop: (reason: string) => void): void {
+    const held = this.early.get(event.plugin) ?? [];
+    if (held.length >= MAX_EARLY_EVENTS) return drop('too many events before the plugin finished initializing');
+    held.push({ topic, event });
+    this.early.set(event.plugin, held);
+  }
+
+  /** Once a plugin's initialization is known: its early events go through, or are dropped. */
+  private releaseEarly(plugin: string): void {
+    const held = this.early.get(plugin) ?? [];
+    this.early.delete(plugin);
+    for (const { topic, event } of held) this.onPublished(topic, event);
   }
 
   // ---- plugin host -----------------------------------------------------------------
@@ -189,9 +213,11 @@ export class Core extends EventEmitter<CoreEvents> {
       this.catalog.setState(message.plugin, 'healthy');
       this.audit.record({ group: null, session: null, source: message.plugin, topic: null, correlation: null, stage: 'plugin', outcome: 'ok', reason: 'initialized' });
       this.publish('plugin.ready', null, { plugin: message.plugin });
+      this.releaseEarly(message.plugin);
     } else {
       this.catalog.setState(message.plugin, 'failed', message.category);
       this.auditPluginFailure(message.plugin, message.category, message.detail);
+      this.releaseEarly(message.plugin); // now dropped, each audited
     }
   }
 

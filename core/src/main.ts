@@ -24,12 +24,6 @@ async function main(): Promise<void> {
     throw new StartupError('CONFIG_INVALID', 'no model credential: set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN in .env');
   }
   const core = await Core.start({ runDir: paths.runDir, pluginsDir: paths.pluginsDir, auditFile: auditFile(paths), config, secrets: coreSecrets() });
-  const admin = await startAdminApi(
-    core,
-    process.env.CARAPACE_ADMIN_HOST || '127.0.0.1',
-    Number(process.env.CARAPACE_ADMIN_PORT || 8780),
-    process.env.CARAPACE_ADMIN_TOKEN || undefined,
-  );
   const llm = new LlmProxy({
     upstream: process.env.CARAPACE_MODEL_API_URL || 'https://api.anthropic.com',
     credential: { apiKey: process.env.ANTHROPIC_API_KEY || undefined, oauthToken: process.env.CLAUDE_CODE_OAUTH_TOKEN || undefined },
@@ -41,10 +35,23 @@ async function main(): Promise<void> {
     agentImageDir: paths.agentImageDir,
     instance: process.env.CARAPACE_INSTANCE || 'carapace',
   }, () => Object.keys(config.groups));
-  const orphans = await agents.removeOrphans();
+  // Plugins may publish (a Telegram message waiting since the last run) as soon as the
+  // plugin host connects: take events from now on, with no await since Core.start, or
+  // they are lost. Each runs once an earlier run's orphaned agents are gone (a sweep after
+  // a new agent started would remove it).
+  const swept = agents.removeOrphans();
   core.on('event', (event) => {
-    agents.onEvent(event)?.catch((err: unknown) => log.error({ err, group: event.group }, 'agent run failed'));
+    void swept
+      .then(() => agents.onEvent(event))
+      .catch((err: unknown) => log.error({ err, group: event.group }, 'agent run failed'));
   });
+  const admin = await startAdminApi(
+    core,
+    process.env.CARAPACE_ADMIN_HOST || '127.0.0.1',
+    Number(process.env.CARAPACE_ADMIN_PORT || 8780),
+    process.env.CARAPACE_ADMIN_TOKEN || undefined,
+  );
+  const orphans = await swept;
   log.info({ runDir: paths.runDir, plugins: core.catalog.pluginNames(), orphansRemoved: orphans }, 'core started');
   const stop = (): void => {
     log.info('stopping');

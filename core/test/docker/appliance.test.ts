@@ -16,7 +16,7 @@ import type { AuditEntry } from '../../src/audit/audit-log.js';
 import { freePort, ROOT, sleep, until } from '../harness.js';
 import { AnthropicStandIn } from '../support/anthropic-standin.js';
 import { expectModelSawMessage, expectPipelineTrail, milkScript, REPLY, sendUserMessage, type RecordTool } from '../support/milk-scenario.js';
-import { TelegramStandIn } from '../support/telegram-standin.js';
+import { TelegramStandIn, type SentMessage } from '../support/telegram-standin.js';
 
 const PROJECT = `carapace-appliance-${process.pid}`;
 const COMPOSE_FILE = join(ROOT, `.compose-appliance-${process.pid}.yaml`);
@@ -31,6 +31,8 @@ let port: number;
 let telegram: TelegramStandIn;
 let model: AnthropicStandIn;
 let modelUrl: string;
+/** The bot's answer to a message that was already waiting when the appliance started. */
+let answer: Promise<SentMessage>;
 
 /** compose.yaml with the core and the plugin host on the host's network; every edit must apply. */
 function hostNetworkCompose(): string {
@@ -88,6 +90,10 @@ beforeAll(async () => {
     }),
   );
   writeFileSync(COMPOSE_FILE, hostNetworkCompose());
+  // Written while the appliance is down: the plugin host may publish it the moment it
+  // connects, before the core has finished starting. It must not be lost.
+  answer = sendUserMessage(telegram, CHAT);
+  answer.catch(() => undefined); // awaited (and reported) in the test
   compose(['up', '-d', 'core', 'plugins']);
   const healthy = async (): Promise<boolean> => {
     try {
@@ -117,11 +123,14 @@ afterAll(async () => {
 }, 120_000);
 
 describe('the appliance, end to end (core and plugin host in their containers)', () => {
-  it('"remind me to buy milk at 5pm" → agent container → memory_store → send_telegram → Telegram', async () => {
-    const reply = await sendUserMessage(telegram, CHAT).catch((err: unknown) => {
-      throw new Error(`${String(err)}\n${compose(['logs', '--tail', '80'])}`);
+  it('"remind me to buy milk at 5pm", sent while it was down → agent container → memory_store → send_telegram → Telegram', async () => {
+    // On failure, say why: the bot's answer or the services' logs, and what the core audited.
+    const trail = (): string => auditEntries().slice(-15).map((e) => JSON.stringify(e)).join('\n');
+    const reply = await answer.catch((err: unknown) => {
+      const polls = telegram.callsOf('getUpdates').map((c) => JSON.stringify(c)).slice(-5).join('\n');
+      throw new Error(`${String(err)}\n${compose(['logs', '--tail', '80'])}\n${trail()}\npending: ${JSON.stringify(telegram.pendingUpdates())}\n${polls}`);
     });
-    expect(reply.text).toBe(REPLY);
+    if (reply.text !== REPLY) throw new Error(`the bot answered: ${reply.text}\n${trail()}`);
     expectModelSawMessage(model, MODEL_KEY);
     // The audit log as the core wrote it to the logs volume.
     const entries = await until(() => {

@@ -60,11 +60,13 @@ export async function startScenarioStack(telegram: TelegramStandIn, chat: number
   return stack;
 }
 
-/** The user writes the message; resolves with the bot's answer to it. */
+/** The user writes the message; resolves with the bot's answer to it (or its apology: an agent error). */
 export function sendUserMessage(telegram: TelegramStandIn, chat: number): Promise<SentMessage> {
   const before = telegram.sentTo(chat).length;
   telegram.queueMessage({ chatId: chat, text: USER_MESSAGE, fromId: 42 });
-  return until(() => telegram.sentTo(chat).slice(before).find((m) => m.text.startsWith('Done!') || m.text.startsWith('Something failed')), 150_000);
+  const answer = (m: SentMessage): boolean => m.text.startsWith('Done!') || m.text.startsWith('Something failed') || m.text.startsWith('Sorry, something went wrong');
+  // Attached at once: a caller may start the bot only after this (a message waiting for it).
+  return until(() => telegram.sentTo(chat).slice(before).find(answer), 150_000);
 }
 
 /** The model saw the user's message, and every request to it carried the real key (added by the proxy). */
