@@ -9,10 +9,11 @@ IPC_TARGET := x86_64-unknown-linux-gnu
 
 all: build
 
-# `npm install` honours the committed lockfile; `npm ci` refuses it here because the
-# registry mirror omits other platforms' optional packages from the lock.
+# Exactly the committed lockfile. (package.json pins unrs-resolver, which jest pulls in,
+# to 1.12.2 through "overrides": the registry mirror here lacks 1.13.0's bindings for
+# other platforms, and a lock without them is one `npm ci` refuses everywhere.)
 node_modules: package.json package-lock.json
-	npm install --no-audit --no-fund
+	npm ci --no-audit --no-fund
 	@touch node_modules
 
 build: node_modules ipc
