@@ -46,7 +46,7 @@ e2e: build images
 bench: build images
 	node dist/bench/run.js
 	DOCKER=$(DOCKER) node dist/bench/agent-start.js
-	@if [ -f dist/bench/memory-bench.js ]; then node dist/bench/memory-bench.js; fi
+	node dist/bench/memory-bench.js
 
 # Follow the JSONL audit log in a form a person can read.
 logs:

@@ -27,9 +27,7 @@ if [ "${FORCE:-0}" != 1 ] && "$DOCKER" image inspect "$TAG" >/dev/null 2>&1; the
   exit 0
 fi
 [ "$(id -u)" = 0 ] || { echo "base-image: debootstrap needs root" >&2; exit 1; }
-if ! command -v debootstrap >/dev/null 2>&1; then
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
-fi
+command -v debootstrap >/dev/null 2>&1 || { echo "base-image: debootstrap is missing (apt-get install debootstrap; .ci/run installs it)" >&2; exit 1; }
 
 start=$SECONDS
 work=$(mktemp -d /tmp/carapace-base.XXXXXX)

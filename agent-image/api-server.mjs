@@ -25,6 +25,7 @@ const PORT = Number(process.env.CARAPACE_API_PORT || 8080);
 const FORWARDER_PORT = Number(process.env.CARAPACE_LLM_PORT || 8089);
 
 const apiKey = process.env.API_KEY ?? '';
+// Claude Code inherits this process's environment: without the bearer token from here on.
 delete process.env.API_KEY;
 if (apiKey.length < 16) {
   process.stderr.write('{"code":"API_KEY_MISSING","message":"API mode needs the bearer token from /run/api/.api-key","retriable":false}\n');
@@ -39,18 +40,11 @@ function authorized(header) {
 }
 
 // --- Claude Code ----------------------------------------------------------------
-/** Claude Code's environment: the container's, without the bearer token. */
-function claudeEnv() {
-  const env = { ...process.env };
-  delete env.API_KEY;
-  return env;
-}
-
 class Claude {
   constructor() {
     this.pending = null;
     this.stderr = '';
-    this.child = spawn('claude', CLAUDE, { cwd: '/workspace/group', env: claudeEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
+    this.child = spawn('claude', CLAUDE, { cwd: '/workspace/group', stdio: ['pipe', 'pipe', 'pipe'] });
     this.alive = true;
     this.child.stdin.on('error', () => undefined);
     this.child.stderr.on('data', (chunk) => (this.stderr = (this.stderr + chunk.toString('utf8')).slice(-4096)));

@@ -7,13 +7,10 @@
 // Baseline in the same run: a bare `docker run` of the agent image.
 // BENCH_IMAGE picks the image (default carapace-agent:latest).
 import { execFileSync } from 'node:child_process';
-import { join } from 'node:path';
-import { AgentManager } from '../core/src/agents/agent-manager.js';
 import { DockerRuntime } from '../core/src/agents/docker-runtime.js';
 import type { AgentSpec, AttachedAgent } from '../core/src/agents/runtime.js';
-import { parseConfig } from '../core/src/config.js';
-import { LlmProxy } from '../core/src/llm/llm-proxy.js';
-import { ROOT, Stack } from '../core/test/harness.js';
+import { Stack } from '../core/test/harness.js';
+import { newAgentManager } from '../core/test/support/agents.js';
 import { AnthropicStandIn, toolResults } from '../core/test/support/anthropic-standin.js';
 import { stats } from './stats.js';
 
@@ -53,14 +50,14 @@ async function main(): Promise<void> {
   const upstream = await model.start();
   const stack = await Stack.start({ plugins: ['echo'], config: { groups: { bench: {} } } });
   const runtime = new TimedRuntime();
-  const manager = new AgentManager(
-    stack.core,
+  const manager = newAgentManager(stack, {
+    upstream,
+    apiKey: 'sk-ant-bench-key-000000000000',
+    agents: { image: IMAGE, run_timeout_ms: 120_000 },
+    instance: `bench-${process.pid}`,
     runtime,
-    new LlmProxy({ upstream, credential: { apiKey: 'sk-ant-bench-key-000000000000' }, audit: stack.core.audit }),
-    parseConfig({ agents: { image: IMAGE, run_timeout_ms: 120_000 } }).agents,
-    { groupsDir: join(stack.dir, 'groups'), stateDir: join(stack.dir, 'state'), agentImageDir: join(ROOT, 'agent-image'), instance: `bench-${process.pid}` },
-    () => ['bench'],
-  );
+    groups: ['bench'],
+  });
   /** When the session's first ipc call was answered, on the performance.now() clock (the audit log has ms). */
   const firstIpc = (session: string): number => {
     const entry = stack.core.audit.query({ session, topic: 'tool.invoke.get_session_info' }).find((e) => e.stage === 'response');

@@ -13,15 +13,10 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { createInterface } from 'node:readline';
 import { getHeapStatistics } from 'node:v8';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { parseConfig } from '../core/src/config.js';
 import { Core } from '../core/src/core.js';
-
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const FIXTURES = join(ROOT, 'core/test/fixtures/plugins');
-const FIXTURE_HANDLERS = join(ROOT, 'dist/core/test/fixtures/plugins');
-const HOST_MAIN = join(ROOT, 'dist/core/plugin-host/main.js');
+import { FIXTURE_HANDLERS, FIXTURES, HOST_MAIN, sleep } from '../core/test/harness.js';
 
 /** High enough that the bench measures the pipeline, not the limiter. */
 const RAW_CONFIG = {
@@ -30,7 +25,6 @@ const RAW_CONFIG = {
   shutdown_timeout_ms: 5_000,
 };
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const log = (msg: string): void => void process.stderr.write(`[core-process] ${msg}\n`);
 
 async function main(): Promise<void> {

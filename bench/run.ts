@@ -274,6 +274,15 @@ interface Launcher {
 
 const argsOf = (l: Launcher): string[] => l.args ?? [TOPIC, ARGS_JSON];
 
+/** ipc next to each baseline launcher: the difference and the ratio, p50 and mean. */
+function outIpcVsBaselines(launchers: Launcher[], results: Record<string, { stats: Stats }>): void {
+  const ipc = results.ipc.stats;
+  for (const l of launchers.filter((x) => x.name !== 'ipc')) {
+    const b = results[l.name].stats;
+    out(`     ipc − ${l.name}: p50 ${(ipc.p50 - b.p50).toFixed(3)} ms, mean ${(ipc.mean - b.mean).toFixed(3)} ms; ratio ipc/${l.name}: p50 ${(ipc.p50 / b.p50).toFixed(2)}×, mean ${(ipc.mean / b.mean).toFixed(2)}×`);
+  }
+}
+
 /** One launch with Node's spawn: from before spawn() to 'close' (exited, stdout drained). */
 function spawnOnce(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ ms: number; code: number | null; stdout: string }> {
   return new Promise((resolveRun) => {
@@ -702,12 +711,8 @@ async function main(): Promise<void> {
     out(`   via Node child_process.spawn (spawn() → 'close'):`);
     const viaNode = await nodeSpawnSeries(launchers, ipcEnv(socketPath));
     for (const l of launchers) out(`     ${label[l.name].padEnd(30)} ${fmtStats(viaNode[l.name].stats)}  errors ${viaNode[l.name].errors}`);
-    const ipcN = viaNode.ipc.stats;
-    for (const l of launchers.filter((x) => x.name !== 'ipc')) {
-      const b = viaNode[l.name].stats;
-      out(`     ipc − ${l.name}: p50 ${(ipcN.p50 - b.p50).toFixed(3)} ms, mean ${(ipcN.mean - b.mean).toFixed(3)} ms; ratio ipc/${l.name}: p50 ${(ipcN.p50 / b.p50).toFixed(2)}×, mean ${(ipcN.mean / b.mean).toFixed(2)}×`);
-    }
-    out(`     ${latencyTargets(ipcN)} (ipc via Node spawn)`);
+    outIpcVsBaselines(launchers, viaNode);
+    out(`     ${latencyTargets(viaNode.ipc.stats)} (ipc via Node spawn)`);
 
     out(`   via a bash loop (fork+exec, each call timed with $EPOCHREALTIME; also whole loop ÷ n):`);
     const viaBash: Record<string, { stats: Stats; errors: number; perCallMs: number }> = {};
@@ -715,12 +720,8 @@ async function main(): Promise<void> {
       viaBash[l.name] = await bashSeries(l, bashEnv(socketPath));
       out(`     ${label[l.name].padEnd(30)} ${fmtStats(viaBash[l.name].stats)}  whole-loop ${viaBash[l.name].perCallMs.toFixed(3)} ms/call  errors ${viaBash[l.name].errors}`);
     }
-    const ipcB = viaBash.ipc.stats;
-    for (const l of launchers.filter((x) => x.name !== 'ipc')) {
-      const b = viaBash[l.name].stats;
-      out(`     ipc − ${l.name}: p50 ${(ipcB.p50 - b.p50).toFixed(3)} ms, mean ${(ipcB.mean - b.mean).toFixed(3)} ms; ratio ipc/${l.name}: p50 ${(ipcB.p50 / b.p50).toFixed(2)}×, mean ${(ipcB.mean / b.mean).toFixed(2)}×`);
-    }
-    out(`     ${latencyTargets(ipcB)} (ipc via bash loop)`);
+    outIpcVsBaselines(launchers, viaBash);
+    out(`     ${latencyTargets(viaBash.ipc.stats)} (ipc via bash loop)`);
     out();
     summary.ipcSequential = { nodeSpawn: viaNode, bashLoop: viaBash };
   }

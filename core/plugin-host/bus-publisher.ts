@@ -16,7 +16,7 @@ export class BusPublisher {
   private subscribed = false;
   private loop: Promise<void> = Promise.resolve();
 
-  constructor(private readonly onDropped: (count: number) => void) {}
+  constructor(private readonly onDropped: () => void) {}
 
   connect(endpoint: string): void {
     this.xpub.connect(endpoint);
@@ -31,7 +31,7 @@ export class BusPublisher {
     this.held.push(frames);
     if (this.held.length > MAX_HELD) {
       this.held.shift();
-      this.onDropped(1);
+      this.onDropped();
     }
   }
 

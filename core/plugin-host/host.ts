@@ -7,7 +7,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import * as zmq from 'zeromq';
 import pino from 'pino';
-import { FrameBatch } from '../src/boundary/frame-batch.js';
+import { FrameBatch, parseFrames } from '../src/boundary/frame-batch.js';
 import { SendQueue } from '../src/boundary/send-queue.js';
 import type { CoreConfig } from '../src/config.js';
 import { INTRINSIC_NAMES } from '../src/intrinsics/intrinsics.js';
@@ -33,7 +33,6 @@ interface Loaded {
   plugin: DiscoveredPlugin;
   handler: PluginHandler;
   config: JsonObject;
-  ready: boolean;
 }
 
 interface Context {
@@ -63,7 +62,7 @@ export function isJsonData(value: unknown, seen = new Set<object>()): boolean {
 export class PluginHost {
   private readonly dealer = new zmq.Dealer({ linger: 0, heartbeatInterval: 1000, heartbeatTimeout: 5000, reconnectInterval: 100 });
   private readonly sub = new zmq.Subscriber({ linger: 0 });
-  private readonly bus = new BusPublisher((count) => log.warn({ count }, 'core away too long: oldest held events dropped'));
+  private readonly bus = new BusPublisher(() => log.warn({ count: 1 }, 'core away too long: oldest held events dropped'));
   private readonly dealerQueue = new SendQueue((frames) => this.dealer.send(frames));
   private readonly toCore = new FrameBatch((frames) => this.dealerQueue.push(frames));
   private readonly loaded = new Map<string, Loaded>();
@@ -100,7 +99,7 @@ export class PluginHost {
         continue;
       }
       try {
-        pending.push({ plugin, handler: await loadHandler(file), config: resolved.config, ready: false });
+        pending.push({ plugin, handler: await loadHandler(file), config: resolved.config });
       } catch (err) {
         failures.push({ t: 'init', plugin: plugin.name, ok: false, category: categorize(err), detail: String((err as Error)?.stack ?? err) });
       }
@@ -117,7 +116,6 @@ export class PluginHost {
     mkdirSync(dataDir, { recursive: true });
     try {
       await withTimeout(entry.handler.initialize(entry.config, this.services(name, dataDir)), this.options.config.handler_timeout_ms, 'initialize()');
-      entry.ready = true;
       this.loaded.set(name, entry);
       for (const prefix of entry.plugin.manifest.subscribes) this.sub.subscribe(`${name} ${prefix}`);
       await this.send({ t: 'init', plugin: name, ok: true });
@@ -165,7 +163,7 @@ export class PluginHost {
 
   private async handleRequest(rid: string, plugin: string, envelope: RequestEnvelope): Promise<void> {
     const entry = this.loaded.get(plugin);
-    if (!entry?.ready || this.stopping) {
+    if (!entry || this.stopping) {
       await this.send({ t: 'response', rid, outcome: { kind: 'unavailable' } });
       return;
     }
@@ -189,7 +187,7 @@ export class PluginHost {
   private async handleHook(message: Extract<CoreToHost, { t: 'hook' }>): Promise<void> {
     const entry = this.loaded.get(message.plugin);
     try {
-      if (!entry?.ready || typeof entry.handler.getBrief !== 'function') throw new Error('plugin does not provide getBrief');
+      if (!entry || typeof entry.handler.getBrief !== 'function') throw new Error('plugin does not provide getBrief');
       const handler = entry.handler;
       const value = await this.context.run({ plugin: message.plugin, rid: null, group: message.group }, () => handler.getBrief!(message.group));
       await this.send({ t: 'hook_result', hid: message.hid, ok: true, value });
@@ -200,7 +198,7 @@ export class PluginHost {
 
   private async handleEvent(plugin: string, envelope: EventEnvelope): Promise<void> {
     const entry = this.loaded.get(plugin);
-    if (!entry?.ready || this.stopping || typeof entry.handler.handleEvent !== 'function') return;
+    if (!entry || this.stopping || typeof entry.handler.handleEvent !== 'function') return;
     const handler = entry.handler;
     try {
       await this.context.run({ plugin, rid: null, group: envelope.group }, () => handler.handleEvent!(envelope));
@@ -213,13 +211,7 @@ export class PluginHost {
     try {
       // The core batches: every frame is one message.
       for await (const frames of this.dealer) {
-        for (const frame of frames) {
-          let message: CoreToHost;
-          try {
-            message = JSON.parse(frame.toString('utf8')) as CoreToHost;
-          } catch {
-            continue;
-          }
+        for (const message of parseFrames<CoreToHost>(frames)) {
           if (message.t === 'request') void this.handleRequest(message.rid, message.plugin, message.envelope);
           else if (message.t === 'hook') void this.handleHook(message);
           else if (message.t === 'service_result') this.calls.get(message.sid)?.(message);

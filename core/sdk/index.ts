@@ -7,6 +7,8 @@ import type { PluginHealth, ToolSummary } from '../src/plugins/catalog.js';
 import type { PendingConfirmation } from '../src/confirm/confirmations.js';
 
 export type { EventEnvelope, JsonObject, RequestEnvelope, InitFailureCategory, AuditEntry, ToolSummary, PendingConfirmation };
+export { isKnownTimeZone, zoneOffsetMs, zonedToUtc } from './time.js';
+export { truncate } from './text.js';
 
 /** Throw for an intentional, agent-facing error. Anything else thrown is a crash. */
 export class ToolError extends Error {

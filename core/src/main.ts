@@ -34,6 +34,7 @@ async function main(): Promise<void> {
     stateDir: join(paths.dataDir, 'agents'),
     agentImageDir: paths.agentImageDir,
     instance: process.env.CARAPACE_INSTANCE || 'carapace',
+    apiKeyDir: paths.apiKeyDir,
   }, () => Object.keys(config.groups));
   // Plugins may publish (a Telegram message waiting since the last run) as soon as the
   // plugin host connects: take events from now on, with no await since Core.start, or

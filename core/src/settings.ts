@@ -10,6 +10,8 @@ export interface Paths {
   dataDir: string;
   groupsDir: string;
   agentImageDir: string;
+  /** API mode: where bearer-token directories are made; unset, the agent manager uses the OS temp dir. */
+  apiKeyDir: string | undefined;
 }
 
 export function pathsFromEnv(env: NodeJS.ProcessEnv = process.env): Paths {
@@ -24,6 +26,7 @@ export function pathsFromEnv(env: NodeJS.ProcessEnv = process.env): Paths {
     dataDir: at('CARAPACE_DATA_DIR', 'volumes/data'),
     groupsDir: at('CARAPACE_GROUPS_DIR', 'volumes/groups'),
     agentImageDir: at('CARAPACE_AGENT_IMAGE_DIR', 'agent-image'),
+    apiKeyDir: env.CARAPACE_API_KEY_DIR || undefined,
   };
 }
 

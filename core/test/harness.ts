@@ -10,6 +10,7 @@ import { parseConfig } from '../src/config.js';
 import { Core } from '../src/core.js';
 import type { AuditEntry } from '../src/audit/audit-log.js';
 import type { Session } from '../src/boundary/session-table.js';
+import type { PendingConfirmation } from '../src/confirm/confirmations.js';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 export const IPC_BIN = process.env.CARAPACE_IPC_BIN ?? join(ROOT, 'dist/bin/ipc');
@@ -126,6 +127,13 @@ export class Stack {
       );
       if (opts.stdin) child.stdin?.end(text);
     });
+  }
+
+  /** Waits until a confirmation in `group` that `matches` is pending, then answers it as a person would. */
+  async answerConfirmation(group: string, matches: (p: PendingConfirmation) => boolean, approve = true): Promise<PendingConfirmation> {
+    const pending = await until(() => this.core.confirmations.list(group).find(matches), 10_000);
+    this.core.confirmations.resolve(pending.id, approve, 'test');
+    return pending;
   }
 
   /** The audit file once every entry recorded so far has reached it. */

@@ -44,16 +44,18 @@ export default class GitHubBugs implements PluginHandler {
     if (envelope.topic !== 'tool.invoke.create_bug_report') throw new ToolError({ message: 'unknown tool', retriable: false });
     const args = envelope.payload.arguments;
     const ids = Array.isArray(args.correlation_ids) ? args.correlation_ids.map(String) : [];
-    const evidence: Evidence[] = [];
-    for (const correlation of ids) {
-      try {
-        // Scoped by the core to the group of this request: another group's ids find nothing.
-        evidence.push({ correlation, entries: await this.services.getAuditLog({ correlation }) });
-      } catch (err) {
-        log.warn({ correlation, err: String(err) }, 'audit log unavailable for a correlation id');
-        evidence.push({ correlation, entries: null });
-      }
-    }
+    // Asked all at once; each id's evidence stays in its place.
+    const evidence: Evidence[] = await Promise.all(
+      ids.map(async (correlation): Promise<Evidence> => {
+        try {
+          // Scoped by the core to the group of this request: another group's ids find nothing.
+          return { correlation, entries: await this.services.getAuditLog({ correlation }) };
+        } catch (err) {
+          log.warn({ correlation, err: String(err) }, 'audit log unavailable for a correlation id');
+          return { correlation, entries: null };
+        }
+      }),
+    );
     const title = scrubCredentials(String(args.title).replace(/\s+/g, ' ').trim(), [this.token]);
     const body = renderBody({ description: String(args.description), severity: String(args.severity), evidence, secrets: [this.token] });
     try {

@@ -1,6 +1,6 @@
 // The issue body: the agent's narrative, then the host-side evidence (this group's audit
 // entries for each correlation id), compact and inert as Markdown.
-import type { AuditEntry } from '#sdk';
+import { truncate, type AuditEntry } from '#sdk';
 
 /** GitHub refuses bodies over 65536 characters; stay well below. */
 const BODY_LIMIT = 60_000;
@@ -34,8 +34,7 @@ export function scrubCredentials(text: string, secrets: string[]): string {
 /** One line of plain text for a table cell or a code block: no control characters, no fences. */
 function cell(text: string, max: number): string {
   // eslint-disable-next-line no-control-regex
-  const flat = text.replace(/[\u0000-\u001f\u007f]+/g, ' ').replace(/`/g, "'").trim();
-  return flat.length <= max ? flat : `${flat.slice(0, max - 1)}…`;
+  return truncate(text.replace(/[\u0000-\u001f\u007f]+/g, ' ').replace(/`/g, "'").trim(), max);
 }
 
 function renderEntries(evidence: Evidence): string {

@@ -55,11 +55,6 @@ export class MemoryDatabases {
     return db;
   }
 
-  /** Opens (and so migrates) every existing database; used at initialize. */
-  openAll(): MemoryDb[] {
-    return this.existingGroups().map((group) => this.get(group, false)!);
-  }
-
   closeAll(): void {
     for (const db of this.open.values()) db.close();
     this.open.clear();

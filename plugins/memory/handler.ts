@@ -65,7 +65,8 @@ export default class MemoryPlugin implements PluginHandler {
     // superseded more than purge_superseded_days ago. A database written by a newer schema
     // stops the plugin, so an older handler never writes to it.
     const before = new Date(Date.now() - this.settings.purgeSupersededDays * DAY_MS).toISOString();
-    for (const group of this.databases.existingGroups()) {
+    const groups = this.databases.existingGroups();
+    for (const group of groups) {
       const file = this.databases.fileOf(group);
       try {
         const db = this.databases.get(group, false)!;
@@ -84,7 +85,7 @@ export default class MemoryPlugin implements PluginHandler {
         throw new InitError('INTERNAL_ERROR', `${file} could not be opened: ${(err as Error).message}`);
       }
     }
-    log.info({ storage: this.settings.storageDir, groups: this.databases.existingGroups().length }, 'memory ready');
+    log.info({ storage: this.settings.storageDir, groups: groups.length }, 'memory ready');
   }
 
   async handleRequest(envelope: RequestEnvelope): Promise<unknown> {

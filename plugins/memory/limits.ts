@@ -24,7 +24,7 @@ export class SessionLimits {
 
   /** True while the session may still do one more of each kind given. */
   allows(session: string, ...kinds: LimitKind[]): boolean {
-    return kinds.every((kind) => this.usedBy(session, kind) < this.limits[kind]);
+    return this.exhausted(session, ...kinds) === null;
   }
 
   /** The first of `kinds` the session has used up, if any. */

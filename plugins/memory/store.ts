@@ -119,6 +119,9 @@ interface Row {
 }
 
 const COLUMNS = 'm.rowid AS rowid, m.id, m.type, m.content, m.tags, m.behavioral, m.superseded_by, m.session_id, m.group_name, m.created_at, m.correlation';
+/** A new, current entry (store and storeMany). */
+const INSERT_ENTRY = `INSERT INTO memory_entries (id, type, content, tags, behavioral, superseded_by, session_id, group_name, created_at, correlation)
+  VALUES (?, ?, ?, ?, ?, NULL, ?, ?, ?, ?)`;
 const LINE_BREAKS = /[\r\n\u000b\u000c\u0085\u2028\u2029]+/g;
 
 /** Single-line content for the brief: a stored entry can never break the brief's structure. */
@@ -253,10 +256,7 @@ export class MemoryDb {
             throw new MemoryInputError(`supersedes: entry "${entry.supersedes}" was already replaced by "${target.superseded_by}"; supersede that entry instead. Nothing was stored.`);
           }
         }
-        this.stmt(
-          `INSERT INTO memory_entries (id, type, content, tags, behavioral, superseded_by, session_id, group_name, created_at, correlation)
-           VALUES (?, ?, ?, ?, ?, NULL, ?, ?, ?, ?)`,
-        ).run(id, entry.type, content, JSON.stringify(tags), behavioral ? 1 : 0, entry.provenance.session_id, this.group, createdAt, entry.provenance.correlation);
+        this.stmt(INSERT_ENTRY).run(id, entry.type, content, JSON.stringify(tags), behavioral ? 1 : 0, entry.provenance.session_id, this.group, createdAt, entry.provenance.correlation);
         if (entry.supersedes !== null) {
           this.stmt('UPDATE memory_entries SET superseded_by = ?, superseded_at = ? WHERE id = ? AND superseded_by IS NULL').run(id, createdAt, entry.supersedes);
         }
@@ -275,10 +275,7 @@ export class MemoryDb {
 
   /** Many entries in one transaction (bulk loading, benchmarks); no supersession. */
   storeMany(entries: readonly Omit<NewEntry, 'supersedes'>[]): number {
-    const insert = this.stmt(
-      `INSERT INTO memory_entries (id, type, content, tags, behavioral, superseded_by, session_id, group_name, created_at, correlation)
-       VALUES (?, ?, ?, ?, ?, NULL, ?, ?, ?, ?)`,
-    );
+    const insert = this.stmt(INSERT_ENTRY);
     this.db
       .transaction(() => {
         for (const e of entries) {

@@ -3,9 +3,9 @@
 // reminder's id is its VTODO UID, which this plugin resolves to the object's URL itself.
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
-import { InitError, ToolError, type CoreServices, type PluginConfig, type PluginHandler, type RequestEnvelope } from '#sdk';
+import { InitError, isKnownTimeZone, ToolError, truncate, type CoreServices, type PluginConfig, type PluginHandler, type RequestEnvelope } from '#sdk';
 import { CalDavStore, DavAuthRejected, DavConflict, DavHttpError, DavUnreachable, type ReminderList, type StoredObject } from './caldav.js';
-import { alarmTime, buildTodo, completionEdit, editTodo, formatIso, isDone, isKnownTimeZone, parseTodo, sequenceOf, type DueValue, type ParsedTodo } from './ical.js';
+import { alarmTime, buildTodo, completionEdit, editTodo, formatIso, isDone, parseTodo, sequenceOf, type DueValue, type ParsedTodo } from './ical.js';
 
 const log = pino({ base: { service: 'plugin-host', plugin: 'reminders' } }, pino.destination(2));
 
@@ -64,7 +64,7 @@ function parseSettings(config: PluginConfig): Settings {
 const normalizeName = (name: string): string => name.trim().normalize('NFC').toLowerCase();
 const quoteList = (lists: ReminderList[]): string => (lists.length === 0 ? '(none)' : lists.map((l) => `"${l.name}"`).join(', '));
 /** The agent's own input, shortened, for messages. */
-const shown = (value: string): string => JSON.stringify(value.length > 80 ? `${value.slice(0, 79)}…` : value);
+const shown = (value: string): string => JSON.stringify(truncate(value, 80));
 
 export default class RemindersPlugin implements PluginHandler {
   private settings!: Settings;
@@ -160,9 +160,8 @@ export default class RemindersPlugin implements PluginHandler {
   }
 
   private async complete(id: string): Promise<unknown> {
-    for (let attempt = 0; ; attempt++) {
-      const found = await this.locate(id);
-      const { todo, list, object } = found;
+    return retryOnceOnConflict(async () => {
+      const { todo, list, object } = await this.locate(id);
       const base = { reminder_id: todo.uid, list: list.name, title: todo.summary };
       if (isDone(todo)) return { ...base, status: 'already_completed' };
       if (todo.recurring) {
@@ -174,28 +173,18 @@ export default class RemindersPlugin implements PluginHandler {
       const now = new Date();
       const edited = editTodo(object.data, completionEdit(now, sequenceOf(object.data)));
       if (!edited) throw new ToolError({ message: 'This reminder could not be read; ask the user to complete it in their reminders app.', retriable: false });
-      try {
-        await this.store.put(object.url, edited, object.etag, 'completing the reminder');
-      } catch (err) {
-        if (err instanceof DavConflict && attempt === 0) continue; // changed meanwhile: read again once
-        throw err;
-      }
+      await this.store.put(object.url, edited, object.etag, 'completing the reminder');
       return { ...base, status: 'completed', completed_at: formatIso(now.getTime(), this.settings.timezone) };
-    }
+    });
   }
 
   private async remove(id: string): Promise<unknown> {
-    for (let attempt = 0; ; attempt++) {
+    return retryOnceOnConflict(async () => {
       const { todo, list, object } = await this.locate(id);
-      try {
-        await this.store.remove(object.url, object.etag);
-      } catch (err) {
-        if (err instanceof DavConflict && attempt === 0) continue;
-        throw err;
-      }
+      await this.store.remove(object.url, object.etag);
       this.seen.delete(todo.uid);
       return { reminder_id: todo.uid, status: 'deleted', list: list.name, title: todo.summary };
-    }
+    });
   }
 
   // ---- lists and reminders -------------------------------------------------------------------
@@ -291,7 +280,7 @@ export default class RemindersPlugin implements PluginHandler {
       out.due = due;
       if (todo.due?.kind === 'date') out.all_day = true;
     }
-    if (todo.description) out.notes = todo.description.length > MAX_NOTES_LISTED ? `${todo.description.slice(0, MAX_NOTES_LISTED - 1)}…` : todo.description;
+    if (todo.description) out.notes = truncate(todo.description, MAX_NOTES_LISTED);
     const done = isDone(todo);
     out.completed = done;
     if (done) {
@@ -318,6 +307,19 @@ function byUrgency(a: ParsedTodo, b: ParsedTodo): number {
   const when = (v: DueValue | null): number => (!v ? Number.POSITIVE_INFINITY : v.kind === 'instant' ? v.ms : Date.parse(`${v.date}T00:00:00Z`));
   if (doneA) return when(b.completed) - when(a.completed) || a.summary.localeCompare(b.summary);
   return when(a.due) - when(b.due) || a.summary.localeCompare(b.summary);
+}
+
+/**
+ * A read-modify-write of one reminder, run again once when the server says it changed
+ * meanwhile (ETag mismatch, DavConflict: only put and remove raise it): read again, retry.
+ */
+async function retryOnceOnConflict<T>(attempt: () => Promise<T>): Promise<T> {
+  try {
+    return await attempt();
+  } catch (err) {
+    if (err instanceof DavConflict) return attempt();
+    throw err;
+  }
 }
 
 /** Why initialize failed, as one of the closed categories; the message goes to the audit log only. */

@@ -1,6 +1,7 @@
 // The little iCalendar (RFC 5545) the reminders plugin needs: escape and fold what it
 // writes, unfold and parse the VTODOs a CalDAV server returns, and edit a VTODO in place
 // without losing properties other clients put there. Pure functions, no I/O.
+import { isKnownTimeZone, zonedToUtc, zoneOffsetMs } from '#sdk';
 
 const CRLF = '\r\n';
 /** A content line may be at most 75 octets long, not counting the line break (3.1). */
@@ -109,53 +110,6 @@ export function formatUtc(date: Date): string {
     `${pad(date.getUTCFullYear(), 4)}${pad(date.getUTCMonth() + 1)}${pad(date.getUTCDate())}` +
     `T${pad(date.getUTCHours())}${pad(date.getUTCMinutes())}${pad(date.getUTCSeconds())}Z`
   );
-}
-
-/** True when `tz` is a time zone name this runtime knows (IANA, e.g. Europe/Berlin). */
-export function isKnownTimeZone(tz: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: tz });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-const zoneFormats = new Map<string, Intl.DateTimeFormat>();
-
-/** Offset of `tz` from UTC at instant `ms`, in milliseconds (positive east of Greenwich). */
-export function zoneOffsetMs(ms: number, tz: string): number {
-  let format = zoneFormats.get(tz);
-  if (!format) {
-    format = new Intl.DateTimeFormat('en-US', {
-      timeZone: tz,
-      hourCycle: 'h23',
-      year: 'numeric',
-      month: '2-digit',
-      day: '2-digit',
-      hour: '2-digit',
-      minute: '2-digit',
-      second: '2-digit',
-      era: 'short',
-    });
-    zoneFormats.set(tz, format);
-  }
-  const parts: Record<string, string> = {};
-  for (const p of format.formatToParts(new Date(ms))) parts[p.type] = p.value;
-  let year = Number(parts.year);
-  if (parts.era === 'BC' || parts.era === 'B') year = 1 - year;
-  const asUtc = Date.UTC(year, Number(parts.month) - 1, Number(parts.day), Number(parts.hour), Number(parts.minute), Number(parts.second));
-  const whole = Math.floor(ms / 1000) * 1000;
-  return asUtc - whole;
-}
-
-/** The instant of a wall-clock time in `tz` (for a time skipped by DST, the later reading). */
-export function zonedToUtc(fields: [number, number, number, number, number, number], tz: string): number {
-  const [y, mo, d, h, mi, s] = fields;
-  const guess = Date.UTC(y, mo - 1, d, h, mi, s);
-  const first = guess - zoneOffsetMs(guess, tz);
-  const second = guess - zoneOffsetMs(first, tz);
-  return second;
 }
 
 /** ISO 8601 with the offset of `tz` (or Z without one): 2026-03-01T17:00:00+01:00. */

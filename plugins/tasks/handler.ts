@@ -15,6 +15,7 @@ import {
   type PluginConfig,
   type PluginHandler,
   type RequestEnvelope,
+  truncate,
 } from '#sdk';
 import { StateFileError, TaskStore, type TaskRecord } from './store.js';
 import { cronProblem, nextRunAfter, nextRunFromNow, parseRunAt, shortestGapSeconds, timezoneProblem } from './time.js';
@@ -75,11 +76,8 @@ function parseSettings(config: PluginConfig): Settings {
   };
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
 function preview(text: string, max = PROMPT_PREVIEW): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length <= max ? flat : `${flat.slice(0, max - 1)}…`;
+  return truncate(text.replace(/\s+/g, ' ').trim(), max);
 }
 
 function notFound(): ToolError {
@@ -93,9 +91,6 @@ export default class Scheduler implements PluginHandler {
   private readonly records = new Map<string, TaskRecord>();
   private readonly crons = new Map<string, ScheduledTask>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
-  /** Runs that came due before the core listed this plugin as healthy (it would drop them). */
-  private readonly pending = new Map<string, Date>();
-  private ready = false;
   private stopping = false;
 
   async initialize(config: PluginConfig, services: CoreServices): Promise<void> {
@@ -112,22 +107,18 @@ export default class Scheduler implements PluginHandler {
     const now = new Date();
     this.adopt(saved, now);
 
-    let missed = 0;
+    const missed: [string, Date][] = [];
     for (const record of this.records.values()) {
       if (record.paused) continue;
       if (record.schedule.type === 'once') {
         // A one-shot that came due while Carapace was down still runs, once, now.
-        if (Date.parse(record.schedule.value) <= now.getTime()) {
-          this.pending.set(record.id, new Date(record.schedule.value));
-          missed++;
-        } else this.armOnce(record);
+        if (Date.parse(record.schedule.value) <= now.getTime()) missed.push([record.id, new Date(record.schedule.value)]);
+        else this.armOnce(record);
         continue;
       }
       const due = this.missedRun(record, now);
-      if (due && this.settings.runMissed) {
-        this.pending.set(record.id, due);
-        missed++;
-      } else if (due) record.since = now.toISOString();
+      if (due && this.settings.runMissed) missed.push([record.id, due]);
+      else if (due) record.since = now.toISOString();
       this.startCron(record);
     }
     try {
@@ -136,8 +127,13 @@ export default class Scheduler implements PluginHandler {
       await this.shutdown();
       throw new InitError('INTERNAL_ERROR', `cannot write the task state in the data directory (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
     }
-    log.info({ tasks: this.records.size, missed, timezone: this.settings.timezone }, 'scheduler started');
-    void this.waitUntilListed();
+    log.info({ tasks: this.records.size, missed: missed.length, timezone: this.settings.timezone }, 'scheduler started');
+    // Missed runs go out now, earliest slot first. initialize() has not answered yet, so the
+    // core does not list this plugin as healthy: it holds a starting plugin's events and
+    // replays them once the init answer is in (and the host's bus publisher holds them
+    // until the core has subscribed), so none is lost.
+    missed.sort((a, b) => a[1].getTime() - b[1].getTime());
+    for (const [id, slot] of missed) this.fire(id, slot);
   }
 
   async handleRequest(envelope: RequestEnvelope): Promise<unknown> {
@@ -241,29 +237,6 @@ export default class Scheduler implements PluginHandler {
     return due && due.getTime() > from.getTime() && due.getTime() <= now.getTime() ? due : null;
   }
 
-  /**
-   * The core drops events from a plugin it does not yet list as healthy, and it lists this
-   * one only after initialize() returned: runs due at start-up wait until our tools appear.
-   */
-  private async waitUntilListed(): Promise<void> {
-    let delay = 50;
-    while (!this.stopping && !this.ready) {
-      try {
-        const tools = await this.services.getToolCatalog();
-        if (tools.some((t) => t.name === 'schedule_task')) break;
-      } catch {
-        // The core is another process; ask again.
-      }
-      await sleep(delay);
-      delay = Math.min(delay * 2, 1000);
-    }
-    if (this.stopping) return;
-    this.ready = true;
-    const due = [...this.pending].sort((a, b) => a[1].getTime() - b[1].getTime());
-    this.pending.clear();
-    for (const [id, slot] of due) this.fire(id, slot);
-  }
-
   // ---- running ---------------------------------------------------------------------------
 
   private startCron(record: TaskRecord): void {
@@ -292,10 +265,6 @@ export default class Scheduler implements PluginHandler {
   private fire(id: string, slot: Date): void {
     const record = this.records.get(id);
     if (!record || record.paused || this.stopping) return;
-    if (!this.ready) {
-      if (!this.pending.has(id)) this.pending.set(id, slot);
-      return;
-    }
     record.last_run = slot.toISOString();
     if (record.schedule.type === 'once') {
       this.records.delete(id);
@@ -319,7 +288,6 @@ export default class Scheduler implements PluginHandler {
     this.crons.delete(id);
     clearTimeout(this.timers.get(id));
     this.timers.delete(id);
-    this.pending.delete(id);
   }
 
   private snapshot(): TaskRecord[] {
@@ -385,11 +353,13 @@ export default class Scheduler implements PluginHandler {
       throw new ToolError({ message: `this schedule runs every ${gap} s; the shortest interval allowed is ${this.settings.minIntervalS} s`, retriable: false });
     }
     const record = this.newRecord(group, prompt, { type: 'cron', value });
-    record.next_run = nextRunFromNow(value, this.settings.timezone)?.toISOString() ?? null;
     this.records.set(record.id, record);
-    await this.commit(() => this.records.delete(record.id));
+    // The cron first: it sets next_run, so the one save carries it.
     this.startCron(record);
-    void this.persist();
+    await this.commit(() => {
+      this.records.delete(record.id);
+      this.stop(record.id);
+    });
     this.services.publish('task.created', group, { task_id: record.id, schedule: { ...record.schedule } });
     log.info({ task: record.id, group, cron: value }, 'recurring task scheduled');
     return { task_id: record.id, cron: value, timezone: this.settings.timezone, next_run: record.next_run };
@@ -434,12 +404,22 @@ export default class Scheduler implements PluginHandler {
       record.paused = false;
       record.consecutive_failures = 0;
       record.since = new Date().toISOString();
-      await this.commit(() => {
-        record.paused = true;
-      });
-      if (record.schedule.type === 'cron') this.startCron(record);
-      else this.armOnce(record);
-      await this.persist();
+      if (record.schedule.type === 'cron') {
+        // The cron first: it sets next_run, so the one save carries it.
+        const nextRun = record.next_run;
+        this.startCron(record);
+        await this.commit(() => {
+          this.stop(record.id);
+          record.paused = true;
+          record.next_run = nextRun;
+        });
+      } else {
+        await this.commit(() => {
+          record.paused = true;
+        });
+        this.armOnce(record);
+        await this.persist();
+      }
       log.info({ task: id, group }, 'task resumed');
     }
     return { task_id: id, status: 'active', next_run: record.next_run };

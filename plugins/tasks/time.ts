@@ -1,6 +1,7 @@
 // Time helpers for the scheduler: cron checks on top of node-cron, ISO date-times read
 // in a configured IANA timezone, and "the first scheduled time after a given instant".
 import cron, { type ScheduledTask } from 'node-cron';
+import { isKnownTimeZone, zonedToUtc } from '#sdk';
 
 /** null when valid, else a message naming the faulty field (for the agent or the operator). */
 export function cronProblem(expression: string): string | null {
@@ -12,12 +13,7 @@ export function cronProblem(expression: string): string | null {
 }
 
 export function timezoneProblem(timezone: string): string | null {
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: timezone });
-    return null;
-  } catch {
-    return `unknown timezone "${timezone}" (use an IANA name such as Europe/Berlin)`;
-  }
+  return isKnownTimeZone(timezone) ? null : `unknown timezone "${timezone}" (use an IANA name such as Europe/Berlin)`;
 }
 
 /** A stopped node-cron task, only for computing times; destroyed after use. */
@@ -62,23 +58,6 @@ export function nextRunAfter(expression: string, timezone: string, date: Date): 
 
 const RUN_AT = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,3}))?)?(Z|[+-]\d{2}:\d{2})?$/;
 
-/** Milliseconds the zone is ahead of UTC at `instant`. */
-function zoneOffsetMs(instant: number, timezone: string): number {
-  const parts = new Intl.DateTimeFormat('en-US', {
-    timeZone: timezone,
-    hourCycle: 'h23',
-    year: 'numeric',
-    month: '2-digit',
-    day: '2-digit',
-    hour: '2-digit',
-    minute: '2-digit',
-    second: '2-digit',
-  }).formatToParts(new Date(instant));
-  const get = (type: string): number => Number(parts.find((p) => p.type === type)?.value);
-  const wall = Date.UTC(get('year'), get('month') - 1, get('day'), get('hour'), get('minute'), get('second'));
-  return wall - Math.floor(instant / 1000) * 1000;
-}
-
 /**
  * An ISO 8601 date-time as an instant. With Z or an offset it is exact; without one it is
  * a wall-clock time in `timezone`. null when it is not a real date-time.
@@ -101,7 +80,6 @@ export function parseRunAt(text: string, timezone: string): Date | null {
     if (oh > 23 || om > 59) return null;
     return new Date(wall - sign * (oh * 60 + om) * 60_000);
   }
-  // Wall time in the zone: guess with the offset at the guess, then correct once (DST edges).
-  const first = wall - zoneOffsetMs(wall, timezone);
-  return new Date(wall - zoneOffsetMs(first, timezone));
+  // Wall time in the zone (offsets are whole seconds, so the milliseconds just carry over).
+  return new Date(zonedToUtc([year, month, day, hour, minute, second], timezone) + ms);
 }

@@ -11,6 +11,7 @@ import {
   type PluginConfig,
   type PluginHandler,
   type RequestEnvelope,
+  truncate,
 } from '#sdk';
 import { BotApi, BotApiAborted, BotApiError, BotApiUnreachable, type TgCallbackQuery, type TgMessage, type TgUpdate, type TgUser } from './bot-api.js';
 import { OffsetStore } from './offset-store.js';
@@ -86,10 +87,6 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 
 function who(user: TgUser): string {
   return user.username ? `@${user.username}` : user.first_name ?? String(user.id);
-}
-
-function truncate(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }
 
 export default class TelegramChannel implements PluginHandler {

@@ -1,5 +1,7 @@
 // A small CLI for the admin API: list pending confirmations, approve or deny one.
 //   node dist/core/src/admin/cli.js confirmations | approve <id> | deny <id>
+import type { PendingConfirmation } from '../confirm/confirmations.js';
+
 const base = process.env.CARAPACE_ADMIN_URL || `http://127.0.0.1:${process.env.CARAPACE_ADMIN_PORT || 8780}`;
 const token = process.env.CARAPACE_ADMIN_TOKEN;
 
@@ -13,7 +15,7 @@ async function call(method: 'GET' | 'POST', path: string): Promise<unknown> {
 async function main(argv: string[]): Promise<void> {
   const [command, id] = argv;
   if (command === 'confirmations') {
-    const { pending } = (await call('GET', '/confirmations')) as { pending: { id: string; group: string; tool: string; arguments: unknown; expires_at: string }[] };
+    const { pending } = (await call('GET', '/confirmations')) as { pending: PendingConfirmation[] };
     if (pending.length === 0) console.log('No pending confirmations.');
     for (const p of pending) console.log(`${p.id}  ${p.group}  ${p.tool}  ${JSON.stringify(p.arguments)}  (expires ${p.expires_at})`);
   } else if ((command === 'approve' || command === 'deny') && id) {

@@ -46,15 +46,14 @@ export interface AgentPaths {
   instance: string;
   /**
    * API mode: where the one-time bearer-token directories are made
-   * (`<dir>/carapace-api-<uuid>/.api-key`). Default: $CARAPACE_API_KEY_DIR, else the OS
-   * temp dir ($TMPDIR). A containerized core needs a directory on a volume shared with
-   * the Docker host (ideally tmpfs, mounted in the core only).
+   * (`<dir>/carapace-api-<uuid>/.api-key`). main.ts passes $CARAPACE_API_KEY_DIR; unset,
+   * the OS temp dir ($TMPDIR). A containerized core needs a directory on a volume shared
+   * with the Docker host (ideally tmpfs, mounted in the core only).
    */
   apiKeyDir?: string;
 }
 
 interface Agent {
-  group: string;
   session: string;
   container: string;
   privateDir: string;
@@ -88,7 +87,7 @@ export class AgentManager {
   /** Removes containers left by an earlier core: their socket mounts point at nothing now. */
   async removeOrphans(): Promise<number> {
     const orphans = await this.runtime.listManaged(this.paths.instance);
-    await Promise.all(orphans.map((o) => this.runtime.remove(o.id)));
+    await Promise.all(orphans.map((id) => this.runtime.remove(id)));
     return orphans.length;
   }
 
@@ -172,28 +171,25 @@ export class AgentManager {
         { source: claudeMd, target: '/home/node/.claude/CLAUDE.md', readOnly: true },
         { source: skills, target: '/home/node/.claude/skills', readOnly: true },
       ];
-      let token: string | null = null;
-      if (api) {
-        await this.runtime.ensureNetwork(this.settings.api_network);
-        token = randomUUID();
-        apiDir = this.writeApiKey(token);
-        // The directory, not the file: the entrypoint must be able to delete the file.
-        mounts.push({ source: apiDir, target: '/run/api', readOnly: false });
-      }
       const spec = {
         name: `carapace-${this.paths.instance}-${group}-${session.id.slice(-6)}`,
         image: this.settings.image,
         instance: this.paths.instance,
         group,
         session: session.id,
-        mounts,
         limits: { memoryBytes: this.settings.memory_mb * 1024 * 1024, nanoCpus, pids: this.settings.pids, ...(cpus ? { startNanoCpus: cpus.startNanoCpus } : {}) },
       };
-      const common = [`ANTHROPIC_API_KEY=${llm.token}`, 'DISABLE_AUTOUPDATER=1', 'CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1'];
+      // The image sets DISABLE_AUTOUPDATER and CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC.
+      const common = [`ANTHROPIC_API_KEY=${llm.token}`];
       let runner: TurnRunner;
-      if (api && token && apiDir) {
+      if (api) {
+        await this.runtime.ensureNetwork(this.settings.api_network);
+        const token = randomUUID();
+        apiDir = this.writeApiKey(token);
         container = await this.runtime.start({
           ...spec,
+          // The directory, not the file: the entrypoint must be able to delete the file.
+          mounts: [...mounts, { source: apiDir, target: '/run/api', readOnly: false }],
           network: this.settings.api_network,
           publish: API_PORT,
           cmd: ['api'],
@@ -208,6 +204,7 @@ export class AgentManager {
         // to the session's LLM proxy socket: no forwarder process, no TCP hop.
         const started = await this.runtime.startAttached({
           ...spec,
+          mounts,
           network: 'none',
           cmd: CLAUDE_COMMAND,
           env: ['ANTHROPIC_BASE_URL=http://localhost', `ANTHROPIC_UNIX_SOCKET=${LLM_SOCKET}`, ...common],
@@ -217,16 +214,12 @@ export class AgentManager {
         this.core.sessions.setContainer(session.id, container);
         runner = new ClaudeSession(started.process);
       }
-      const agent: Agent = { group, session: session.id, container, privateDir, apiDir, runner, idle: null, cpus };
+      const agent: Agent = { session: session.id, container, privateDir, apiDir, runner, idle: null, cpus };
       this.agents.set(group, agent);
       this.core.publish('agent.started', group, { session: session.id });
       return agent;
     } catch (err) {
-      if (container) await this.runtime.remove(container).catch(() => undefined);
-      if (apiDir) rmSync(apiDir, { recursive: true, force: true });
-      await this.llm.close(session.id);
-      await this.core.closeSession(session.id);
-      rmSync(privateDir, { recursive: true, force: true });
+      await this.teardown({ session: session.id, container, apiDir, privateDir });
       this.core.publish('agent.error', group, { session: session.id, reason: 'the agent could not be started', ...trigger });
       this.core.audit.record({ group, session: session.id, source: 'core', topic: null, correlation: null, stage: 'agent', outcome: 'error', reason: 'agent container failed to start', detail: String((err as Error)?.message ?? err) });
       throw err;
@@ -239,7 +232,7 @@ export class AgentManager {
    * not the token: the mount source shows in `docker inspect`.
    */
   private writeApiKey(token: string): string {
-    const base = this.paths.apiKeyDir ?? (process.env.CARAPACE_API_KEY_DIR || tmpdir());
+    const base = this.paths.apiKeyDir || tmpdir();
     const uid = process.getuid?.();
     if (uid !== undefined && uid !== 0 && uid !== AGENT_UID) {
       throw new Error(`API mode: the core runs as uid ${uid}; only root or uid ${AGENT_UID} can hand the agent (uid ${AGENT_UID}) a token file that is readable by it alone`);
@@ -289,11 +282,16 @@ export class AgentManager {
     this.agents.delete(group);
     if (agent.idle) clearTimeout(agent.idle);
     agent.runner.close();
-    await this.runtime.remove(agent.container).catch(() => undefined);
-    if (agent.apiDir) rmSync(agent.apiDir, { recursive: true, force: true });
-    await this.llm.close(agent.session);
-    await this.core.closeSession(agent.session);
-    rmSync(agent.privateDir, { recursive: true, force: true });
+    await this.teardown(agent);
+  }
+
+  /** What a started (or half-started) agent holds, removed in this order. */
+  private async teardown(held: Pick<Agent, 'session' | 'privateDir' | 'apiDir'> & { container: string | null }): Promise<void> {
+    if (held.container) await this.runtime.remove(held.container).catch(() => undefined);
+    if (held.apiDir) rmSync(held.apiDir, { recursive: true, force: true });
+    await this.llm.close(held.session);
+    await this.core.closeSession(held.session);
+    rmSync(held.privateDir, { recursive: true, force: true });
   }
 
   live(group: string): { session: string; container: string } | null {

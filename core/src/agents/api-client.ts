@@ -35,7 +35,7 @@ export class ApiClient {
 
   /** `token` stays in the core's memory: never in the container's Env, Labels or Cmd. */
   constructor(
-    readonly baseUrl: string,
+    private readonly baseUrl: string,
     private readonly token: string,
   ) {}
 

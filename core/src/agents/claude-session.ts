@@ -38,10 +38,6 @@ export class ClaudeSession implements TurnRunner {
     });
   }
 
-  get running(): boolean {
-    return this.alive;
-  }
-
   /** Runs one turn; turns never overlap (the agent manager queues per group). */
   turn(prompt: string, timeoutMs: number): Promise<TurnResult> {
     if (!this.alive) return Promise.resolve({ status: 'exited', output: '' });

@@ -5,9 +5,24 @@ import { hostname } from 'node:os';
 import { createInterface } from 'node:readline';
 import { PassThrough } from 'node:stream';
 import Docker from 'dockerode';
-import { LABELS, type AgentProcess, type AgentRuntime, type AgentSpec, type AttachedAgent, type ExecResult } from './runtime.js';
+import { LABELS, type AgentProcess, type AgentRuntime, type AgentSpec, type AttachedAgent } from './runtime.js';
 
+/** exec(): output kept per call, stdout and stderr together. */
 const MAX_OUTPUT = 4 * 1024 * 1024;
+
+export interface ExecResult {
+  exitCode: number | null;
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+}
+
+/** The core's own container, when it runs in one. */
+interface OwnContainer {
+  info: Docker.ContainerInspectInfo;
+  /** Its mounts, longest destination first: a path belongs to the most specific one. */
+  mounts: { dest: string; source: string }[];
+}
 
 /**
  * The id the engine gave this container. Its /etc/hostname, /etc/hosts and
@@ -24,7 +39,7 @@ function ownContainerId(): string | null {
 
 export class DockerRuntime implements AgentRuntime {
   private readonly docker: Docker;
-  private own: Promise<Docker.ContainerInspectInfo | null> | null = null;
+  private own: Promise<OwnContainer | null> | null = null;
   private hostCpus: Promise<number> | null = null;
   private readonly networks = new Map<string, Promise<void>>();
   private readonly joined = new Map<string, Promise<void>>();
@@ -38,11 +53,14 @@ export class DockerRuntime implements AgentRuntime {
    * then the engine shares our filesystem (the core on the host, or an engine started in
    * the same container, as in CI) and paths need no translation.
    */
-  private self(): Promise<Docker.ContainerInspectInfo | null> {
+  private self(): Promise<OwnContainer | null> {
     this.own ??= (async () => {
       if (!existsSync('/.dockerenv')) return null;
       const id = ownContainerId() ?? hostname();
-      return this.docker.getContainer(id).inspect().catch(() => null);
+      const info = await this.docker.getContainer(id).inspect().catch(() => null);
+      if (!info) return null;
+      const mounts = (info.Mounts ?? []).map((m) => ({ dest: m.Destination, source: m.Source })).sort((a, b) => b.dest.length - a.dest.length);
+      return { info, mounts };
     })();
     return this.own;
   }
@@ -56,45 +74,35 @@ export class DockerRuntime implements AgentRuntime {
   private async hostPath(local: string): Promise<string> {
     const own = await this.self();
     if (!own) return local;
-    const mounts = (own.Mounts ?? []).map((m) => ({ dest: m.Destination, source: m.Source })).sort((a, b) => b.dest.length - a.dest.length);
-    for (const { dest, source } of mounts) {
+    for (const { dest, source } of own.mounts) {
       if (local === dest || local.startsWith(`${dest}/`)) return source + local.slice(dest.length);
     }
     throw new Error(`${local} is not on a volume shared with the Docker host, so it cannot be mounted into an agent container`);
   }
 
+  /** A container that was created but could not start is removed, not left for orphan clean-up. */
   async start(spec: AgentSpec): Promise<string> {
     const container = await this.create(spec, false);
-    await this.startOrRemove(container);
+    try {
+      await container.start();
+    } catch (err) {
+      await this.remove(container.id).catch(() => undefined);
+      throw err;
+    }
     return container.id;
   }
 
   async startAttached(spec: AgentSpec): Promise<AttachedAgent> {
     const container = await this.create(spec, true);
-    let stream: NodeJS.ReadWriteStream;
+    let agent: AgentProcess | null = null;
     try {
       // Before start: nothing the process writes can be missed, and the first message
       // can be written at once (it waits in the pipe until Claude Code reads it).
-      stream = await container.attach({ stream: true, stdin: true, stdout: true, stderr: true, hijack: true });
-    } catch (err) {
-      await this.remove(container.id).catch(() => undefined);
-      throw err;
-    }
-    const agent = this.processOn(stream);
-    try {
-      await this.startOrRemove(container);
-    } catch (err) {
-      agent.close();
-      throw err;
-    }
-    return { id: container.id, process: agent };
-  }
-
-  /** A container that was created but could not start is removed, not left for orphan clean-up. */
-  private async startOrRemove(container: Docker.Container): Promise<void> {
-    try {
+      agent = this.processOn(await container.attach({ stream: true, stdin: true, stdout: true, stderr: true, hijack: true }));
       await container.start();
+      return { id: container.id, process: agent };
     } catch (err) {
+      agent?.close();
       await this.remove(container.id).catch(() => undefined);
       throw err;
     }
@@ -198,16 +206,18 @@ export class DockerRuntime implements AgentRuntime {
     return `http://127.0.0.1:${binding.HostPort}`;
   }
 
-  /** A containerized core joins the agents' network once, to reach them by name. */
-  private join(own: Docker.ContainerInspectInfo, network: string): Promise<void> {
+  /**
+   * A containerized core joins the agents' network once, to reach them by name. Its
+   * networks are as self() found them; one joined since is caught by "already exists".
+   */
+  private join(own: OwnContainer, network: string): Promise<void> {
     let joined = this.joined.get(network);
     if (!joined) {
       joined = (async () => {
-        const current = await this.docker.getContainer(own.Id).inspect();
-        if (current.NetworkSettings.Networks?.[network]) return;
+        if (own.info.NetworkSettings.Networks?.[network]) return;
         await this.docker
           .getNetwork(network)
-          .connect({ Container: own.Id })
+          .connect({ Container: own.info.Id })
           .catch((err: { statusCode?: number; message?: string }) => {
             // Already connected (a race with ourselves or an operator): fine.
             if (!(err.statusCode === 403 && /already exists/i.test(err.message ?? ''))) throw err;
@@ -219,6 +229,7 @@ export class DockerRuntime implements AgentRuntime {
     return joined;
   }
 
+  /** Not part of AgentRuntime: the core never execs; tests look inside containers with it. */
   async exec(id: string, cmd: string[], timeoutMs: number): Promise<ExecResult> {
     const container = this.docker.getContainer(id);
     const exec = await container.exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true, User: '1000:1000', WorkingDir: '/workspace/group' });
@@ -290,9 +301,9 @@ export class DockerRuntime implements AgentRuntime {
     });
   }
 
-  async listManaged(instance: string): Promise<{ id: string; group: string | null }[]> {
+  async listManaged(instance: string): Promise<string[]> {
     const list = await this.docker.listContainers({ all: true, filters: { label: [`${LABELS.managed}=true`, `${LABELS.instance}=${instance}`] } });
-    return list.map((c) => ({ id: c.Id, group: c.Labels[LABELS.group] ?? null }));
+    return list.map((c) => c.Id);
   }
 
   inspect(id: string): Promise<Docker.ContainerInspectInfo> {

@@ -33,13 +33,6 @@ export interface AgentSpec {
   };
 }
 
-export interface ExecResult {
-  exitCode: number | null;
-  stdout: string;
-  stderr: string;
-  timedOut: boolean;
-}
-
 /** A long-lived process in an agent container: lines in on stdin, lines out on stdout. */
 export interface AgentProcess {
   send(line: string): void;
@@ -76,12 +69,11 @@ export interface AgentRuntime {
   endpoint(id: string, port: number, network: string): Promise<string>;
   /** Sets a running container's CPU limit. */
   limitCpus(id: string, nanoCpus: number): Promise<void>;
-  exec(id: string, cmd: string[], timeoutMs: number): Promise<ExecResult>;
   /** False once the container has stopped (or is gone). */
   isRunning(id: string): Promise<boolean>;
   remove(id: string): Promise<void>;
   /** Containers of this instance (by label), including ones left by an earlier run. */
-  listManaged(instance: string): Promise<{ id: string; group: string | null }[]>;
+  listManaged(instance: string): Promise<string[]>;
 }
 
 export const LABELS = { managed: 'carapace.managed', instance: 'carapace.instance', group: 'carapace.group', session: 'carapace.session' } as const;

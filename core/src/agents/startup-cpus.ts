@@ -15,7 +15,7 @@
 import type { AgentRuntime } from './runtime.js';
 
 /** The start-up allowance (the runtime caps it at the host's CPUs); never below the configured limit. */
-export const STARTUP_CPUS = 2;
+const STARTUP_CPUS = 2;
 
 export class StartupCpus {
   private settled: Promise<void> | null = null;
@@ -25,7 +25,7 @@ export class StartupCpus {
   constructor(
     private readonly runtime: AgentRuntime,
     /** The configured limit, which holds from the first model answer on. */
-    readonly nanoCpus: number,
+    private readonly nanoCpus: number,
   ) {}
 
   /** What the container starts with. */

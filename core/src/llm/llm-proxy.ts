@@ -20,8 +20,6 @@ export interface LlmProxyOptions {
   upstream: string;
   credential: LlmCredential;
   audit: AuditLog;
-  /** Request bodies larger than this are refused (Messages requests are far smaller). */
-  maxBodyBytes?: number;
 }
 
 export interface LlmSessionOptions {
@@ -39,6 +37,9 @@ export interface LlmSession {
   /** What the agent presents as its API key: useless anywhere but on this socket. */
   token: string;
 }
+
+/** Request bodies larger than this are refused (Messages requests are far smaller). */
+const MAX_BODY_BYTES = 32 * 1024 * 1024;
 
 // Hop-by-hop and credential headers never pass through in either direction.
 const DROP_REQUEST = new Set(['host', 'connection', 'content-length', 'x-api-key', 'authorization', 'transfer-encoding', 'keep-alive', 'accept-encoding']);
@@ -105,7 +106,7 @@ export class LlmProxy {
     let size = 0;
     for await (const chunk of req as AsyncIterable<Buffer>) {
       size += chunk.length;
-      if (size > (this.options.maxBodyBytes ?? 32 * 1024 * 1024)) return refuse(413, 'request too large');
+      if (size > MAX_BODY_BYTES) return refuse(413, 'request too large');
       chunks.push(chunk);
     }
     const headers = new Headers();

@@ -5,6 +5,7 @@ import type { Session } from '../boundary/session-table.js';
 import { parseWire } from '../boundary/wire.js';
 import type { Confirmations } from '../confirm/confirmations.js';
 import type { ToolCatalog } from '../plugins/catalog.js';
+import type { RequestEnvelope } from '../protocol/envelope.js';
 import { pipelineError, PLUGIN_ERROR_MESSAGE, type ErrorPayload } from '../protocol/errors.js';
 import { buildResponse, type Answer, type ResponseContext } from '../response/respond.js';
 import type { Sanitizer } from '../response/sanitize.js';
@@ -43,78 +44,77 @@ function auditBase(ctx: ResponseContext): Pick<AuditInput, 'group' | 'session' |
   return { group: ctx.group, session: ctx.session, source: ctx.session, topic: ctx.topic || null, correlation: ctx.correlation };
 }
 
+/** Audits a refusal at `stage` and returns it as the answer. */
+function reject(audit: AuditLog, ctx: ResponseContext, stage: AuditInput['stage'], error: ErrorPayload): Answer {
+  audit.record({ ...auditBase(ctx), stage, outcome: 'rejected', code: error.code, reason: `STAGE ${error.stage ?? 6}: ${error.message}` });
+  return { source: 'core', error };
+}
+
+function pass(audit: AuditLog, ctx: ResponseContext, stage: AuditInput['stage']): void {
+  audit.record({ ...auditBase(ctx), stage, outcome: 'passed' });
+}
+
 async function decide(frames: Buffer[], session: Session, deps: PipelineDeps, ctx: ResponseContext): Promise<Answer> {
   const { audit } = deps;
-  const reject = (stage: AuditInput['stage'], error: ErrorPayload): Answer => {
-    audit.record({ ...auditBase(ctx), stage, outcome: 'rejected', code: error.code, reason: `STAGE ${error.stage ?? 6}: ${error.message}` });
-    return { source: 'core', error };
-  };
-  const pass = (stage: AuditInput['stage']): void => void audit.record({ ...auditBase(ctx), stage, outcome: 'passed' });
 
   // Stage 1: construct the envelope from session state.
   const body = frames.filter((f) => f.length > 0);
   if (body.length !== 1) {
-    return reject('envelope', pipelineError('VALIDATION_FAILED', 'Request must be exactly one JSON frame', false, { stage: 1, field: 'message' }));
+    return reject(audit, ctx, 'envelope', pipelineError('VALIDATION_FAILED', 'Request must be exactly one JSON frame', false, { stage: 1, field: 'message' }));
   }
   const wire = parseWire(body[0]);
   if (!wire.ok) {
     ctx.correlation = wire.correlation;
     ctx.topic = wire.topic;
-    return reject('envelope', wire.error);
+    return reject(audit, ctx, 'envelope', wire.error);
   }
   ctx.topic = wire.message.topic;
   ctx.correlation = wire.message.correlation;
   const key = `${session.id} ${wire.message.correlation}`;
-  const earlier = deps.recent.get(key);
+  const now = Date.now();
+  const earlier = deps.recent.get(key, now);
   if (earlier) {
     audit.record({ ...auditBase(ctx), stage: 'envelope', outcome: 'passed', reason: 'repeat of an earlier request (resent after a reconnect): answered once' });
     return earlier;
   }
   const envelope = constructEnvelope(wire.message, session);
-  pass('envelope');
-  const answer = validateAndRoute(envelope, session, deps, ctx, reject, pass);
-  deps.recent.set(key, answer);
+  pass(audit, ctx, 'envelope');
+  const answer = validateAndRoute(envelope, session, deps, ctx);
+  deps.recent.set(key, answer, now);
   return answer;
 }
 
-async function validateAndRoute(
-  envelope: ReturnType<typeof constructEnvelope>,
-  session: Session,
-  deps: PipelineDeps,
-  ctx: ResponseContext,
-  reject: (stage: AuditInput['stage'], error: ErrorPayload) => Answer,
-  pass: (stage: AuditInput['stage']) => void,
-): Promise<Answer> {
+async function validateAndRoute(envelope: RequestEnvelope, session: Session, deps: PipelineDeps, ctx: ResponseContext): Promise<Answer> {
   const { audit } = deps;
 
   // Stage 2: the topic names a known tool.
   const topic = validateTopic(envelope.topic, deps.catalog);
-  if ('error' in topic) return reject('topic', topic.error);
+  if ('error' in topic) return reject(audit, ctx, 'topic', topic.error);
   const { tool } = topic;
-  pass('topic');
+  pass(audit, ctx, 'topic');
 
   // Stage 3: arguments match the tool's schema.
   const invalid = validatePayload(tool, envelope.payload.arguments);
-  if (invalid) return reject('payload', invalid);
-  pass('payload');
+  if (invalid) return reject(audit, ctx, 'payload', invalid);
+  pass(audit, ctx, 'payload');
 
   // Stage 4: the group may use the tool, and the session is within its rate.
   if (!deps.authorizer.mayUse(session.group, tool)) {
-    return reject('authorize', pipelineError('UNAUTHORIZED', `Group "${session.group}" may not use ${tool.name}`, false, { stage: 4 }));
+    return reject(audit, ctx, 'authorize', pipelineError('UNAUTHORIZED', `Group "${session.group}" may not use ${tool.name}`, false, { stage: 4 }));
   }
   const rate = deps.limiter.check(session.id, tool.name);
   if (!rate.ok) {
     const message = `Rate limit exceeded for ${tool.name} (${rate.limit.per_minute} requests/minute)`;
-    return reject('rate_limit', pipelineError('RATE_LIMITED', message, true, { stage: 4, retry_after: rate.retryAfter }));
+    return reject(audit, ctx, 'rate_limit', pipelineError('RATE_LIMITED', message, true, { stage: 4, retry_after: rate.retryAfter }));
   }
-  pass('authorize');
+  pass(audit, ctx, 'authorize');
 
   // Stage 5: high-risk tools wait for a person.
   const denied = await confirm(tool, envelope, session, deps.confirmations, (id) =>
     audit.record({ ...auditBase(ctx), stage: 'confirm', outcome: 'pending', reason: `awaiting user confirmation ${id}` }),
   );
-  if (denied) return reject('confirm', denied);
-  if (tool.risk_level === 'high') pass('confirm');
+  if (denied) return reject(audit, ctx, 'confirm', denied);
+  if (tool.risk_level === 'high') pass(audit, ctx, 'confirm');
 
   // Stage 6: route to the owner.
   audit.record({ ...auditBase(ctx), stage: 'route', outcome: 'routed', reason: `to ${tool.owner}` });

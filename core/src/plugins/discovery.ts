@@ -1,7 +1,7 @@
 // Plugin discovery: the filesystem is the registry. Each folder under plugins/ with a
 // manifest.json is a plugin named by its folder. A malformed plugin is reported and left
 // out; conflicts between plugins stop start-up, naming both.
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import semver from 'semver';
 import { StartupError } from '../protocol/errors.js';
@@ -36,8 +36,8 @@ export interface Discovery {
   rejected: RejectedPlugin[];
 }
 
-const validateManifest = createAjv().compile(manifestSchema);
 const defaultAjv = createAjv();
+const validateManifest = defaultAjv.compile(manifestSchema);
 
 /** Compiles a tool's schema. Each discovery passes its own ajv, so schema $ids never collide across runs. */
 export function compileTool(
@@ -90,14 +90,10 @@ function loadPlugin(name: string, dir: string, appVersion: string, ajv: Ajv): Di
 export function discoverPlugins(pluginsDir: string, appVersion: string, reservedTools: readonly string[]): Discovery {
   const result: Discovery = { plugins: [], rejected: [] };
   if (!existsSync(pluginsDir)) return result;
-  const isPluginDir = (n: string): boolean => {
-    try {
-      return !n.startsWith('.') && statSync(join(pluginsDir, n)).isDirectory() && existsSync(join(pluginsDir, n, 'manifest.json'));
-    } catch {
-      return false; // a dangling link or unreadable entry is not a plugin
-    }
-  };
-  const names = readdirSync(pluginsDir).filter(isPluginDir).sort();
+  // existsSync never throws: a file, a dangling link or an unreadable entry is simply not a plugin.
+  const names = readdirSync(pluginsDir)
+    .filter((n) => !n.startsWith('.') && existsSync(join(pluginsDir, n, 'manifest.json')))
+    .sort();
   const ajv = createAjv();
   for (const name of names) {
     const loaded = loadPlugin(name, join(pluginsDir, name), appVersion, ajv);

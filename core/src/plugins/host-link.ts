@@ -4,7 +4,7 @@
 import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import * as zmq from 'zeromq';
-import { FrameBatch } from '../boundary/frame-batch.js';
+import { FrameBatch, parseFrames } from '../boundary/frame-batch.js';
 import { SendQueue } from '../boundary/send-queue.js';
 import type { RequestEnvelope } from '../protocol/envelope.js';
 import type { CoreToHost, HandlerOutcome, HostToCore } from './host-protocol.js';
@@ -49,10 +49,6 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
     } catch {
       // the socket closed
     }
-  }
-
-  get connected(): boolean {
-    return this.host !== null;
   }
 
   /** Requests currently with a handler, by plugin: what the drain phase waits for. */
@@ -120,15 +116,7 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
     try {
       // The host batches too: each frame after the identity is one message.
       for await (const [identity, ...frames] of this.router) {
-        for (const frame of frames) {
-          let message: HostToCore;
-          try {
-            message = JSON.parse(frame.toString('utf8')) as HostToCore;
-          } catch {
-            continue;
-          }
-          this.dispatch(identity, message);
-        }
+        for (const message of parseFrames<HostToCore>(frames)) this.dispatch(identity, message);
       }
     } catch (err) {
       if (!this.router.closed) throw err;

@@ -9,6 +9,8 @@ import type { ToolCatalog } from './catalog.js';
 import type { PluginHostLink } from './host-link.js';
 import type { CoreToHost, HostToCore } from './host-protocol.js';
 
+type ServiceResult = Extract<CoreToHost, { t: 'service_result' }>;
+
 const AUDIT_FILTER_KEYS = ['correlation', 'topic', 'outcome', 'last_n', 'since', 'until'] as const;
 
 export interface ServiceDeps {
@@ -23,38 +25,39 @@ export interface ServiceDeps {
 }
 
 /** Answers a plugin's service call: scoped to the request it runs under, never to a group the caller merely names. */
-export function answerService(m: Extract<HostToCore, { t: 'service' }>, deps: ServiceDeps): Extract<CoreToHost, { t: 'service_result' }> {
-  const fail = (message: string) => ({ t: 'service_result' as const, sid: m.sid, ok: false, message });
-  const ok = (value: unknown) => ({ t: 'service_result' as const, sid: m.sid, ok: true, value });
+export function answerService(m: Extract<HostToCore, { t: 'service' }>, deps: ServiceDeps): ServiceResult {
+  const fail = (message: string): ServiceResult => ({ t: 'service_result', sid: m.sid, ok: false, message });
+  const ok = (value: unknown): ServiceResult => ({ t: 'service_result', sid: m.sid, ok: true, value });
   const request = m.rid ? deps.hostLink.requestContext(m.rid) : undefined;
   if (request && request.plugin !== m.plugin) return fail('request context belongs to another plugin');
+  /** Runs `answer` for a call made while handling a request; refuses any other. */
+  const inRequest = (answer: (r: NonNullable<typeof request>) => ServiceResult): ServiceResult =>
+    request ? answer(request) : fail(`${m.method} is only available while handling a request`);
+  /** Runs `answer` for the call's group if the plugin may see it; refuses any other. */
+  const inVisibleGroup = (answer: (group: string) => ServiceResult): ServiceResult =>
+    m.group && deps.authorizer.pluginMaySee(m.plugin, m.group) ? answer(m.group) : fail('plugin may not see this group');
   switch (m.method) {
     case 'getToolCatalog':
       return ok(deps.catalog.available());
-    case 'getAuditLog': {
-      if (!request) return fail('getAuditLog is only available while handling a request');
-      const query: AuditQuery = { group: request.group };
-      for (const key of AUDIT_FILTER_KEYS) if (m.args[key] !== undefined) Object.assign(query, { [key]: m.args[key] });
-      return ok(deps.audit.query(query));
-    }
-    case 'getSessionInfo': {
-      if (!request) return fail('getSessionInfo is only available while handling a request');
-      const session = deps.sessions.get(request.session);
-      return ok({ group: request.group, session_start: session?.startedAt ?? null, plugins: deps.catalog.health() });
-    }
-    case 'listConfirmations': {
-      const group = m.group;
-      if (!group || !deps.authorizer.pluginMaySee(m.plugin, group)) return fail('plugin may not see this group');
-      return ok(deps.confirmations.list(group));
-    }
-    case 'notifyUser': {
+    case 'getAuditLog':
+      return inRequest(({ group }) => {
+        const query: AuditQuery = { group };
+        for (const key of AUDIT_FILTER_KEYS) if (m.args[key] !== undefined) Object.assign(query, { [key]: m.args[key] });
+        return ok(deps.audit.query(query));
+      });
+    case 'getSessionInfo':
+      return inRequest(({ group, session }) =>
+        ok({ group, session_start: deps.sessions.get(session)?.startedAt ?? null, plugins: deps.catalog.health() }),
+      );
+    case 'listConfirmations':
+      return inVisibleGroup((group) => ok(deps.confirmations.list(group)));
+    case 'notifyUser':
       // A plugin tells a person something (a paused task, say) through the group's channels.
-      const group = m.group;
-      if (!group || !deps.authorizer.pluginMaySee(m.plugin, group)) return fail('plugin may not see this group');
-      deps.publish('user.notify', group, { text: String(m.args.text ?? '').slice(0, 4000), from: m.plugin }, m.plugin);
-      deps.audit.record({ group, session: null, source: m.plugin, topic: 'user.notify', correlation: null, stage: 'event', outcome: 'routed', reason: 'notice for the group' });
-      return ok(true);
-    }
+      return inVisibleGroup((group) => {
+        deps.publish('user.notify', group, { text: String(m.args.text ?? '').slice(0, 4000), from: m.plugin }, m.plugin);
+        deps.audit.record({ group, session: null, source: m.plugin, topic: 'user.notify', correlation: null, stage: 'event', outcome: 'routed', reason: 'notice for the group' });
+        return ok(true);
+      });
     case 'resolveConfirmation': {
       // Unknown, answered, expired or another group's: all read as "nothing to resolve".
       const pending = deps.confirmations.get(String(m.args.id));

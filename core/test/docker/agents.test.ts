@@ -4,11 +4,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AgentManager } from '../../src/agents/agent-manager.js';
+import type { AgentManager } from '../../src/agents/agent-manager.js';
 import { DockerRuntime } from '../../src/agents/docker-runtime.js';
-import { LlmProxy } from '../../src/llm/llm-proxy.js';
-import { parseConfig } from '../../src/config.js';
-import { ROOT, Stack } from '../harness.js';
+import { Stack } from '../harness.js';
+import { newAgentManager, sh as shIn } from '../support/agents.js';
 import { AnthropicStandIn, toolResults, type Policy } from '../support/anthropic-standin.js';
 import { expectLockedDown, expectMounts } from '../support/hardening.js';
 
@@ -25,12 +24,10 @@ beforeAll(async () => {
   standIn = new AnthropicStandIn(() => [{ type: 'text', text: 'ok' }]);
   const upstream = await standIn.start();
   runtime = new DockerRuntime();
-  const llm = new LlmProxy({ upstream, credential: { apiKey: REAL_KEY }, audit: stack.core.audit });
   groupsDir = join(stack.dir, 'groups');
   mkdirSync(join(groupsDir, 'other'), { recursive: true });
   writeFileSync(join(groupsDir, 'other', 'other-secret.txt'), 'belongs to other');
-  const settings = parseConfig({ agents: { run_timeout_ms: 60_000 } }).agents;
-  manager = new AgentManager(stack.core, runtime, llm, settings, { groupsDir, stateDir: join(stack.dir, 'state'), agentImageDir: join(ROOT, 'agent-image'), instance: `test-${process.pid}` }, () => ['family', 'other']);
+  manager = newAgentManager(stack, { upstream, apiKey: REAL_KEY, agents: { run_timeout_ms: 60_000 }, instance: `test-${process.pid}`, runtime, groups: ['family', 'other'] });
   await manager.removeOrphans();
   await manager.enqueue('family', 'warm up').catch(() => undefined);
   container = manager.live('family')!.container;
@@ -42,10 +39,7 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-async function sh(script: string): Promise<{ code: number | null; out: string; err: string }> {
-  const r = await runtime.exec(container, ['sh', '-c', script], 30_000);
-  return { code: r.exitCode, out: r.stdout, err: r.stderr };
-}
+const sh = (script: string) => shIn(runtime, container, script);
 
 describe('hardening (docker inspect)', () => {
   it('runs locked down', async () => {

@@ -8,15 +8,24 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AgentManager } from '../../src/agents/agent-manager.js';
+import type { AgentManager } from '../../src/agents/agent-manager.js';
 import { DockerRuntime } from '../../src/agents/docker-runtime.js';
 import type { AgentSpec, AttachedAgent } from '../../src/agents/runtime.js';
-import { LlmProxy } from '../../src/llm/llm-proxy.js';
-import { parseConfig } from '../../src/config.js';
-import { ROOT, Stack, until } from '../harness.js';
+import { Stack, until } from '../harness.js';
+import { newAgentManager, sh } from '../support/agents.js';
 import { AnthropicStandIn } from '../support/anthropic-standin.js';
 import { expectLockedDown, expectMounts } from '../support/hardening.js';
-import { expectModelSawMessage, expectPipelineTrail, milkScript, sendUserMessage, startScenarioStack } from '../support/milk-scenario.js';
+import {
+  expectHungAgentKilled,
+  expectModelSawMessage,
+  expectPipelineTrail,
+  expectWarmContainerReused,
+  HUNG_RUN_TIMEOUT_MS,
+  milkScript,
+  runAgentsOnEvents,
+  sendUserMessage,
+  startScenarioStack,
+} from '../support/milk-scenario.js';
 import { TelegramStandIn } from '../support/telegram-standin.js';
 
 const MODEL_KEY = 'sk-ant-api03-apimode-model-key-0123456789abcdef';
@@ -45,20 +54,11 @@ let model: AnthropicStandIn;
 let runtime: WatchedRuntime;
 let manager: AgentManager;
 let modelUrl: string;
-const runs: Promise<unknown>[] = [];
+let runs: Promise<unknown>[] = [];
 
-
-function settings(extra: Record<string, unknown> = {}) {
-  return parseConfig({ agents: { mode: 'api', api_network: NETWORK, run_timeout_ms: 120_000, ...extra } }).agents;
-}
-
-function newManager(rt: DockerRuntime, agentSettings: ReturnType<typeof settings>, instance: string): AgentManager {
-  return new AgentManager(stack.core, rt, new LlmProxy({ upstream: modelUrl, credential: { apiKey: MODEL_KEY }, audit: stack.core.audit }), agentSettings, {
-    groupsDir: join(stack.dir, 'groups'),
-    stateDir: join(stack.dir, 'state'),
-    agentImageDir: join(ROOT, 'agent-image'),
-    instance,
-  }, () => ['family']);
+/** An API-mode manager on the test network; `agents` adds to (or overrides) its settings. */
+function newManager(rt: DockerRuntime, instance: string, agents: Record<string, unknown> = {}): AgentManager {
+  return newAgentManager(stack, { upstream: modelUrl, apiKey: MODEL_KEY, agents: { mode: 'api', api_network: NETWORK, run_timeout_ms: 120_000, ...agents }, instance, runtime: rt });
 }
 
 function docker(args: string[]): string {
@@ -78,14 +78,9 @@ async function baseUrl(container: string): Promise<string> {
   return `http://127.0.0.1:${bindings[0].HostPort}`;
 }
 
-async function sh(container: string, script: string): Promise<{ code: number | null; out: string; err: string }> {
-  const r = await runtime.exec(container, ['sh', '-c', script], 30_000);
-  return { code: r.exitCode, out: r.stdout, err: r.stderr };
-}
-
 /** The bearer token, as the server process holds it (the only place it lives in the container). */
 async function tokenFromServer(container: string): Promise<string> {
-  const r = await sh(container, `for p in /proc/[0-9]*; do if tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q api-server.mjs; then tr '\\0' '\\n' < $p/environ | sed -n 's/^API_KEY=//p'; fi; done`);
+  const r = await sh(runtime, container, `for p in /proc/[0-9]*; do if tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q api-server.mjs; then tr '\\0' '\\n' < $p/environ | sed -n 's/^API_KEY=//p'; fi; done`);
   const token = r.out.trim().split('\n')[0] ?? '';
   expect(token).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
   return token;
@@ -102,7 +97,7 @@ beforeAll(async () => {
   modelUrl = await model.start();
   stack = await startScenarioStack(telegram, CHAT, BOT_TOKEN);
   runtime = new WatchedRuntime();
-  manager = newManager(runtime, settings(), `api-${process.pid}`);
+  manager = newManager(runtime, `api-${process.pid}`);
   await manager.removeOrphans();
 }, 60_000);
 
@@ -120,10 +115,7 @@ afterAll(async () => {
 
 describe('API mode, end to end', () => {
   it('"remind me to buy milk at 5pm" → agent over HTTP → ipc → plugin → send_telegram → Telegram', async () => {
-    stack.core.on('event', (event) => {
-      const run = manager.onEvent(event);
-      if (run) runs.push(run);
-    });
+    runs = runAgentsOnEvents(stack, manager);
     const reply = await sendUserMessage(telegram, CHAT);
     expect(reply.text).toBe('Done! Reminder set for 5pm.');
     const [outcome] = (await Promise.all(runs)) as { ok: boolean; output: string }[];
@@ -139,11 +131,7 @@ describe('API mode, end to end', () => {
   }, 180_000);
 
   it('a second message reuses the warm container', async () => {
-    const first = manager.live('family');
-    expect(first).not.toBeNull();
-    await sendUserMessage(telegram, CHAT);
-    expect(manager.live('family')?.container).toBe(first?.container);
-    expect(((await runs.at(-1)) as { ok: boolean }).ok).toBe(true);
+    await expectWarmContainerReused(manager, telegram, CHAT, runs);
     expect(runtime.specs).toHaveLength(1);
   }, 180_000);
 });
@@ -196,12 +184,12 @@ describe('API mode container (docker inspect)', () => {
     expect(dir).toMatch(/\/carapace-api-[0-9a-f-]{36}$/);
     expect(statSync(dir).mode & 0o777).toBe(0o700);
     expect(readdirSync(dir)).toEqual([]);
-    expect((await sh(container, 'ls -A /run/api')).out.trim()).toBe('');
+    expect((await sh(runtime, container, 'ls -A /run/api')).out.trim()).toBe('');
   });
 
   it('only the server process holds the token: not Claude Code, not the forwarder', async () => {
     const container = manager.live('family')!.container;
-    const r = await sh(container, `for p in /proc/[0-9]*; do c=$(tr '\\0' ' ' < $p/cmdline 2>/dev/null); [ -n "$c" ] || continue; if tr '\\0' '\\n' < $p/environ 2>/dev/null | grep -q '^API_KEY='; then echo "HAS $c"; else echo "NO $c"; fi; done`);
+    const r = await sh(runtime, container, `for p in /proc/[0-9]*; do c=$(tr '\\0' ' ' < $p/cmdline 2>/dev/null); [ -n "$c" ] || continue; if tr '\\0' '\\n' < $p/environ 2>/dev/null | grep -q '^API_KEY='; then echo "HAS $c"; else echo "NO $c"; fi; done`);
     const lines = r.out.trim().split('\n');
     expect(lines.filter((l) => l.startsWith('HAS ')).every((l) => l.includes('api-server.mjs'))).toBe(true);
     expect(lines.some((l) => l.startsWith('HAS ') && l.includes('api-server.mjs'))).toBe(true);
@@ -236,7 +224,7 @@ describe('API mode authentication', () => {
 
   it('finds the model key nowhere inside: env, process environments, readable files', async () => {
     const container = manager.live('family')!.container;
-    const r = await sh(container, `env; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n'; grep -rs -l 'apimode-model-key' /home /run /workspace /tmp /etc 2>/dev/null; true`);
+    const r = await sh(runtime, container, `env; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n'; grep -rs -l 'apimode-model-key' /home /run /workspace /tmp /etc 2>/dev/null; true`);
     expect(r.out).toContain('ANTHROPIC_BASE_URL=http://127.0.0.1:8089');
     expect(r.out).not.toContain(MODEL_KEY);
     expect(r.out).not.toContain('apimode-model-key');
@@ -246,7 +234,7 @@ describe('API mode authentication', () => {
   it('talks TCP only on loopback, apart from requests arriving at its API port', async () => {
     // After two full turns: Claude Code reached the model through the loopback forwarder
     // (and the LLM proxy's unix socket), never over the network it now has.
-    const r = await sh(manager.live('family')!.container, 'cat /proc/net/tcp /proc/net/tcp6 2>/dev/null');
+    const r = await sh(runtime, manager.live('family')!.container, 'cat /proc/net/tcp /proc/net/tcp6 2>/dev/null');
     const rows = r.out.trim().split('\n').filter((l) => /^\s*\d+:/.test(l)).map((l) => l.trim().split(/\s+/));
     expect(rows.length).toBeGreaterThan(0);
     const loopback = (addr: string) => /^[0-9A-F]{6}7F:/.test(addr) || /^0000000000000000FFFF0000[0-9A-F]{6}7F:/.test(addr) || /^0{24}01000000:/.test(addr) || /^0+:/.test(addr);
@@ -276,7 +264,7 @@ describe('API mode lifecycle', () => {
       }
     }
     const broken = new Misstarted();
-    const failing = newManager(broken, settings(), `api-broken-${process.pid}`);
+    const failing = newManager(broken, `api-broken-${process.pid}`);
     const sentBefore = telegram.sentTo(CHAT).length;
     try {
       const started = Date.now();
@@ -296,24 +284,12 @@ describe('API mode lifecycle', () => {
 
   it('a hung agent is killed after the run limit, its token directory removed, and the user told', async () => {
     const hungRuntime = new WatchedRuntime();
-    const impatient = newManager(hungRuntime, settings({ run_timeout_ms: 4000 }), `api-hung-${process.pid}`);
+    const impatient = newManager(hungRuntime, `api-hung-${process.pid}`, { run_timeout_ms: HUNG_RUN_TIMEOUT_MS });
     // Longer than the run limit, short enough not to keep Jest waiting long afterwards.
-    model.delayMs = 15_000;
-    const sentBefore = telegram.sentTo(CHAT).length;
-    try {
-      const outcome = await impatient.enqueue('family', 'this will hang');
-      expect(outcome.ok).toBe(false);
-      expect(impatient.live('family')).toBeNull();
+    await expectHungAgentKilled({ stack, telegram, model, chat: CHAT }, impatient, 15_000, async () => {
       expect(await hungRuntime.listManaged(`api-hung-${process.pid}`)).toEqual([]);
       expect(existsSync(apiDirOf(hungRuntime.specs[0]))).toBe(false);
-      const notice = await until(() => telegram.sentTo(CHAT).slice(sentBefore).find((m) => m.text.includes('Sorry, something went wrong')), 20_000);
-      expect(notice.text).toContain('timeout');
-      const entries = stack.core.audit.query({ group: 'family' }).filter((e) => e.stage === 'agent' && e.outcome === 'error');
-      expect(entries.at(-1)?.reason).toContain('exceeded 4000 ms');
-    } finally {
-      model.delayMs = 0;
-      await impatient.stop();
-    }
+    });
   }, 90_000);
 });
 

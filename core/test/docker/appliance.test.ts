@@ -9,12 +9,12 @@
 // `NetworkMode: none`.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AuditEntry } from '../../src/audit/audit-log.js';
-import { freePort, ROOT, sleep, until } from '../harness.js';
+import { ROOT, until } from '../harness.js';
 import { AnthropicStandIn } from '../support/anthropic-standin.js';
+import { ComposeProject, type Health } from '../support/compose.js';
 import { expectModelSawMessage, expectPipelineTrail, milkScript, REPLY, sendUserMessage, type RecordTool } from '../support/milk-scenario.js';
 import { TelegramStandIn, type SentMessage } from '../support/telegram-standin.js';
 
@@ -26,8 +26,7 @@ const CHAT = 2002;
 const RECORD: RecordTool = { tool: 'memory_store', args: { type: 'context', content: 'buy milk at 5pm' } };
 const DOCKER = process.env.DOCKER || 'docker';
 
-let volumes: string;
-let port: number;
+let project: ComposeProject;
 let telegram: TelegramStandIn;
 let model: AnthropicStandIn;
 let modelUrl: string;
@@ -47,29 +46,13 @@ function hostNetworkCompose(): string {
   return text;
 }
 
-function compose(args: string[]): string {
-  const [cmd, pre] = existsSync('/usr/bin/docker-compose') ? ['docker-compose', []] : ['docker', ['compose']];
-  return execFileSync(cmd, [...pre, '-p', PROJECT, '-f', COMPOSE_FILE, ...args], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      CARAPACE_INSTANCE: PROJECT,
-      CARAPACE_VOLUMES: volumes,
-      CARAPACE_ADMIN_PORT: String(port),
-      CARAPACE_MODEL_API_URL: modelUrl,
-      ANTHROPIC_API_KEY: MODEL_KEY,
-      TELEGRAM_BOT_TOKEN: BOT_TOKEN,
-    },
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-}
+const compose = (args: string[]): string => project.run(args);
 
 const agentContainers = (): string[] =>
   execFileSync(DOCKER, ['ps', '-aq', '--filter', `label=carapace.instance=${PROJECT}`], { encoding: 'utf8' }).split('\n').filter(Boolean);
 
 function auditEntries(): AuditEntry[] {
-  const file = join(volumes, 'logs', 'audit.jsonl');
+  const file = join(project.volumes, 'logs', 'audit.jsonl');
   if (!existsSync(file)) return [];
   return readFileSync(file, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line) as AuditEntry);
 }
@@ -78,34 +61,25 @@ beforeAll(async () => {
   telegram = await TelegramStandIn.start(BOT_TOKEN);
   model = new AnthropicStandIn(milkScript(CHAT, RECORD));
   modelUrl = await model.start();
-  port = await freePort();
-  volumes = mkdtempSync(join(tmpdir(), 'cp-appliance-'));
-  for (const d of ['config', 'data', 'logs', 'groups']) mkdirSync(join(volumes, d));
-  writeFileSync(
-    join(volumes, 'config', 'carapace.json'),
-    JSON.stringify({
+  project = await ComposeProject.create({
+    name: PROJECT,
+    file: COMPOSE_FILE,
+    config: {
       groups: { main: {} },
       agents: { run_timeout_ms: 120_000 },
       plugins: { telegram: { bot_token: '${TELEGRAM_BOT_TOKEN}', api_base_url: telegram.url, chats: { [String(CHAT)]: 'main' }, owners: [42], poll_timeout_s: 1 } },
-    }),
-  );
+    },
+    env: { CARAPACE_MODEL_API_URL: modelUrl, ANTHROPIC_API_KEY: MODEL_KEY, TELEGRAM_BOT_TOKEN: BOT_TOKEN },
+  });
   writeFileSync(COMPOSE_FILE, hostNetworkCompose());
   // Written while the appliance is down: the plugin host may publish it the moment it
   // connects, before the core has finished starting. It must not be lost.
   answer = sendUserMessage(telegram, CHAT);
   answer.catch(() => undefined); // awaited (and reported) in the test
   compose(['up', '-d', 'core', 'plugins']);
-  const healthy = async (): Promise<boolean> => {
-    try {
-      const r = await fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(2000) });
-      const body = (await r.json()) as { plugins?: { healthy?: string[] } };
-      return ['telegram', 'memory'].every((p) => body.plugins?.healthy?.includes(p));
-    } catch {
-      return false;
-    }
-  };
-  for (let i = 0; i < 120 && !(await healthy()); i++) await sleep(500);
-  if (!(await healthy())) throw new Error(`the appliance did not become healthy:\n${compose(['logs', '--tail', '80'])}`);
+  const ready = (h: Health): boolean => ['telegram', 'memory'].every((p) => h.plugins.healthy.includes(p));
+  const health = await project.waitForHealth(ready);
+  if (!(health && ready(health))) throw new Error(`the appliance did not become healthy:\n${compose(['logs', '--tail', '80'])}`);
 }, 300_000);
 
 afterAll(async () => {
@@ -116,7 +90,7 @@ afterAll(async () => {
     const left = agentContainers();
     if (left.length > 0) execFileSync(DOCKER, ['rm', '-f', ...left]);
     rmSync(COMPOSE_FILE, { force: true });
-    rmSync(volumes, { recursive: true, force: true });
+    project?.removeVolumes();
     await model?.stop();
     await telegram?.close();
   }
@@ -153,7 +127,7 @@ describe('the appliance, end to end (core and plugin host in their containers)',
     expect(info.HostConfig.CapDrop).toEqual(['ALL']);
     // Paths on the host, not the core container's own view (/app/volumes/...).
     const workspace = info.Mounts.find((m) => m.Destination === '/workspace/group');
-    expect(workspace?.Source).toBe(join(volumes, 'groups', 'main'));
+    expect(workspace?.Source).toBe(join(project.volumes, 'groups', 'main'));
     expect(info.Mounts.some((m) => m.Source.startsWith('/app/'))).toBe(false);
     expect(info.Config.Env.join('\n')).not.toContain(MODEL_KEY);
   });

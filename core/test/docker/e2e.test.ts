@@ -4,14 +4,21 @@
 // with send_telegram, and the Telegram stand-in receives it. The model is a scripted
 // stand-in for the Messages API; Telegram is a stand-in for the Bot API.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { join } from 'node:path';
-import { AgentManager } from '../../src/agents/agent-manager.js';
-import { DockerRuntime } from '../../src/agents/docker-runtime.js';
-import { LlmProxy } from '../../src/llm/llm-proxy.js';
-import { parseConfig } from '../../src/config.js';
-import { ROOT, Stack, until } from '../harness.js';
+import type { AgentManager } from '../../src/agents/agent-manager.js';
+import type { Stack } from '../harness.js';
+import { newAgentManager } from '../support/agents.js';
 import { AnthropicStandIn } from '../support/anthropic-standin.js';
-import { expectModelSawMessage, expectPipelineTrail, milkScript, sendUserMessage, startScenarioStack } from '../support/milk-scenario.js';
+import {
+  expectHungAgentKilled,
+  expectModelSawMessage,
+  expectPipelineTrail,
+  expectWarmContainerReused,
+  HUNG_RUN_TIMEOUT_MS,
+  milkScript,
+  runAgentsOnEvents,
+  sendUserMessage,
+  startScenarioStack,
+} from '../support/milk-scenario.js';
 import { TelegramStandIn } from '../support/telegram-standin.js';
 
 const MODEL_KEY = 'sk-ant-api03-e2e-model-key-0123456789abcdef';
@@ -23,23 +30,14 @@ let telegram: TelegramStandIn;
 let model: AnthropicStandIn;
 let manager: AgentManager;
 let modelUrl: string;
-const runs: Promise<unknown>[] = [];
-
+let runs: Promise<unknown>[] = [];
 
 beforeAll(async () => {
   telegram = await TelegramStandIn.start(BOT_TOKEN);
   model = new AnthropicStandIn(milkScript(CHAT));
-  const upstream = await model.start();
-  modelUrl = upstream;
+  modelUrl = await model.start();
   stack = await startScenarioStack(telegram, CHAT, BOT_TOKEN);
-  const llm = new LlmProxy({ upstream, credential: { apiKey: MODEL_KEY }, audit: stack.core.audit });
-  const settings = parseConfig({ agents: { run_timeout_ms: 120_000 } }).agents;
-  manager = new AgentManager(stack.core, new DockerRuntime(), llm, settings, {
-    groupsDir: join(stack.dir, 'groups'),
-    stateDir: join(stack.dir, 'state'),
-    agentImageDir: join(ROOT, 'agent-image'),
-    instance: `e2e-${process.pid}`,
-  }, () => ['family']);
+  manager = newAgentManager(stack, { upstream: modelUrl, apiKey: MODEL_KEY, agents: { run_timeout_ms: 120_000 }, instance: `e2e-${process.pid}` });
   await manager.removeOrphans();
 }, 60_000);
 
@@ -52,10 +50,7 @@ afterAll(async () => {
 
 describe('a Telegram message, end to end', () => {
   it('"remind me to buy milk at 5pm" → agent → ipc → plugin → send_telegram → Telegram', async () => {
-    stack.core.on('event', (event) => {
-      const run = manager.onEvent(event);
-      if (run) runs.push(run);
-    });
+    runs = runAgentsOnEvents(stack, manager);
     const reply = await sendUserMessage(telegram, CHAT);
     expect(reply.text).toBe('Done! Reminder set for 5pm.');
     const [outcome] = (await Promise.all(runs)) as { ok: boolean; output: string }[];
@@ -67,34 +62,12 @@ describe('a Telegram message, end to end', () => {
   }, 180_000);
 
   it('a second message reuses the warm container', async () => {
-    const first = manager.live('family');
-    expect(first).not.toBeNull();
-    await sendUserMessage(telegram, CHAT);
-    expect(manager.live('family')?.container).toBe(first?.container);
-    expect(((await runs.at(-1)) as { ok: boolean }).ok).toBe(true);
+    await expectWarmContainerReused(manager, telegram, CHAT, runs);
   }, 180_000);
 
   it('a hung agent is killed after the run limit and the user is told', async () => {
     await manager.retire('family');
-    const impatient = new AgentManager(stack.core, new DockerRuntime(), new LlmProxy({ upstream: modelUrl, credential: { apiKey: MODEL_KEY }, audit: stack.core.audit }), parseConfig({ agents: { run_timeout_ms: 4000 } }).agents, {
-      groupsDir: join(stack.dir, 'groups'),
-      stateDir: join(stack.dir, 'state'),
-      agentImageDir: join(ROOT, 'agent-image'),
-      instance: `e2e-hung-${process.pid}`,
-    }, () => ['family']);
-    model.delayMs = 60_000;
-    const sentBefore = telegram.sentTo(CHAT).length;
-    try {
-      const outcome = await impatient.enqueue('family', 'this will hang');
-      expect(outcome.ok).toBe(false);
-      expect(impatient.live('family')).toBeNull();
-      const notice = await until(() => telegram.sentTo(CHAT).slice(sentBefore).find((m) => m.text.includes('Sorry, something went wrong')), 20_000);
-      expect(notice.text).toContain('timeout');
-      const entries = stack.core.audit.query({ group: 'family' }).filter((e) => e.stage === 'agent' && e.outcome === 'error');
-      expect(entries.at(-1)?.reason).toContain('exceeded 4000 ms');
-    } finally {
-      model.delayMs = 0;
-      await impatient.stop();
-    }
+    const impatient = newAgentManager(stack, { upstream: modelUrl, apiKey: MODEL_KEY, agents: { run_timeout_ms: HUNG_RUN_TIMEOUT_MS }, instance: `e2e-hung-${process.pid}` });
+    await expectHungAgentKilled({ stack, telegram, model, chat: CHAT }, impatient, 60_000);
   }, 60_000);
 });

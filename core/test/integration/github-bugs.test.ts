@@ -1,9 +1,9 @@
 // The bundled github-bugs plugin, end to end: the real core, the real plugin host process,
 // the real ipc binary and a GitHub/Gitea REST stand-in on 127.0.0.1.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { ROOT, Stack, until, type IpcResult } from '../harness.js';
+import { freePort, ROOT, Stack, until, type IpcResult } from '../harness.js';
+import { expectError } from '../support/expect-ipc.js';
 import { GitHubStandIn } from '../support/github-standin.js';
 import type { AuditEntry } from '../../src/audit/audit-log.js';
 import type { Session } from '../../src/boundary/session-table.js';
@@ -34,11 +34,6 @@ function startStack(gh: GitHubStandIn, opts: StartOptions = {}): Promise<Stack> 
   });
 }
 
-function expectError(r: IpcResult, code: string, extra: Record<string, unknown> = {}): void {
-  expect(r.code).toBe(1);
-  expect(r.err).toMatchObject({ code, ...extra });
-}
-
 let gh: GitHubStandIn;
 let stack: Stack;
 let main: Session;
@@ -55,11 +50,7 @@ async function call(s: Stack, session: Session, topic: string, args: unknown): P
 /** Files a report and answers its confirmation like the user would. */
 async function report(s: Stack, session: Session, args: Record<string, unknown>, approve = true): Promise<IpcResult> {
   const pending = call(s, session, 'tool.invoke.create_bug_report', args);
-  const confirmation = await until(
-    () => s.core.confirmations.list(session.group).find((p) => p.tool === 'create_bug_report' && p.arguments.title === args.title),
-    10_000,
-  );
-  s.core.confirmations.resolve(confirmation.id, approve, 'test');
+  await s.answerConfirmation(session.group, (p) => p.tool === 'create_bug_report' && p.arguments.title === args.title, approve);
   return pending;
 }
 
@@ -69,16 +60,6 @@ async function lastCall(s: Stack, session: Session, tool: string): Promise<{ cor
   const correlation = all.filter((e) => e.session === session.id && e.topic === `tool.invoke.${tool}` && e.stage === 'response').at(-1)?.correlation;
   expect(correlation).toBeTruthy();
   return { correlation: correlation!, entries: all.filter((e) => e.correlation === correlation) };
-}
-
-async function closedPort(): Promise<number> {
-  return new Promise<number>((resolve) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 beforeAll(async () => {
@@ -308,7 +289,7 @@ describe('start-up failures', () => {
   });
 
   it('an unreachable tracker: NETWORK_ERROR', async () => {
-    const bad = await startStack(gh, { baseUrl: `http://127.0.0.1:${await closedPort()}` });
+    const bad = await startStack(gh, { baseUrl: `http://127.0.0.1:${await freePort()}` });
     try {
       expect(bad.core.catalog.health().failed).toContainEqual({ name: 'github-bugs', category: 'NETWORK_ERROR' });
     } finally {

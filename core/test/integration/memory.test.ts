@@ -5,6 +5,7 @@ import Database from 'better-sqlite3';
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT, Stack, until, type IpcResult } from '../harness.js';
+import { expectError, expectOk } from '../support/expect-ipc.js';
 import { renderBrief } from '../../src/agents/memory-brief.js';
 import type { Session } from '../../src/boundary/session-table.js';
 
@@ -43,18 +44,6 @@ CREATE INDEX idx_memory_created ON memory_entries(created_at);
 
 let stack: Stack;
 let memoryDir: string;
-
-function expectOk(r: IpcResult): any {
-  expect(r.stderr).toBe('');
-  expect(r.code).toBe(0);
-  return r.out;
-}
-
-function expectError(r: IpcResult, code: string, extra: Record<string, unknown> = {}): any {
-  expect(r.code).toBe(1);
-  expect(r.err).toMatchObject({ code, ...extra });
-  return r.err;
-}
 
 const store = (s: Session, args: Record<string, unknown>) => stack.ipc(s, 'tool.invoke.memory_store', args);
 const search = (s: Session, args: Record<string, unknown> = {}) => stack.ipc(s, 'tool.invoke.memory_search', args);

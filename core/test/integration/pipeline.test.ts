@@ -2,6 +2,7 @@
 // pipeline, a plugin host process and the audit file.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { FAULTY_TOKEN, Stack, until, type IpcResult } from '../harness.js';
+import { expectError as expectErrorFields } from '../support/expect-ipc.js';
 import type { Session } from '../../src/boundary/session-table.js';
 
 const PLUGINS = ['echo', 'faulty', 'guarded', 'services', 'netfail', 'authfail', 'badconfig', 'crashinit', 'broken'];
@@ -25,10 +26,10 @@ afterAll(async () => {
   await stack?.stop();
 });
 
+/** The shared check, and here also: nothing on stdout, and a well-formed error object. */
 function expectError(r: IpcResult, code: string, extra: Record<string, unknown> = {}): void {
-  expect(r.code).toBe(1);
+  expectErrorFields(r, code, extra);
   expect(r.stdout).toBe('');
-  expect(r.err).toMatchObject({ code, ...extra });
   expect(typeof r.err.message).toBe('string');
   expect(typeof r.err.retriable).toBe('boolean');
 }

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { freePort, ROOT, Stack, until, type IpcResult } from '../harness.js';
+import { expectError, expectOk } from '../support/expect-ipc.js';
 import { Radicale } from '../support/radicale.js';
 import type { Session } from '../../src/boundary/session-table.js';
 import {
@@ -25,11 +26,6 @@ const USER = 'carapace';
 const PASSWORD = 'Rem1nd-s3cret-7Qx';
 const BASIC = Buffer.from(`${USER}:${PASSWORD}`).toString('base64');
 const PLUGIN_DIR = join(ROOT, 'plugins/reminders');
-
-function expectError(r: IpcResult, code: string, extra: Record<string, unknown> = {}): void {
-  expect(r.code).toBe(1);
-  expect(r.err).toMatchObject({ code, ...extra });
-}
 
 const octets = (s: string): number => Buffer.byteLength(s, 'utf8');
 
@@ -154,12 +150,7 @@ describe('reminders plugin over CalDAV (Radicale)', () => {
     return r;
   };
   const invoke = (tool: string, args: unknown, opts: { timeoutMs?: number } = {}): Promise<IpcResult> => call(stack, main, tool, args, opts);
-  const ok = async (tool: string, args: unknown): Promise<any> => {
-    const r = await invoke(tool, args);
-    expect(r.stderr).toBe('');
-    expect(r.code).toBe(0);
-    return r.out;
-  };
+  const ok = async (tool: string, args: unknown): Promise<any> => expectOk(await invoke(tool, args));
   const objectPath = (slug: string, id: string): string => `/${USER}/${slug}/${id}.ics`;
 
   function startStack(pluginConfig: Record<string, unknown>, env: Record<string, string> = { REMINDERS_PASSWORD: PASSWORD }): Promise<Stack> {

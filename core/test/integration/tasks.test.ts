@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT, Stack, sleep, until, type IpcResult } from '../harness.js';
+import { expectError } from '../support/expect-ipc.js';
 import { TelegramStandIn } from '../support/telegram-standin.js';
 import type { EventEnvelope } from '../../src/protocol/envelope.js';
 import type { Session } from '../../src/boundary/session-table.js';
@@ -58,11 +59,6 @@ const events: EventEnvelope[] = [];
 const triggered = (taskId: string) => events.filter((e) => e.topic === 'task.triggered' && e.payload.task_id === taskId);
 const stateFile = () => join(stack.dir, 'data', 'tasks', 'tasks.json');
 
-function expectError(r: IpcResult, code: string, extra: Record<string, unknown> = {}): void {
-  expect(r.code).toBe(1);
-  expect(r.err).toMatchObject({ code, ...extra });
-}
-
 function call(session: Session, tool: string, args: unknown): Promise<IpcResult> {
   return stack.ipc(session, `tool.invoke.${tool}`, args, { timeoutMs: 25_000 });
 }
@@ -80,11 +76,7 @@ async function listed(session: Session, id: string): Promise<ListedTask | undefi
 /** Calls a high-risk tool and answers its confirmation. */
 async function confirmed(session: Session, tool: string, args: Record<string, unknown>, approve = true): Promise<IpcResult> {
   const pending = call(session, tool, args);
-  const confirmation = await until(
-    () => stack.core.confirmations.list(session.group).find((p) => p.tool === tool && JSON.stringify(p.arguments) === JSON.stringify(args)),
-    10_000,
-  );
-  stack.core.confirmations.resolve(confirmation.id, approve, 'test');
+  await stack.answerConfirmation(session.group, (p) => p.tool === tool && JSON.stringify(p.arguments) === JSON.stringify(args), approve);
   return pending;
 }
 

@@ -1,11 +1,10 @@
 // The bundled Telegram channel plugin, end to end: the real core, the real plugin host
 // process, the real ipc binary and a Bot API stand-in on 127.0.0.1.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { FIXTURE_HANDLERS, ROOT, Stack, until, type IpcResult } from '../harness.js';
+import { freePort, ROOT, Stack, until } from '../harness.js';
+import { expectError } from '../support/expect-ipc.js';
 import { TelegramStandIn, TEXT_LIMIT } from '../support/telegram-standin.js';
 import type { EventEnvelope } from '../../src/protocol/envelope.js';
 import type { Session } from '../../src/boundary/session-table.js';
@@ -15,22 +14,11 @@ const MAIN_CHAT = 100;
 const FAMILY_CHAT = 200;
 const OWNER = 42;
 
-/**
- * The harness points CARAPACE_HANDLERS_DIR at the fixtures' compiled handlers; the real
- * plugin's handler is compiled to dist/plugins/telegram. A temporary handlers dir holds both.
- */
-function handlersDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'cp-handlers-'));
-  symlinkSync(join(ROOT, 'dist/plugins/telegram'), join(dir, 'telegram'));
-  symlinkSync(join(FIXTURE_HANDLERS, 'guarded'), join(dir, 'guarded'));
-  return dir;
-}
-
-function startStack(tg: { url: string }, handlers: string, token = TOKEN, extraConfig: Record<string, unknown> = {}): Promise<Stack> {
+function startStack(tg: { url: string }, token = TOKEN, extraConfig: Record<string, unknown> = {}): Promise<Stack> {
   return Stack.start({
     plugins: ['guarded'],
     extraPluginDirs: { telegram: join(ROOT, 'plugins/telegram') },
-    env: { TELEGRAM_BOT_TOKEN: token, CARAPACE_HANDLERS_DIR: handlers },
+    env: { TELEGRAM_BOT_TOKEN: token },
     config: {
       groups: { main: {}, family: {} },
       confirmation_timeout_ms: 20_000,
@@ -48,13 +36,7 @@ function startStack(tg: { url: string }, handlers: string, token = TOKEN, extraC
   });
 }
 
-function expectError(r: IpcResult, code: string, extra: Record<string, unknown> = {}): void {
-  expect(r.code).toBe(1);
-  expect(r.err).toMatchObject({ code, ...extra });
-}
-
 let tg: TelegramStandIn;
-let handlers: string;
 let stack: Stack;
 let main: Session;
 const events: EventEnvelope[] = [];
@@ -62,8 +44,7 @@ const inbound = (body: string) => events.filter((e) => e.topic === 'message.inbo
 
 beforeAll(async () => {
   tg = await TelegramStandIn.start(TOKEN);
-  handlers = handlersDir();
-  stack = await startStack(tg, handlers);
+  stack = await startStack(tg);
   stack.core.on('event', (e) => events.push(e));
   main = await stack.openSession('main');
 });
@@ -71,7 +52,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.stop();
   await tg?.close();
-  if (handlers) rmSync(handlers, { recursive: true, force: true });
 });
 
 describe('start-up', () => {
@@ -267,7 +247,7 @@ describe('restarts', () => {
 describe('start-up failures', () => {
   it('a wrong token leaves the plugin failed with AUTH_ERROR, and the token never appears', async () => {
     const wrong = '987654321:AAwrong-token_zyxwvutsrqponmlkjihgf';
-    const other = await startStack(tg, handlers, wrong);
+    const other = await startStack(tg, wrong);
     try {
       const session = await other.openSession('main');
       const info = await other.ipc(session, 'tool.invoke.get_session_info', {});
@@ -283,14 +263,8 @@ describe('start-up failures', () => {
   });
 
   it('an unreachable Bot API leaves the plugin failed with NETWORK_ERROR', async () => {
-    const closed = await new Promise<number>((resolve) => {
-      const server = createServer();
-      server.listen(0, '127.0.0.1', () => {
-        const { port } = server.address() as { port: number };
-        server.close(() => resolve(port));
-      });
-    });
-    const other = await startStack({ url: `http://127.0.0.1:${closed}` }, handlers);
+    const closed = await freePort();
+    const other = await startStack({ url: `http://127.0.0.1:${closed}` });
     try {
       expect(other.core.catalog.health().failed).toContainEqual({ name: 'telegram', category: 'NETWORK_ERROR' });
     } finally {
@@ -303,7 +277,7 @@ describe('shutdown', () => {
   it('aborts the long poll at once, saves the offset and reports a clean shutdown', async () => {
     // Its own Bot API: two plugins polling one bot would take each other's updates.
     const own = await TelegramStandIn.start(TOKEN);
-    const other = await startStack(own, handlers, TOKEN, { poll_timeout_s: 25 });
+    const other = await startStack(own, TOKEN, { poll_timeout_s: 25 });
     try {
       const delivered = own.queueMessage({ chatId: FAMILY_CHAT, text: 'just before shutdown' });
       await until(() => own.callsOf('getUpdates').find((c) => Number(c.params.offset) > delivered.update_id), 10000);

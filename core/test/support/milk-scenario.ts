@@ -3,6 +3,7 @@
 // Telegram, then ends the turn.
 import { expect } from '@jest/globals';
 import { join } from 'node:path';
+import type { AgentManager } from '../../src/agents/agent-manager.js';
 import type { AuditEntry } from '../../src/audit/audit-log.js';
 import { ROOT, Stack, until } from '../harness.js';
 import { toolResults, type AnthropicStandIn, type Block, type RecordedRequest } from './anthropic-standin.js';
@@ -74,4 +75,56 @@ export function expectModelSawMessage(model: AnthropicStandIn, modelKey: string)
   const main = model.requests.filter((r) => (r.body?.tools ?? []).length > 0);
   expect(JSON.stringify(main[0].body.messages)).toContain(USER_MESSAGE);
   expect(model.requests.every((r) => r.headers['x-api-key'] === modelKey)).toBe(true);
+}
+
+/** Hands each of the core's events to the manager; the runs it starts, in order. */
+export function runAgentsOnEvents(stack: Stack, manager: AgentManager): Promise<unknown>[] {
+  const runs: Promise<unknown>[] = [];
+  stack.core.on('event', (event) => {
+    const run = manager.onEvent(event);
+    if (run) runs.push(run);
+  });
+  return runs;
+}
+
+/** The user writes again: the family's warm container answers, and the run succeeds. */
+export async function expectWarmContainerReused(manager: AgentManager, telegram: TelegramStandIn, chat: number, runs: Promise<unknown>[]): Promise<void> {
+  const first = manager.live('family');
+  expect(first).not.toBeNull();
+  await sendUserMessage(telegram, chat);
+  expect(manager.live('family')?.container).toBe(first?.container);
+  expect(((await runs.at(-1)) as { ok: boolean }).ok).toBe(true);
+}
+
+/** The run limit of the manager given to expectHungAgentKilled. */
+export const HUNG_RUN_TIMEOUT_MS = 4000;
+
+export interface Scenario {
+  stack: Stack;
+  telegram: TelegramStandIn;
+  model: AnthropicStandIn;
+  chat: number;
+}
+
+/**
+ * The model answers only after `delayMs` (longer than the run limit): `impatient`, a manager
+ * with run_timeout_ms HUNG_RUN_TIMEOUT_MS, kills the family's agent, the user is told and
+ * the audit log says why. `alsoCheck` runs once the run has failed. Stops `impatient`.
+ */
+export async function expectHungAgentKilled(s: Scenario, impatient: AgentManager, delayMs: number, alsoCheck: () => Promise<void> = async () => undefined): Promise<void> {
+  s.model.delayMs = delayMs;
+  const sentBefore = s.telegram.sentTo(s.chat).length;
+  try {
+    const outcome = await impatient.enqueue('family', 'this will hang');
+    expect(outcome.ok).toBe(false);
+    expect(impatient.live('family')).toBeNull();
+    await alsoCheck();
+    const notice = await until(() => s.telegram.sentTo(s.chat).slice(sentBefore).find((m) => m.text.includes('Sorry, something went wrong')), 20_000);
+    expect(notice.text).toContain('timeout');
+    const entries = s.stack.core.audit.query({ group: 'family' }).filter((e) => e.stage === 'agent' && e.outcome === 'error');
+    expect(entries.at(-1)?.reason).toContain(`exceeded ${HUNG_RUN_TIMEOUT_MS} ms`);
+  } finally {
+    s.model.delayMs = 0;
+    await impatient.stop();
+  }
 }

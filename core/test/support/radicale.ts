@@ -1,7 +1,7 @@
 // A real CalDAV server for tests: Debian's Radicale (`apt-get install radicale`) on
 // 127.0.0.1 with a free port, its own storage folder and htpasswd (plain) users, started
 // per test file and stopped after it. Also a small HTTP client for checking what is stored.
-import { freePort } from '../harness.js';
+import { freePort, sleep } from '../harness.js';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,8 +28,6 @@ function radicaleCommand(): string[] {
   if (probe.status === 0) return ['/usr/bin/python3', '-m', 'radicale'];
   throw new Error('Radicale is not installed: apt-get install -y radicale (or set CARAPACE_RADICALE)');
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 export class Radicale {
   readonly dir = mkdtempSync(join(tmpdir(), 'cp-radicale-'));

@@ -1,5 +1,5 @@
 import { describe, it, expect } from '@jest/globals';
-import { categorize } from '../../plugin-host/load-handler.js';
+import { categorize, TimeoutError } from '../../plugin-host/load-handler.js';
 import { isJsonData } from '../../plugin-host/host.js';
 import { InitError } from '../../sdk/index.js';
 
@@ -115,8 +115,7 @@ describe('isJsonData', () => {
 });
 
 describe('categorize: lifecycle timeouts', () => {
-  it('an initialize() that times out is a NETWORK_ERROR', async () => {
-    const { TimeoutError, categorize: cat } = await import('../../plugin-host/load-handler.js');
-    expect(cat(new TimeoutError('initialize() did not finish within 30000 ms'))).toBe('NETWORK_ERROR');
+  it('an initialize() that times out is a NETWORK_ERROR', () => {
+    expect(categorize(new TimeoutError('initialize() did not finish within 30000 ms'))).toBe('NETWORK_ERROR');
   });
 });

@@ -1,19 +1,11 @@
 import { describe, it, expect, beforeEach, afterEach } from '@jest/globals';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { loadConfig, parseConfig } from '../../src/config.js';
-import { StartupError } from '../../src/protocol/errors.js';
-
-function startupError(fn: () => unknown): StartupError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(StartupError);
-    return err as StartupError;
-  }
-  throw new Error('expected a StartupError');
-}
+import { resolvePluginConfig } from '../../plugin-host/plugin-config.js';
+import { startupError } from '../support/startup-error.js';
 
 const DEFAULTS = {
   groups: {},
@@ -135,9 +127,7 @@ describe('loadConfig', () => {
 });
 
 describe('the shipped example configuration', () => {
-  it('is valid as it stands', async () => {
-    const { readFileSync } = await import('node:fs');
-    const { fileURLToPath } = await import('node:url');
+  it('is valid as it stands', () => {
     const file = fileURLToPath(new URL('../../../../volumes/config/carapace.example.json', import.meta.url));
     const config = parseConfig(JSON.parse(readFileSync(file, 'utf8')));
     expect(config.groups.main.tools).toEqual(['*']);
@@ -145,10 +135,7 @@ describe('the shipped example configuration', () => {
 });
 
 describe('the example plugin settings', () => {
-  it('satisfy each bundled plugin\'s config_schema', async () => {
-    const { readFileSync } = await import('node:fs');
-    const { fileURLToPath } = await import('node:url');
-    const { resolvePluginConfig } = await import('../../plugin-host/plugin-config.js');
+  it('satisfy each bundled plugin\'s config_schema', () => {
     const root = fileURLToPath(new URL('../../../../', import.meta.url));
     const config = parseConfig(JSON.parse(readFileSync(join(root, 'volumes/config/carapace.example.json'), 'utf8')));
     const env = { TELEGRAM_BOT_TOKEN: '123456:AAexampleexampleexample', REMINDERS_PASSWORD: 'example-password', GITHUB_TOKEN: 'example-token-123' };

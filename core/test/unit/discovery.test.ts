@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { discoverPlugins, type Discovery } from '../../src/plugins/discovery.js';
 import { INTRINSIC_NAMES } from '../../src/intrinsics/intrinsics.js';
-import { StartupError } from '../../src/protocol/errors.js';
+import { startupError } from '../support/startup-error.js';
 
 const APP = '0.1.0';
 let dir: string;
@@ -42,16 +42,6 @@ function reasonFor(d: Discovery, name: string): string {
   const r = d.rejected.find((x) => x.name === name);
   if (!r) throw new Error(`plugin ${name} was not rejected; rejected: ${JSON.stringify(d.rejected)}`);
   return r.reason;
-}
-
-function startupError(fn: () => unknown): StartupError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(StartupError);
-    return err as StartupError;
-  }
-  throw new Error('expected a StartupError');
 }
 
 describe('discoverPlugins', () => {

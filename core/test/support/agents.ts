@@ -1,0 +1,42 @@
+// Agent managers as the docker tests and the agent start-up benchmark build them: the
+// stack's core, an LLM proxy of their own in front of a model stand-in, the stack's
+// groups and state folders and the repository's agent-image. No Jest here: the
+// benchmarks import this outside Jest.
+import { join } from 'node:path';
+import { AgentManager } from '../../src/agents/agent-manager.js';
+import { DockerRuntime } from '../../src/agents/docker-runtime.js';
+import { parseConfig } from '../../src/config.js';
+import { LlmProxy } from '../../src/llm/llm-proxy.js';
+import { ROOT, type Stack } from '../harness.js';
+
+export interface AgentManagerOptions {
+  /** The model (stand-in) the LLM proxy forwards to, and the key it adds to every request. */
+  upstream: string;
+  apiKey: string;
+  /** carapace.json's `agents` section; parseConfig fills in the rest. */
+  agents: Record<string, unknown>;
+  /** Labels the containers, so that removeOrphans() and listManaged() see only these. */
+  instance: string;
+  runtime?: DockerRuntime;
+  /** The groups the manager knows (default: family). */
+  groups?: string[];
+}
+
+export function newAgentManager(stack: Stack, options: AgentManagerOptions): AgentManager {
+  const llm = new LlmProxy({ upstream: options.upstream, credential: { apiKey: options.apiKey }, audit: stack.core.audit });
+  const groups = options.groups ?? ['family'];
+  return new AgentManager(
+    stack.core,
+    options.runtime ?? new DockerRuntime(),
+    llm,
+    parseConfig({ agents: options.agents }).agents,
+    { groupsDir: join(stack.dir, 'groups'), stateDir: join(stack.dir, 'state'), agentImageDir: join(ROOT, 'agent-image'), instance: options.instance },
+    () => groups,
+  );
+}
+
+/** A shell script run inside a container (as the agent's user, in its workspace). */
+export async function sh(runtime: DockerRuntime, container: string, script: string): Promise<{ code: number | null; out: string; err: string }> {
+  const r = await runtime.exec(container, ['sh', '-c', script], 30_000);
+  return { code: r.exitCode, out: r.stdout, err: r.stderr };
+}

@@ -1,0 +1,70 @@
+// The appliance through Docker Compose, for the tests that start it as a user would: one
+// project (its own name, compose file and volumes folder, the admin API on a free port),
+// run with docker-compose or `docker compose`, whichever this machine has.
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort, ROOT, sleep } from '../harness.js';
+
+/** What the admin API's /health answers. */
+export interface Health {
+  status: string;
+  plugins: { healthy: string[]; failed: { name: string; category: string }[] };
+}
+
+export class ComposeProject {
+  private constructor(
+    /** The project name (-p), also CARAPACE_INSTANCE: the label of the agents its core starts. */
+    readonly name: string,
+    readonly file: string,
+    /** CARAPACE_VOLUMES: config/carapace.json, data, logs and groups. */
+    readonly volumes: string,
+    /** CARAPACE_ADMIN_PORT. */
+    readonly port: number,
+    private readonly env: Record<string, string>,
+  ) {}
+
+  /** A volumes folder with `config` as carapace.json, and a free admin port. Nothing runs yet. */
+  static async create(options: { name: string; file: string; config: unknown; env: Record<string, string> }): Promise<ComposeProject> {
+    const volumes = mkdtempSync(join(tmpdir(), `${options.name}-`));
+    for (const d of ['config', 'data', 'logs', 'groups']) mkdirSync(join(volumes, d));
+    writeFileSync(join(volumes, 'config', 'carapace.json'), JSON.stringify(options.config));
+    return new ComposeProject(options.name, options.file, volumes, await freePort(), options.env);
+  }
+
+  /** One compose command from the repository root; its stdout. */
+  run(args: string[]): string {
+    const [cmd, pre] = existsSync('/usr/bin/docker-compose') ? ['docker-compose', []] : ['docker', ['compose']];
+    return execFileSync(cmd, [...pre, '-p', this.name, '-f', this.file, ...args], {
+      cwd: ROOT,
+      env: { ...process.env, CARAPACE_INSTANCE: this.name, CARAPACE_VOLUMES: this.volumes, CARAPACE_ADMIN_PORT: String(this.port), ...this.env },
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+  }
+
+  /** /health, or null while the core does not answer. */
+  async health(): Promise<Health | null> {
+    try {
+      const r = await fetch(`http://127.0.0.1:${this.port}/health`, { signal: AbortSignal.timeout(2000) });
+      return r.ok ? ((await r.json()) as Health) : null;
+    } catch {
+      return null;
+    }
+  }
+
+  /** Polls /health (for up to a minute) until `ready`; the last answer, ready or not. */
+  async waitForHealth(ready: (h: Health) => boolean): Promise<Health | null> {
+    let h = await this.health();
+    for (let i = 0; i < 120 && !(h && ready(h)); i++) {
+      await sleep(500);
+      h = await this.health();
+    }
+    return h;
+  }
+
+  removeVolumes(): void {
+    rmSync(this.volumes, { recursive: true, force: true });
+  }
+}
