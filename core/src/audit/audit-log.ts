@@ -48,6 +48,8 @@ export class AuditLog {
   private readonly logger: pino.Logger;
   private readonly window: AuditEntry[] = [];
   private start = 0;
+  private lastMs = -1;
+  private lastIso = '';
   /** Entries recorded since start-up (tests compare it with the file). */
   recorded = 0;
 
@@ -67,14 +69,39 @@ export class AuditLog {
   }
 
   record(input: AuditInput): AuditEntry {
-    const entry: AuditEntry = { timestamp: new Date().toISOString(), ...input };
-    if (entry.reason !== undefined) entry.reason = this.scrub(entry.reason);
-    if (entry.detail !== undefined) entry.detail = this.scrub(entry.detail);
+    // Every entry gets the same shape (absent fields undefined, which pino omits): at six
+    // entries per request, one hidden class instead of a spread's many is measurable.
+    const entry: AuditEntry = {
+      timestamp: this.timestamp(),
+      group: input.group,
+      session: input.session,
+      source: input.source,
+      topic: input.topic,
+      correlation: input.correlation,
+      stage: input.stage,
+      outcome: input.outcome,
+      reason: input.reason === undefined ? undefined : this.scrub(input.reason),
+      code: input.code,
+      severity: input.severity,
+      duration_ms: input.duration_ms,
+      fields: input.fields,
+      detail: input.detail === undefined ? undefined : this.scrub(input.detail),
+    };
     const level = entry.severity === 'CRITICAL' ? 'fatal' : LEVEL[entry.outcome];
     this.logger[level](entry);
     this.recorded++;
     this.remember(entry);
     return entry;
+  }
+
+  /** ISO time, formatted once per millisecond: requests log several entries in one. */
+  private timestamp(): string {
+    const ms = Date.now();
+    if (ms !== this.lastMs) {
+      this.lastMs = ms;
+      this.lastIso = new Date(ms).toISOString();
+    }
+    return this.lastIso;
   }
 
   private remember(entry: AuditEntry): void {

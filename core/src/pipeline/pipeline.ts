@@ -34,24 +34,25 @@ export async function runPipeline(frames: Buffer[], session: Session, deps: Pipe
   const startedAt = performance.now();
   const ctx: ResponseContext = { group: session.group, session: session.id, topic: '', correlation: null, startedAt };
   const answer = await decide(frames, session, deps, ctx).catch((err: unknown): Answer => {
-    deps.audit.record({ ...auditBase(ctx), stage: 'core', outcome: 'error', reason: 'pipeline failure', detail: String((err as Error)?.stack ?? err) });
+    deps.audit.record({ group: ctx.group, session: ctx.session, source: ctx.session, topic: ctx.topic || null, correlation: ctx.correlation, stage: 'core', outcome: 'error', reason: 'pipeline failure', detail: String((err as Error)?.stack ?? err) });
     return { source: 'core', error: pipelineError('PLUGIN_ERROR', PLUGIN_ERROR_MESSAGE, false) };
   });
   return buildResponse(ctx, answer, deps.sanitize, deps.audit);
 }
 
-function auditBase(ctx: ResponseContext): Pick<AuditInput, 'group' | 'session' | 'source' | 'topic' | 'correlation'> {
-  return { group: ctx.group, session: ctx.session, source: ctx.session, topic: ctx.topic || null, correlation: ctx.correlation };
+/** Audits one stage decision for the request in `ctx`, the session as its source. */
+function note(audit: AuditLog, ctx: ResponseContext, stage: AuditInput['stage'], outcome: AuditInput['outcome'], reason?: string, code?: string): void {
+  audit.record({ group: ctx.group, session: ctx.session, source: ctx.session, topic: ctx.topic || null, correlation: ctx.correlation, stage, outcome, reason, code });
 }
 
 /** Audits a refusal at `stage` and returns it as the answer. */
 function reject(audit: AuditLog, ctx: ResponseContext, stage: AuditInput['stage'], error: ErrorPayload): Answer {
-  audit.record({ ...auditBase(ctx), stage, outcome: 'rejected', code: error.code, reason: `STAGE ${error.stage ?? 6}: ${error.message}` });
+  note(audit, ctx, stage, 'rejected', `STAGE ${error.stage ?? 6}: ${error.message}`, error.code);
   return { source: 'core', error };
 }
 
 function pass(audit: AuditLog, ctx: ResponseContext, stage: AuditInput['stage']): void {
-  audit.record({ ...auditBase(ctx), stage, outcome: 'passed' });
+  note(audit, ctx, stage, 'passed');
 }
 
 async function decide(frames: Buffer[], session: Session, deps: PipelineDeps, ctx: ResponseContext): Promise<Answer> {
@@ -74,7 +75,7 @@ async function decide(frames: Buffer[], session: Session, deps: PipelineDeps, ct
   const now = Date.now();
   const earlier = deps.recent.get(key, now);
   if (earlier) {
-    audit.record({ ...auditBase(ctx), stage: 'envelope', outcome: 'passed', reason: 'repeat of an earlier request (resent after a reconnect): answered once' });
+    note(audit, ctx, 'envelope', 'passed', 'repeat of an earlier request (resent after a reconnect): answered once');
     return earlier;
   }
   const envelope = constructEnvelope(wire.message, session);
@@ -111,18 +112,21 @@ async function validateAndRoute(envelope: RequestEnvelope, session: Session, dep
 
   // Stage 5: high-risk tools wait for a person.
   const denied = await confirm(tool, envelope, session, deps.confirmations, (id) =>
-    audit.record({ ...auditBase(ctx), stage: 'confirm', outcome: 'pending', reason: `awaiting user confirmation ${id}` }),
+    note(audit, ctx, 'confirm', 'pending', `awaiting user confirmation ${id}`),
   );
   if (denied) return reject(audit, ctx, 'confirm', denied);
   if (tool.risk_level === 'high') pass(audit, ctx, 'confirm');
 
   // Stage 6: route to the owner.
-  audit.record({ ...auditBase(ctx), stage: 'route', outcome: 'routed', reason: `to ${tool.owner}` });
+  note(audit, ctx, 'route', 'routed', `to ${tool.owner}`);
   const routed = await route(tool, envelope, session, deps.route);
   if ('error' in routed) {
     audit.record({
-      ...auditBase(ctx),
+      group: ctx.group,
+      session: ctx.session,
       source: tool.owner,
+      topic: ctx.topic || null,
+      correlation: ctx.correlation,
       stage: 'handler',
       outcome: 'error',
       code: routed.handler?.code ?? routed.error.code,

@@ -2,6 +2,8 @@
 // core must not act twice: a repeat within the window gets the first one's answer.
 export class RecentRequests<T> {
   private readonly entries = new Map<string, { value: Promise<T>; at: number }>();
+  /** When the first entry in the map was set: eviction is only looked at once it is due. */
+  private oldestAt = 0;
 
   constructor(
     // ipc gives up after 35 s by default; results can be large, so keep few.
@@ -20,10 +22,15 @@ export class RecentRequests<T> {
   }
 
   set(key: string, value: Promise<T>, now = Date.now()): void {
+    if (this.entries.size === 0) this.oldestAt = now;
     this.entries.set(key, { value, at: now });
+    if (this.entries.size <= this.capacity && now - this.oldestAt <= this.ttlMs) return;
     // Map keeps insertion order: the first entries are the oldest.
     for (const [oldest, entry] of this.entries) {
-      if (this.entries.size <= this.capacity && now - entry.at <= this.ttlMs) break;
+      if (this.entries.size <= this.capacity && now - entry.at <= this.ttlMs) {
+        this.oldestAt = entry.at;
+        return;
+      }
       this.entries.delete(oldest);
     }
   }

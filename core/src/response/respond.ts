@@ -17,13 +17,18 @@ export type Answer = { source: string; result: unknown } | { source: string; err
 export function buildResponse(ctx: ResponseContext, answer: Answer, sanitize: Sanitizer, audit: AuditLog): Buffer {
   const payload = 'error' in answer ? { result: null, error: answer.error } : { result: answer.result, error: null };
   const { value, redactedPaths } = sanitize(payload);
-  const base = { group: ctx.group, session: ctx.session, source: answer.source, topic: ctx.topic, correlation: ctx.correlation };
+  const { group, session, topic, correlation } = ctx;
+  const source = answer.source;
   if (redactedPaths.length > 0) {
-    audit.record({ ...base, stage: 'sanitize', outcome: 'sanitized', fields: redactedPaths, reason: 'credential pattern redacted' });
+    audit.record({ group, session, source, topic, correlation, stage: 'sanitize', outcome: 'sanitized', fields: redactedPaths, reason: 'credential pattern redacted' });
   }
   const error = value.error;
   audit.record({
-    ...base,
+    group,
+    session,
+    source,
+    topic,
+    correlation,
     stage: 'response',
     outcome: error ? 'error' : 'ok',
     code: error?.code,

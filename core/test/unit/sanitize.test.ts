@@ -93,6 +93,10 @@ describe('createSanitizer().scrub: well-known credential shapes', () => {
     expect(out).toBe(`fetch https://alice:${R}@db.example.com:5432/app`);
   });
 
+  it('redacts the shortest text any pattern matches (8 characters: the short-text fast path ends there)', () => {
+    expect(scrub('//u:pwd@')).toBe(`//u:${R}@`);
+  });
+
   it('leaves ordinary prose alone', () => {
     const text = 'The quick brown fox: 42 items at https://example.com/path?q=1 — done.';
     expect(scrub(text)).toBe(text);
