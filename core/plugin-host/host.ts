@@ -18,7 +18,7 @@ import { APP_VERSION } from '../src/version.js';
 import { ToolError, type CoreServices, type PluginHandler } from '../sdk/index.js';
 import { categorize, handlerPath, loadHandler, TimeoutError } from './load-handler.js';
 import { BusPublisher } from './bus-publisher.js';
-import { resolvePluginConfig } from './plugin-config.js';
+import { pluginSection, resolvePluginConfig } from './plugin-config.js';
 
 export interface HostOptions {
   runDir: string;
@@ -87,7 +87,7 @@ export class PluginHost {
     const failures: Extract<HostToCore, { t: 'init' }>[] = [];
     const pending: Loaded[] = [];
     for (const plugin of plugins) {
-      const resolved = resolvePluginConfig(this.options.config.plugins[plugin.name] ?? {}, plugin.manifest.config_schema, this.options.env ?? process.env);
+      const resolved = resolvePluginConfig(pluginSection(this.options.config.plugins, plugin.name), plugin.manifest.config_schema, this.options.env ?? process.env);
       if (!resolved.ok) {
         failures.push({ t: 'init', plugin: plugin.name, ok: false, category: 'CONFIG_ERROR', detail: resolved.reason });
         continue;

@@ -9,6 +9,11 @@ export type ConfigResult = { ok: true; config: JsonObject; secrets: string[] } |
 const REFERENCE = /\$\{([A-Z_][A-Z0-9_]*)\}/g;
 const ajv = createAjv();
 
+/** A plugin's own section of the "plugins" config, or none: a folder named like an Object.prototype member ("constructor") must not get that member as its config. */
+export function pluginSection(plugins: Record<string, JsonObject>, name: string): JsonObject {
+  return Object.hasOwn(plugins, name) ? plugins[name] : {};
+}
+
 export function resolvePluginConfig(raw: JsonObject, schema: JsonObject | undefined, env: NodeJS.ProcessEnv): ConfigResult {
   const secrets: string[] = [];
   const missing: string[] = [];

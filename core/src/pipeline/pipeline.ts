@@ -37,7 +37,13 @@ export async function runPipeline(frames: Buffer[], session: Session, deps: Pipe
     deps.audit.record({ group: ctx.group, session: ctx.session, source: ctx.session, topic: ctx.topic || null, correlation: ctx.correlation, stage: 'core', outcome: 'error', reason: 'pipeline failure', detail: String((err as Error)?.stack ?? err) });
     return { source: 'core', error: pipelineError('PLUGIN_ERROR', PLUGIN_ERROR_MESSAGE, false) };
   });
-  return buildResponse(ctx, answer, deps.sanitize, deps.audit);
+  const reply = buildResponse(ctx, answer, deps.sanitize, deps.audit);
+  if (ctx.correlation !== null) deps.recent.weigh(recentKey(ctx.session, ctx.correlation), reply.length);
+  return reply;
+}
+
+function recentKey(session: string, correlation: string): string {
+  return `${session} ${correlation}`;
 }
 
 /** Audits one stage decision for the request in `ctx`, the session as its source. */
@@ -71,7 +77,7 @@ async function decide(frames: Buffer[], session: Session, deps: PipelineDeps, ct
   }
   ctx.topic = wire.message.topic;
   ctx.correlation = wire.message.correlation;
-  const key = `${session.id} ${wire.message.correlation}`;
+  const key = recentKey(session.id, wire.message.correlation);
   const now = Date.now();
   const earlier = deps.recent.get(key, now);
   if (earlier) {

@@ -1,14 +1,25 @@
 // ipc resends a request with the same correlation after a reconnect (Lazy Pirate). The
 // core must not act twice: a repeat within the window gets the first one's answer.
+interface Entry<T> {
+  value: Promise<T>;
+  at: number;
+  /** Size of the answer as sent, once known (weigh). */
+  bytes: number;
+}
+
 export class RecentRequests<T> {
-  private readonly entries = new Map<string, { value: Promise<T>; at: number }>();
+  private readonly entries = new Map<string, Entry<T>>();
   /** When the first entry in the map was set: eviction is only looked at once it is due. */
   private oldestAt = 0;
+  private bytes = 0;
 
   constructor(
-    // ipc gives up after 35 s by default; results can be large, so keep few.
+    // ipc gives up after 35 s by default.
     private readonly ttlMs = 35_000,
     private readonly capacity = 5_000,
+    // Answers may be up to 1 MB each: the window keeps at most this much of them. A
+    // resend comes within seconds, so only the newest entries matter.
+    private readonly maxBytes = 64 * 1024 * 1024,
   ) {}
 
   get(key: string, now = Date.now()): Promise<T> | undefined {
@@ -16,6 +27,7 @@ export class RecentRequests<T> {
     if (!entry) return undefined;
     if (now - entry.at > this.ttlMs) {
       this.entries.delete(key);
+      this.bytes -= entry.bytes;
       return undefined;
     }
     return entry.value;
@@ -23,15 +35,36 @@ export class RecentRequests<T> {
 
   set(key: string, value: Promise<T>, now = Date.now()): void {
     if (this.entries.size === 0) this.oldestAt = now;
-    this.entries.set(key, { value, at: now });
-    if (this.entries.size <= this.capacity && now - this.oldestAt <= this.ttlMs) return;
+    const previous = this.entries.get(key);
+    if (previous) {
+      // Re-inserted, so that it is also the newest in the map's order.
+      this.entries.delete(key);
+      this.bytes -= previous.bytes;
+    }
+    this.entries.set(key, { value, at: now, bytes: 0 });
+    this.evict(now);
+  }
+
+  /** Counts the size of the answer sent for `key` against the byte budget. */
+  weigh(key: string, bytes: number, now = Date.now()): void {
+    const entry = this.entries.get(key);
+    if (!entry) return;
+    this.bytes += bytes - entry.bytes;
+    entry.bytes = bytes;
+    this.evict(now);
+  }
+
+  private evict(now: number): void {
+    const within = (at: number): boolean => this.entries.size <= this.capacity && this.bytes <= this.maxBytes && now - at <= this.ttlMs;
+    if (within(this.oldestAt)) return;
     // Map keeps insertion order: the first entries are the oldest.
-    for (const [oldest, entry] of this.entries) {
-      if (this.entries.size <= this.capacity && now - entry.at <= this.ttlMs) {
+    for (const [key, entry] of this.entries) {
+      if (within(entry.at)) {
         this.oldestAt = entry.at;
         return;
       }
-      this.entries.delete(oldest);
+      this.entries.delete(key);
+      this.bytes -= entry.bytes;
     }
   }
 }

@@ -1,5 +1,5 @@
 import { describe, it, expect } from '@jest/globals';
-import { resolvePluginConfig } from '../../plugin-host/plugin-config.js';
+import { pluginSection, resolvePluginConfig } from '../../plugin-host/plugin-config.js';
 
 const env = { API_TOKEN: 'tok-very-secret-123', HOST: 'mail.example.com', EMPTY: '' } as NodeJS.ProcessEnv;
 
@@ -78,5 +78,18 @@ describe('resolvePluginConfig', () => {
   it('inserts values literally, even with $-replacement patterns in them', () => {
     const r = resolvePluginConfig({ a: 'x${WEIRD}y' }, undefined, { WEIRD: "$&$1$$$'" } as NodeJS.ProcessEnv);
     expect(r).toEqual({ ok: true, config: { a: "x$&$1$$$'y" }, secrets: ["$&$1$$$'"] });
+  });
+});
+
+describe('pluginSection', () => {
+  it("returns the plugin's own section", () => {
+    expect(pluginSection({ memory: { max: 3 } }, 'memory')).toEqual({ max: 3 });
+  });
+
+  it('returns an empty section for a plugin named like an Object.prototype member', () => {
+    const plugins = JSON.parse('{"memory":{}}') as Record<string, Record<string, unknown>>;
+    for (const name of ['constructor', 'toString', '__proto__', 'hasOwnProperty']) {
+      expect(pluginSection(plugins, name)).toEqual({});
+    }
   });
 });

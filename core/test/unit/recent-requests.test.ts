@@ -17,4 +17,27 @@ describe('RecentRequests', () => {
     expect(recent.get('k1', 5)).toBeUndefined();
     expect(recent.get('k4', 5)).toBeDefined();
   });
+
+  it('keeps at most `maxBytes` of answers, dropping the oldest once they are weighed', () => {
+    const recent = new RecentRequests<number>(60_000, 100, 1000);
+    for (let i = 0; i < 4; i++) {
+      recent.set(`k${i}`, Promise.resolve(i), i);
+      recent.weigh(`k${i}`, 400, i);
+    }
+    expect(recent.get('k0', 5)).toBeUndefined();
+    expect(recent.get('k1', 5)).toBeUndefined();
+    expect(recent.get('k2', 5)).toBeDefined();
+    expect(recent.get('k3', 5)).toBeDefined();
+  });
+
+  it('frees the bytes of expired entries', () => {
+    const recent = new RecentRequests<number>(10, 100, 1000);
+    recent.set('old', Promise.resolve(0), 0);
+    recent.weigh('old', 900, 0);
+    expect(recent.get('old', 20)).toBeUndefined();
+    recent.set('new', Promise.resolve(1), 20);
+    recent.weigh('new', 900, 20);
+    expect(recent.get('new', 21)).toBeDefined();
+  });
 });
+
