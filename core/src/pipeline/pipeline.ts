@@ -34,7 +34,7 @@ export async function runPipeline(frames: Buffer[], session: Session, deps: Pipe
   const startedAt = performance.now();
   const ctx: ResponseContext = { group: session.group, session: session.id, topic: '', correlation: null, startedAt };
   const answer = await decide(frames, session, deps, ctx).catch((err: unknown): Answer => {
-    deps.audit.record({ group: ctx.group, session: ctx.session, source: ctx.session, topic: ctx.topic || null, correlation: ctx.correlation, stage: 'core', outcome: 'error', reason: 'pipeline failure', detail: String((err as Error)?.stack ?? err) });
+    note(deps.audit, ctx, 'core', 'error', { reason: 'pipeline failure', detail: String((err as Error)?.stack ?? err) });
     return { source: 'core', error: pipelineError('PLUGIN_ERROR', PLUGIN_ERROR_MESSAGE, false) };
   });
   const reply = buildResponse(ctx, answer, deps.sanitize, deps.audit);
@@ -46,14 +46,25 @@ function recentKey(session: string, correlation: string): string {
   return `${session} ${correlation}`;
 }
 
-/** Audits one stage decision for the request in `ctx`, the session as its source. */
-function note(audit: AuditLog, ctx: ResponseContext, stage: AuditInput['stage'], outcome: AuditInput['outcome'], reason?: string, code?: string): void {
-  audit.record({ group: ctx.group, session: ctx.session, source: ctx.session, topic: ctx.topic || null, correlation: ctx.correlation, stage, outcome, reason, code });
+/** Audits one stage decision for the request in `ctx`; the source is its session unless `more` names another. */
+function note(audit: AuditLog, ctx: ResponseContext, stage: AuditInput['stage'], outcome: AuditInput['outcome'], more?: Partial<Pick<AuditInput, 'source' | 'reason' | 'code' | 'detail'>>): void {
+  audit.record({
+    group: ctx.group,
+    session: ctx.session,
+    source: more?.source ?? ctx.session,
+    topic: ctx.topic || null,
+    correlation: ctx.correlation,
+    stage,
+    outcome,
+    reason: more?.reason,
+    code: more?.code,
+    detail: more?.detail,
+  });
 }
 
 /** Audits a refusal at `stage` and returns it as the answer. */
 function reject(audit: AuditLog, ctx: ResponseContext, stage: AuditInput['stage'], error: ErrorPayload): Answer {
-  note(audit, ctx, stage, 'rejected', `STAGE ${error.stage ?? 6}: ${error.message}`, error.code);
+  note(audit, ctx, stage, 'rejected', { reason: `STAGE ${error.stage ?? 6}: ${error.message}`, code: error.code });
   return { source: 'core', error };
 }
 
@@ -81,7 +92,7 @@ async function decide(frames: Buffer[], session: Session, deps: PipelineDeps, ct
   const now = Date.now();
   const earlier = deps.recent.get(key, now);
   if (earlier) {
-    note(audit, ctx, 'envelope', 'passed', 'repeat of an earlier request (resent after a reconnect): answered once');
+    note(audit, ctx, 'envelope', 'passed', { reason: 'repeat of an earlier request (resent after a reconnect): answered once' });
     return earlier;
   }
   const envelope = constructEnvelope(wire.message, session);
@@ -118,23 +129,17 @@ async function validateAndRoute(envelope: RequestEnvelope, session: Session, dep
 
   // Stage 5: high-risk tools wait for a person.
   const denied = await confirm(tool, envelope, session, deps.confirmations, (id) =>
-    note(audit, ctx, 'confirm', 'pending', `awaiting user confirmation ${id}`),
+    note(audit, ctx, 'confirm', 'pending', { reason: `awaiting user confirmation ${id}` }),
   );
   if (denied) return reject(audit, ctx, 'confirm', denied);
   if (tool.risk_level === 'high') pass(audit, ctx, 'confirm');
 
   // Stage 6: route to the owner.
-  note(audit, ctx, 'route', 'routed', `to ${tool.owner}`);
+  note(audit, ctx, 'route', 'routed', { reason: `to ${tool.owner}` });
   const routed = await route(tool, envelope, session, deps.route);
   if ('error' in routed) {
-    audit.record({
-      group: ctx.group,
-      session: ctx.session,
+    note(audit, ctx, 'handler', 'error', {
       source: tool.owner,
-      topic: ctx.topic || null,
-      correlation: ctx.correlation,
-      stage: 'handler',
-      outcome: 'error',
       code: routed.handler?.code ?? routed.error.code,
       reason: routed.handler?.message ?? routed.error.message,
       detail: routed.detail,
