@@ -4,7 +4,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::io::Read;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -17,6 +17,8 @@ const MAX_TOPIC_LEN: usize = 256;
 const MAX_REQUEST_SIZE: usize = 1 << 20; // the whole request frame
 /// Stdin may hold more than a request's worth of whitespace, but not this much.
 const MAX_STDIN_SIZE: usize = 8 << 20;
+/// sun_path is 108 bytes including the NUL.
+const MAX_SOCKET_PATH: usize = 107;
 
 pub fn usage(message: impl Into<String>) -> Failure {
     Failure::new("IPC_USAGE", message, false, EXIT_USAGE)
@@ -53,17 +55,15 @@ pub fn socket_path() -> Result<PathBuf, Failure> {
         Some(p) if !p.is_empty() => p,
         _ => return Err(usage("CARAPACE_IPC_ENDPOINT must be an ipc:// endpoint")),
     };
-    if path.len() > 107 {
-        // sun_path is 108 bytes including the NUL
+    if path.len() > MAX_SOCKET_PATH {
         return Err(usage("CARAPACE_IPC_ENDPOINT path is too long for a unix socket"));
     }
-    Ok(PathBuf::from(OsString::from_vec(path.to_vec())))
+    Ok(PathBuf::from(OsStr::from_bytes(path)))
 }
 
 pub fn timeout() -> Result<Duration, Failure> {
-    let ms = match std::env::var_os("CARAPACE_IPC_TIMEOUT_MS") {
+    let ms = match std::env::var_os("CARAPACE_IPC_TIMEOUT_MS").filter(|s| !s.is_empty()) {
         None => return Ok(Duration::from_millis(DEFAULT_TIMEOUT_MS)),
-        Some(s) if s.is_empty() => return Ok(Duration::from_millis(DEFAULT_TIMEOUT_MS)),
         // Like Go's strconv.Atoi: decimal, an optional sign, nothing else.
         Some(s) => s.to_str().and_then(|s| s.parse::<i64>().ok()),
     };
@@ -86,9 +86,10 @@ pub fn read_arguments(arg: &OsStr) -> Result<Vec<u8>, Failure> {
     } else {
         arg.as_bytes()
     };
-    let raw = trim(raw);
     // Never quote the arguments in an error: they may hold secrets.
     let text = std::str::from_utf8(raw).map_err(|_| invalid_json("arguments are not valid UTF-8"))?;
+    // JSON's whitespace only: str::trim would also drop other Unicode spaces.
+    let text = text.trim_matches(&[' ', '\t', '\r', '\n'][..]);
     if let Err(e) = json::validate(text) {
         let at = json::error_offset(text, &e);
         return Err(invalid_json(format!("arguments are not valid JSON (error at byte {})", at)));
@@ -97,7 +98,7 @@ pub fn read_arguments(arg: &OsStr) -> Result<Vec<u8>, Failure> {
         return Err(invalid_json("arguments must be a JSON object"));
     }
     let mut compacted = Vec::new();
-    json::compact(raw, &mut compacted);
+    json::compact(text.as_bytes(), &mut compacted);
     Ok(compacted)
 }
 
@@ -111,17 +112,6 @@ fn read_stdin() -> Result<Vec<u8>, Failure> {
         return Err(too_large(buf.len()));
     }
     Ok(buf)
-}
-
-fn trim(mut b: &[u8]) -> &[u8] {
-    let ws = |c: &u8| matches!(c, b' ' | b'\t' | b'\r' | b'\n');
-    while b.first().map_or(false, ws) {
-        b = &b[1..];
-    }
-    while b.last().map_or(false, ws) {
-        b = &b[..b.len() - 1];
-    }
-    b
 }
 
 /// Makes the wire message: {topic, correlation, arguments}. The core derives

@@ -44,9 +44,7 @@ pub fn call(path: &Path, request: &[u8], correlation: &str, timeout: Duration) -
         };
 
         sends += 1;
-        let result = exchange(&mut conn, &message, correlation);
-        drop(conn);
-        match result {
+        match exchange(&mut conn, &message, correlation) {
             Ok(outcome) => return Ok(outcome),
             Err(_) if Instant::now() >= deadline => return Err(timed_out()),
             Err(e) => fatal(e)?,
@@ -77,29 +75,23 @@ fn exchange(conn: &mut Conn, message: &[u8], correlation: &str) -> Result<Outcom
 /// The outcome a reply carries, or None if it is not a reply to us.
 fn parse_reply(body: &[u8], correlation: &str) -> Option<Result<Outcome, Error>> {
     // RawValue: check the JSON, but keep the exact bytes of what we print.
-    let envelope: BTreeMap<String, &RawValue> = serde_json::from_slice(body).ok()?;
-    let theirs: String = serde_json::from_str(envelope.get("correlation")?.get()).ok()?;
+    // Option: a JSON null reads as absent.
+    let envelope: BTreeMap<String, Option<&RawValue>> = serde_json::from_slice(body).ok()?;
+    let theirs: String = serde_json::from_str(envelope.get("correlation").copied().flatten()?.get()).ok()?;
     if theirs != correlation {
         return None;
     }
-    let payload = match envelope.get("payload") {
-        Some(p) if p.get() != "null" => p,
-        _ => return Some(Err(Error::Protocol("reply from core has no payload".into()))),
+    let payload = match envelope.get("payload").copied().flatten() {
+        Some(p) => p,
+        None => return Some(Err(Error::Protocol("reply from core has no payload".into()))),
     };
-    let payload: BTreeMap<String, &RawValue> = serde_json::from_str(payload.get()).ok()?;
-    let field = |name: &str| payload.get(name).map(|raw| raw.get().as_bytes());
-
-    let mut out = Vec::new();
-    Some(Ok(match field("error") {
-        Some(error) if error != b"null" => {
-            json::compact(error, &mut out);
-            Outcome::Error(out)
-        }
-        _ => {
-            json::compact(field("result").unwrap_or(b"null"), &mut out);
-            Outcome::Result(out)
-        }
-    }))
+    let payload: BTreeMap<String, Option<&RawValue>> = serde_json::from_str(payload.get()).ok()?;
+    let error = payload.get("error").copied().flatten();
+    let raw = error.or_else(|| payload.get("result").copied().flatten()).map_or(&b"null"[..], |v| v.get().as_bytes());
+    // Room for the newline it is printed with.
+    let mut out = Vec::with_capacity(raw.len() + 1);
+    json::compact(raw, &mut out);
+    Some(Ok(if error.is_some() { Outcome::Error(out) } else { Outcome::Result(out) }))
 }
 
 /// A failure for errors that retrying can't fix; Ok for those it might
@@ -114,15 +106,8 @@ fn fatal(e: Error) -> Result<(), Failure> {
 /// Sleeps for `d`, and reports false if the deadline comes first.
 fn sleep_until(d: Duration, deadline: Instant) -> bool {
     let left = deadline.saturating_duration_since(Instant::now());
-    if left.is_zero() {
-        return false;
-    }
-    if d >= left {
-        thread::sleep(left);
-        return false;
-    }
-    thread::sleep(d);
-    true
+    thread::sleep(d.min(left));
+    d < left
 }
 
 #[cfg(test)]

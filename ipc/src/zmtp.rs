@@ -252,14 +252,17 @@ fn property(name: &str, value: &str) -> Vec<u8> {
     p
 }
 
+/// A length byte and that many bytes, then the rest; None if it is cut short.
+fn short_string(data: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (&n, rest) = data.split_first()?;
+    (usize::from(n) <= rest.len()).then(|| rest.split_at(usize::from(n)))
+}
+
 /// Splits a command frame into its name and data.
 fn split_command(body: &[u8]) -> (&str, &[u8]) {
-    match body.split_first() {
-        Some((&n, rest)) if usize::from(n) <= rest.len() => {
-            let (name, data) = rest.split_at(usize::from(n));
-            (std::str::from_utf8(name).unwrap_or(""), data)
-        }
-        _ => ("", &[]),
+    match short_string(body) {
+        Some((name, data)) => (std::str::from_utf8(name).unwrap_or(""), data),
+        None => ("", &[]),
     }
 }
 
@@ -289,12 +292,12 @@ fn socket_type(mut data: &[u8]) -> Result<String, Error> {
 
 /// The reason of an ERROR command (a length byte, then text), made safe to print.
 fn error_reason(data: &[u8]) -> String {
-    match data.split_first() {
-        Some((&n, rest)) if usize::from(n) <= rest.len() => String::from_utf8_lossy(&rest[..usize::from(n)])
+    match short_string(data) {
+        Some((reason, _)) => String::from_utf8_lossy(reason)
             .chars()
             .map(|c| if (' '..='~').contains(&c) { c } else { '?' })
             .collect(),
-        _ => "(no reason)".into(),
+        None => "(no reason)".into(),
     }
 }
 

@@ -37,6 +37,17 @@ function ownContainerId(): string | null {
   }
 }
 
+/** `make` runs once per key, its promise shared; a failure is forgotten, so a later call tries again. */
+function once(cache: Map<string, Promise<void>>, key: string, make: () => Promise<void>): Promise<void> {
+  let pending = cache.get(key);
+  if (!pending) {
+    pending = make();
+    cache.set(key, pending);
+    pending.catch(() => cache.delete(key));
+  }
+  return pending;
+}
+
 export class DockerRuntime implements AgentRuntime {
   private readonly docker: Docker;
   private own: Promise<OwnContainer | null> | null = null;
@@ -164,34 +175,28 @@ export class DockerRuntime implements AgentRuntime {
   }
 
   ensureNetwork(name: string): Promise<void> {
-    let ready = this.networks.get(name);
-    if (!ready) {
-      ready = (async () => {
-        const exists = await this.docker.getNetwork(name).inspect().then(
-          () => true,
-          (err: { statusCode?: number }) => {
-            if (err.statusCode === 404) return false;
-            throw err;
-          },
-        );
-        if (exists) return;
-        await this.docker
-          .createNetwork({
-            Name: name,
-            Driver: 'bridge',
-            CheckDuplicate: true,
-            Labels: { [LABELS.managed]: 'true' },
-            // Defence in depth: a binding that names no address still lands on loopback.
-            Options: { 'com.docker.network.bridge.host_binding_ipv4': '127.0.0.1' },
-          })
-          .catch((err: { statusCode?: number }) => {
-            if (err.statusCode !== 409) throw err; // another core created it meanwhile
-          });
-      })();
-      this.networks.set(name, ready);
-      ready.catch(() => this.networks.delete(name));
-    }
-    return ready;
+    return once(this.networks, name, async () => {
+      const exists = await this.docker.getNetwork(name).inspect().then(
+        () => true,
+        (err: { statusCode?: number }) => {
+          if (err.statusCode === 404) return false;
+          throw err;
+        },
+      );
+      if (exists) return;
+      await this.docker
+        .createNetwork({
+          Name: name,
+          Driver: 'bridge',
+          CheckDuplicate: true,
+          Labels: { [LABELS.managed]: 'true' },
+          // Defence in depth: a binding that names no address still lands on loopback.
+          Options: { 'com.docker.network.bridge.host_binding_ipv4': '127.0.0.1' },
+        })
+        .catch((err: { statusCode?: number }) => {
+          if (err.statusCode !== 409) throw err; // another core created it meanwhile
+        });
+    });
   }
 
   async endpoint(id: string, port: number, network: string): Promise<string> {
@@ -211,22 +216,16 @@ export class DockerRuntime implements AgentRuntime {
    * networks are as self() found them; one joined since is caught by "already exists".
    */
   private join(own: OwnContainer, network: string): Promise<void> {
-    let joined = this.joined.get(network);
-    if (!joined) {
-      joined = (async () => {
-        if (own.info.NetworkSettings.Networks?.[network]) return;
-        await this.docker
-          .getNetwork(network)
-          .connect({ Container: own.info.Id })
-          .catch((err: { statusCode?: number; message?: string }) => {
-            // Already connected (a race with ourselves or an operator): fine.
-            if (!(err.statusCode === 403 && /already exists/i.test(err.message ?? ''))) throw err;
-          });
-      })();
-      this.joined.set(network, joined);
-      joined.catch(() => this.joined.delete(network));
-    }
-    return joined;
+    return once(this.joined, network, async () => {
+      if (own.info.NetworkSettings.Networks?.[network]) return;
+      await this.docker
+        .getNetwork(network)
+        .connect({ Container: own.info.Id })
+        .catch((err: { statusCode?: number; message?: string }) => {
+          // Already connected (a race with ourselves or an operator): fine.
+          if (!(err.statusCode === 403 && /already exists/i.test(err.message ?? ''))) throw err;
+        });
+    });
   }
 
   /** Not part of AgentRuntime: the core never execs; tests look inside containers with it. */
