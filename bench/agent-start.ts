@@ -11,7 +11,7 @@ import { DockerRuntime } from '../core/src/agents/docker-runtime.js';
 import type { AgentSpec, AttachedAgent } from '../core/src/agents/runtime.js';
 import { Stack } from '../core/test/harness.js';
 import { newAgentManager } from '../core/test/support/agents.js';
-import { AnthropicStandIn, toolResults } from '../core/test/support/anthropic-standin.js';
+import { AnthropicStandIn, hasTool, toolResults } from '../core/test/support/anthropic-standin.js';
 import { stats } from './stats.js';
 
 const COLD = Number(process.env.BENCH_COLD ?? 5);
@@ -29,7 +29,10 @@ class TimedRuntime extends DockerRuntime {
 }
 
 const p50 = (xs: number[]): number => stats(xs).p50;
-const fmt = (xs: number[]): string => `p50 ${p50(xs).toFixed(0).padStart(4)} ms, max ${Math.max(...xs).toFixed(0).padStart(4)} ms (n=${xs.length})`;
+const fmt = (xs: number[]): string => {
+  const s = stats(xs);
+  return `p50 ${s.p50.toFixed(0).padStart(4)} ms, max ${s.max.toFixed(0).padStart(4)} ms (n=${s.n})`;
+};
 
 async function main(): Promise<void> {
   const docker = process.env.DOCKER || 'docker';
@@ -43,8 +46,7 @@ async function main(): Promise<void> {
   let firstModelRequest = 0;
   const model = new AnthropicStandIn((request) => {
     if (!firstModelRequest) firstModelRequest = performance.now();
-    const hasBash = (request.body?.tools ?? []).some((t: { name: string }) => t.name === 'Bash');
-    if (hasBash && toolResults(request).length === 0) return [{ type: 'tool_use', name: 'Bash', input: { command: `ipc tool.invoke.get_session_info '{}'` } }];
+    if (hasTool(request, 'Bash') && toolResults(request).length === 0) return [{ type: 'tool_use', name: 'Bash', input: { command: `ipc tool.invoke.get_session_info '{}'` } }];
     return [{ type: 'text', text: 'done' }];
   });
   const upstream = await model.start();

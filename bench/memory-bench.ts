@@ -24,7 +24,6 @@ const GROUP = 'bench';
 
 const out = (line = ''): void => void process.stdout.write(`${line}\n`);
 
-
 const fmt = (s: Stats): string => `p50 ${s.p50.toFixed(3)} ms  p95 ${s.p95.toFixed(3)}  p99 ${s.p99.toFixed(3)}  mean ${s.mean.toFixed(3)}  max ${s.max.toFixed(3)}  (n=${s.n})`;
 const mark = (ok: boolean): string => (ok ? 'MET' : 'MISSED');
 

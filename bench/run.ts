@@ -47,7 +47,6 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 const r2 = (x: number): number => Math.round(x * 100) / 100;
 const out = (line = ''): void => void process.stdout.write(`${line}\n`);
 
-
 const fmtStats = (s: Stats): string =>
   `p50 ${s.p50.toFixed(3)} ms  p90 ${s.p90.toFixed(3)}  p99 ${s.p99.toFixed(3)}  mean ${s.mean.toFixed(3)}  min ${s.min.toFixed(3)}  max ${s.max.toFixed(3)}  (n=${s.n})`;
 const mark = (ok: boolean): string => (ok ? 'MET' : 'MISSED');

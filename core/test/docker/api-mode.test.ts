@@ -11,9 +11,8 @@ import { join } from 'node:path';
 import type { AgentManager } from '../../src/agents/agent-manager.js';
 import { DockerRuntime } from '../../src/agents/docker-runtime.js';
 import type { AgentSpec, AttachedAgent } from '../../src/agents/runtime.js';
-import { Stack, until } from '../harness.js';
+import { until } from '../harness.js';
 import { newAgentManager, sh } from '../support/agents.js';
-import { AnthropicStandIn } from '../support/anthropic-standin.js';
 import { expectLockedDown, expectMounts } from '../support/hardening.js';
 import {
   expectHungAgentKilled,
@@ -21,12 +20,12 @@ import {
   expectPipelineTrail,
   expectWarmContainerReused,
   HUNG_RUN_TIMEOUT_MS,
-  milkScript,
+  REPLY,
   runAgentsOnEvents,
   sendUserMessage,
-  startScenarioStack,
+  startMilkScenario,
+  type MilkScenario,
 } from '../support/milk-scenario.js';
-import { TelegramStandIn } from '../support/telegram-standin.js';
 
 const MODEL_KEY = 'sk-ant-api03-apimode-model-key-0123456789abcdef';
 const BOT_TOKEN = '123456789:AAApiModeTestTokenForTheTelegramStandIn';
@@ -48,17 +47,14 @@ class WatchedRuntime extends DockerRuntime {
   }
 }
 
-let stack: Stack;
-let telegram: TelegramStandIn;
-let model: AnthropicStandIn;
+let scenario: MilkScenario;
 let runtime: WatchedRuntime;
 let manager: AgentManager;
-let modelUrl: string;
 let runs: Promise<unknown>[] = [];
 
 /** An API-mode manager on the test network; `agents` adds to (or overrides) its settings. */
 function newManager(rt: DockerRuntime, instance: string, agents: Record<string, unknown> = {}): AgentManager {
-  return newAgentManager(stack, { upstream: modelUrl, apiKey: MODEL_KEY, agents: { mode: 'api', api_network: NETWORK, run_timeout_ms: 120_000, ...agents }, instance, runtime: rt });
+  return newAgentManager(scenario.stack, { upstream: scenario.modelUrl, apiKey: MODEL_KEY, agents: { mode: 'api', api_network: NETWORK, run_timeout_ms: 120_000, ...agents }, instance, runtime: rt });
 }
 
 function docker(args: string[]): string {
@@ -92,10 +88,7 @@ beforeAll(async () => {
   } catch {
     // absent: the manager must create it
   }
-  telegram = await TelegramStandIn.start(BOT_TOKEN);
-  model = new AnthropicStandIn(milkScript(CHAT));
-  modelUrl = await model.start();
-  stack = await startScenarioStack(telegram, CHAT, BOT_TOKEN);
+  scenario = await startMilkScenario(CHAT, BOT_TOKEN);
   runtime = new WatchedRuntime();
   manager = newManager(runtime, `api-${process.pid}`);
   await manager.removeOrphans();
@@ -103,9 +96,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await manager?.stop();
-  await stack?.stop();
-  await model?.stop();
-  await telegram?.close();
+  await scenario?.stop();
   try {
     docker(['network', 'rm', NETWORK]);
   } catch {
@@ -115,9 +106,9 @@ afterAll(async () => {
 
 describe('API mode, end to end', () => {
   it('"remind me to buy milk at 5pm" → agent over HTTP → ipc → plugin → send_telegram → Telegram', async () => {
-    runs = runAgentsOnEvents(stack, manager);
-    const reply = await sendUserMessage(telegram, CHAT);
-    expect(reply.text).toBe('Done! Reminder set for 5pm.');
+    runs = runAgentsOnEvents(scenario.stack, manager);
+    const reply = await sendUserMessage(scenario.telegram, CHAT);
+    expect(reply.text).toBe(REPLY);
     const [outcome] = (await Promise.all(runs)) as { ok: boolean; output: string }[];
     expect(outcome).toEqual({ ok: true, output: 'Replied to the user.' });
 
@@ -125,13 +116,13 @@ describe('API mode, end to end', () => {
     expect(runtime.attached).toBe(0);
     expect(runtime.specs.at(-1)?.cmd).toEqual(['api']);
 
-    expectModelSawMessage(model, MODEL_KEY);
+    expectModelSawMessage(scenario.model, MODEL_KEY);
 
-    expectPipelineTrail(await stack.auditEntries(), 'family');
+    expectPipelineTrail(await scenario.stack.auditEntries(), 'family');
   }, 180_000);
 
   it('a second message reuses the warm container', async () => {
-    await expectWarmContainerReused(manager, telegram, CHAT, runs);
+    await expectWarmContainerReused(manager, scenario.telegram, CHAT, runs);
     expect(runtime.specs).toHaveLength(1);
   }, 180_000);
 });
@@ -206,7 +197,7 @@ describe('API mode authentication', () => {
     const health = await fetch(`${url}/health`);
     expect(health.status).toBe(200);
     const run = (headers: Record<string, string>) => fetch(`${url}/v1/run`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ prompt: 'hi' }) });
-    const before = model.requests.length;
+    const before = scenario.model.requests.length;
     expect((await run({})).status).toBe(401);
     expect((await run({ authorization: 'Bearer 00000000-0000-4000-8000-000000000000' })).status).toBe(401);
     expect((await run({ authorization: `Bearer ${token}x` })).status).toBe(401);
@@ -214,12 +205,12 @@ describe('API mode authentication', () => {
     expect((await run({ authorization: `Basic ${Buffer.from(`x:${token}`).toString('base64')}` })).status).toBe(401);
     expect((await fetch(`${url}/anything`)).status).toBe(401);
     // No turn ran: the model saw nothing.
-    expect(model.requests.length).toBe(before);
+    expect(scenario.model.requests.length).toBe(before);
     // With the token: past the gate (an unknown route, a malformed body), still no turn.
     expect((await fetch(`${url}/anything`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(404);
     const malformed = await fetch(`${url}/v1/run`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ prompt: 'x', extra: 1 }) });
     expect(malformed.status).toBe(400);
-    expect(model.requests.length).toBe(before);
+    expect(scenario.model.requests.length).toBe(before);
   }, 60_000);
 
   it('finds the model key nowhere inside: env, process environments, readable files', async () => {
@@ -265,7 +256,7 @@ describe('API mode lifecycle', () => {
     }
     const broken = new Misstarted();
     const failing = newManager(broken, `api-broken-${process.pid}`);
-    const sentBefore = telegram.sentTo(CHAT).length;
+    const sentBefore = scenario.telegram.sentTo(CHAT).length;
     try {
       const started = Date.now();
       await expect(failing.enqueue('family', 'never runs')).rejects.toThrow(/stopped before it was healthy|not published/);
@@ -273,9 +264,9 @@ describe('API mode lifecycle', () => {
       const dir = apiDirOf(broken.specs[0]);
       expect(existsSync(dir)).toBe(false);
       expect(await broken.listManaged(`api-broken-${process.pid}`)).toEqual([]);
-      const notice = await until(() => telegram.sentTo(CHAT).slice(sentBefore).find((m) => m.text.includes('Sorry, something went wrong')), 20_000);
+      const notice = await until(() => scenario.telegram.sentTo(CHAT).slice(sentBefore).find((m) => m.text.includes('Sorry, something went wrong')), 20_000);
       expect(notice.text).toContain('could not be started');
-      const entry = stack.core.audit.query({ group: 'family' }).filter((e) => e.stage === 'agent' && e.outcome === 'error').at(-1);
+      const entry = scenario.stack.core.audit.query({ group: 'family' }).filter((e) => e.stage === 'agent' && e.outcome === 'error').at(-1);
       expect(entry?.reason).toBe('agent container failed to start');
     } finally {
       await failing.stop();
@@ -286,7 +277,7 @@ describe('API mode lifecycle', () => {
     const hungRuntime = new WatchedRuntime();
     const impatient = newManager(hungRuntime, `api-hung-${process.pid}`, { run_timeout_ms: HUNG_RUN_TIMEOUT_MS });
     // Longer than the run limit, short enough not to keep Jest waiting long afterwards.
-    await expectHungAgentKilled({ stack, telegram, model, chat: CHAT }, impatient, 15_000, async () => {
+    await expectHungAgentKilled(scenario, impatient, 15_000, async () => {
       expect(await hungRuntime.listManaged(`api-hung-${process.pid}`)).toEqual([]);
       expect(existsSync(apiDirOf(hungRuntime.specs[0]))).toBe(false);
     });

@@ -13,10 +13,9 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AuditEntry } from '../../src/audit/audit-log.js';
 import { ROOT, until } from '../harness.js';
-import { AnthropicStandIn } from '../support/anthropic-standin.js';
 import { ComposeProject, type Health } from '../support/compose.js';
-import { expectModelSawMessage, expectPipelineTrail, milkScript, REPLY, sendUserMessage, type RecordTool } from '../support/milk-scenario.js';
-import { TelegramStandIn, type SentMessage } from '../support/telegram-standin.js';
+import { expectModelSawMessage, expectPipelineTrail, REPLY, sendUserMessage, startStandIns, type RecordTool, type StandIns } from '../support/milk-scenario.js';
+import type { SentMessage } from '../support/telegram-standin.js';
 
 const PROJECT = `carapace-appliance-${process.pid}`;
 const COMPOSE_FILE = join(ROOT, `.compose-appliance-${process.pid}.yaml`);
@@ -27,9 +26,7 @@ const RECORD: RecordTool = { tool: 'memory_store', args: { type: 'context', cont
 const DOCKER = process.env.DOCKER || 'docker';
 
 let project: ComposeProject;
-let telegram: TelegramStandIn;
-let model: AnthropicStandIn;
-let modelUrl: string;
+let standIns: StandIns;
 /** The bot's answer to a message that was already waiting when the appliance started. */
 let answer: Promise<SentMessage>;
 
@@ -58,23 +55,21 @@ function auditEntries(): AuditEntry[] {
 }
 
 beforeAll(async () => {
-  telegram = await TelegramStandIn.start(BOT_TOKEN);
-  model = new AnthropicStandIn(milkScript(CHAT, RECORD));
-  modelUrl = await model.start();
+  standIns = await startStandIns(CHAT, BOT_TOKEN, RECORD);
   project = await ComposeProject.create({
     name: PROJECT,
     file: COMPOSE_FILE,
     config: {
       groups: { main: {} },
       agents: { run_timeout_ms: 120_000 },
-      plugins: { telegram: { bot_token: '${TELEGRAM_BOT_TOKEN}', api_base_url: telegram.url, chats: { [String(CHAT)]: 'main' }, owners: [42], poll_timeout_s: 1 } },
+      plugins: { telegram: { bot_token: '${TELEGRAM_BOT_TOKEN}', api_base_url: standIns.telegram.url, chats: { [String(CHAT)]: 'main' }, owners: [42], poll_timeout_s: 1 } },
     },
-    env: { CARAPACE_MODEL_API_URL: modelUrl, ANTHROPIC_API_KEY: MODEL_KEY, TELEGRAM_BOT_TOKEN: BOT_TOKEN },
+    env: { CARAPACE_MODEL_API_URL: standIns.modelUrl, ANTHROPIC_API_KEY: MODEL_KEY, TELEGRAM_BOT_TOKEN: BOT_TOKEN },
   });
   writeFileSync(COMPOSE_FILE, hostNetworkCompose());
   // Written while the appliance is down: the plugin host may publish it the moment it
   // connects, before the core has finished starting. It must not be lost.
-  answer = sendUserMessage(telegram, CHAT);
+  answer = sendUserMessage(standIns.telegram, CHAT);
   answer.catch(() => undefined); // awaited (and reported) in the test
   compose(['up', '-d', 'core', 'plugins']);
   const ready = (h: Health): boolean => ['telegram', 'memory'].every((p) => h.plugins.healthy.includes(p));
@@ -91,8 +86,7 @@ afterAll(async () => {
     if (left.length > 0) execFileSync(DOCKER, ['rm', '-f', ...left]);
     rmSync(COMPOSE_FILE, { force: true });
     project?.removeVolumes();
-    await model?.stop();
-    await telegram?.close();
+    await standIns?.close();
   }
 }, 120_000);
 
@@ -101,11 +95,11 @@ describe('the appliance, end to end (core and plugin host in their containers)',
     // On failure, say why: the bot's answer or the services' logs, and what the core audited.
     const trail = (): string => auditEntries().slice(-15).map((e) => JSON.stringify(e)).join('\n');
     const reply = await answer.catch((err: unknown) => {
-      const polls = telegram.callsOf('getUpdates').map((c) => JSON.stringify(c)).slice(-5).join('\n');
-      throw new Error(`${String(err)}\n${compose(['logs', '--tail', '80'])}\n${trail()}\npending: ${JSON.stringify(telegram.pendingUpdates())}\n${polls}`);
+      const polls = standIns.telegram.callsOf('getUpdates').map((c) => JSON.stringify(c)).slice(-5).join('\n');
+      throw new Error(`${String(err)}\n${compose(['logs', '--tail', '80'])}\n${trail()}\npending: ${JSON.stringify(standIns.telegram.pendingUpdates())}\n${polls}`);
     });
     if (reply.text !== REPLY) throw new Error(`the bot answered: ${reply.text}\n${trail()}`);
-    expectModelSawMessage(model, MODEL_KEY);
+    expectModelSawMessage(standIns.model, MODEL_KEY);
     // The audit log as the core wrote it to the logs volume.
     const entries = await until(() => {
       const all = auditEntries();

@@ -80,11 +80,19 @@ describe('shutdown sequence', () => {
 });
 
 describe('the core process', () => {
-  const run = (env: Record<string, string>) =>
+  /**
+   * Runs the core until it exits. `config`, if given, is written to carapace.json in the
+   * temporary folder, with CARAPACE_CONFIG pointing at it and CARAPACE_PLUGINS_DIR at a
+   * missing folder there (no plugins).
+   */
+  const run = (env: Record<string, string>, config?: Record<string, unknown>) =>
     new Promise<{ code: number | null; stderr: string }>((resolve) => {
       const dir = mkdtempSync(join(tmpdir(), 'cp-main-'));
+      const file = join(dir, 'carapace.json');
+      if (config) writeFileSync(file, JSON.stringify(config));
+      const withConfig = config ? { CARAPACE_CONFIG: file, CARAPACE_PLUGINS_DIR: join(dir, 'none') } : {};
       const child = spawn(process.execPath, [join(ROOT, 'dist/core/src/main.js')], {
-        env: { PATH: process.env.PATH, ANTHROPIC_API_KEY: 'sk-ant-test-key-0000000000', CARAPACE_RUN_DIR: join(dir, 'run'), CARAPACE_LOG_DIR: join(dir, 'logs'), CARAPACE_ADMIN_PORT: '0', ...env },
+        env: { PATH: process.env.PATH, ANTHROPIC_API_KEY: 'sk-ant-test-key-0000000000', CARAPACE_RUN_DIR: join(dir, 'run'), CARAPACE_LOG_DIR: join(dir, 'logs'), CARAPACE_ADMIN_PORT: '0', ...withConfig, ...env },
         stdio: ['ignore', 'ignore', 'pipe'],
       });
       let stderr = '';
@@ -96,22 +104,14 @@ describe('the core process', () => {
     });
 
   it('refuses a broken configuration with one clear line', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cp-cfg-'));
-    const file = join(dir, 'carapace.json');
-    writeFileSync(file, JSON.stringify({ rate_limit: { per_minute: 'fast' } }));
-    const r = await run({ CARAPACE_CONFIG: file, CARAPACE_PLUGINS_DIR: join(dir, 'none') });
-    rmSync(dir, { recursive: true, force: true });
+    const r = await run({}, { rate_limit: { per_minute: 'fast' } });
     expect(r.code).toBe(1);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).toMatch(/^carapace: CONFIG_INVALID: .*rate_limit\.per_minute/);
   });
 
   it('refuses API mode without an admin token (agents could reach the admin API)', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cp-api-'));
-    const file = join(dir, 'carapace.json');
-    writeFileSync(file, JSON.stringify({ agents: { mode: 'api' } }));
-    const r = await run({ CARAPACE_CONFIG: file, CARAPACE_PLUGINS_DIR: join(dir, 'none'), CARAPACE_ADMIN_TOKEN: '' });
-    rmSync(dir, { recursive: true, force: true });
+    const r = await run({ CARAPACE_ADMIN_TOKEN: '' }, { agents: { mode: 'api' } });
     expect(r.code).toBe(1);
     expect(r.stderr.trim()).toMatch(/^carapace: CONFIG_INVALID: agents.mode "api" needs CARAPACE_ADMIN_TOKEN/);
   });

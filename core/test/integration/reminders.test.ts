@@ -8,6 +8,7 @@ import { freePort, ROOT, Stack, until, type IpcResult } from '../harness.js';
 import { expectError, expectOk } from '../support/expect-ipc.js';
 import { Radicale } from '../support/radicale.js';
 import type { Session } from '../../src/boundary/session-table.js';
+import type { PendingConfirmation } from '../../src/confirm/confirmations.js';
 import {
   buildTodo,
   completionEdit,
@@ -326,7 +327,8 @@ describe('reminders plugin over CalDAV (Radicale)', () => {
   });
 
   describe('delete_reminder needs a person\'s confirmation', () => {
-    const pendingFor = (id: string) => () => stack.core.confirmations.list('main').find((p) => p.tool === 'delete_reminder' && p.arguments.reminder_id === id);
+    const deletes = (id: string) => (p: PendingConfirmation) => p.tool === 'delete_reminder' && p.arguments.reminder_id === id;
+    const pendingFor = (id: string) => () => stack.core.confirmations.list('main').find(deletes(id));
 
     it('approved: the call waits, then the reminder is gone from the server', async () => {
       const created = await ok('create_reminder', { title: 'Delete me' });
@@ -345,8 +347,7 @@ describe('reminders plugin over CalDAV (Radicale)', () => {
     it('denied: CONFIRMATION_DENIED and the reminder still exists', async () => {
       const created = await ok('create_reminder', { title: 'Keep me' });
       const pending = invoke('delete_reminder', { reminder_id: created.reminder_id }, { timeoutMs: 25_000 });
-      const confirmation = await until(pendingFor(created.reminder_id), 10_000);
-      stack.core.confirmations.resolve(confirmation.id, false, 'test');
+      await stack.answerConfirmation('main', deletes(created.reminder_id), false);
       expectError(await pending, 'CONFIRMATION_DENIED', { stage: 5 });
       expect(await radicale.getObject(objectPath('reminders', created.reminder_id))).toMatch(/SUMMARY:Keep me/);
     });

@@ -101,6 +101,11 @@ export class AnthropicStandIn {
   }
 }
 
+/** Whether the request offers the model a tool of this name. */
+export function hasTool(request: RecordedRequest, name: string): boolean {
+  return (request.body?.tools ?? []).some((t: { name: string }) => t.name === name);
+}
+
 /** The text of every tool_result since the user's latest prompt, oldest first. */
 export function toolResults(request: RecordedRequest): string[] {
   const out: string[] = [];

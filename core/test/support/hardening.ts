@@ -3,7 +3,7 @@ import { expect } from '@jest/globals';
 import type Docker from 'dockerode';
 
 /** The spec's Container Mounts table: destination → writable. */
-export const SPEC_MOUNTS: Record<string, boolean> = {
+const SPEC_MOUNTS: Record<string, boolean> = {
   '/run/carapace': true,
   '/workspace/group': true,
   '/home/node/.claude': true,

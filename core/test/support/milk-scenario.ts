@@ -6,10 +6,10 @@ import { join } from 'node:path';
 import type { AgentManager } from '../../src/agents/agent-manager.js';
 import type { AuditEntry } from '../../src/audit/audit-log.js';
 import { ROOT, Stack, until } from '../harness.js';
-import { toolResults, type AnthropicStandIn, type Block, type RecordedRequest } from './anthropic-standin.js';
-import type { SentMessage, TelegramStandIn } from './telegram-standin.js';
+import { AnthropicStandIn, hasTool, toolResults, type Block, type RecordedRequest } from './anthropic-standin.js';
+import { TelegramStandIn, type SentMessage } from './telegram-standin.js';
 
-export const USER_MESSAGE = 'remind me to buy milk at 5pm';
+const USER_MESSAGE = 'remind me to buy milk at 5pm';
 export const REPLY = 'Done! Reminder set for 5pm.';
 
 /** How the model records the reminder: a tool whose result repeats "buy milk at 5pm". */
@@ -19,10 +19,9 @@ export interface RecordTool {
 }
 export const ECHO_RECORD: RecordTool = { tool: 'echo', args: { text: 'buy milk at 5pm' } };
 
-export function milkScript(chat: number, record: RecordTool = ECHO_RECORD): (request: RecordedRequest) => Block[] {
+function milkScript(chat: number, record: RecordTool = ECHO_RECORD): (request: RecordedRequest) => Block[] {
   return (request) => {
-    const hasBash = (request.body?.tools ?? []).some((t: { name: string }) => t.name === 'Bash');
-    if (!hasBash) return [{ type: 'text', text: 'ok' }];
+    if (!hasTool(request, 'Bash')) return [{ type: 'text', text: 'ok' }];
     const results = toolResults(request);
     if (results.length === 0) {
       return [{ type: 'tool_use', name: 'Bash', input: { command: `ipc tool.invoke.${record.tool} '${JSON.stringify(record.args)}'`, description: 'Record the reminder' } }];
@@ -47,7 +46,7 @@ export function expectPipelineTrail(entries: AuditEntry[], group: string, record
 }
 
 /** A core and plugin host with the echo plugin and the real Telegram plugin, `chat` mapped to "family". */
-export async function startScenarioStack(telegram: TelegramStandIn, chat: number, botToken: string): Promise<Stack> {
+async function startScenarioStack(telegram: TelegramStandIn, chat: number, botToken: string): Promise<Stack> {
   const stack = await Stack.start({
     plugins: ['echo'],
     extraPluginDirs: { telegram: join(ROOT, 'plugins/telegram') },
@@ -57,7 +56,12 @@ export async function startScenarioStack(telegram: TelegramStandIn, chat: number
       plugins: { telegram: { bot_token: '${TELEGRAM_BOT_TOKEN}', api_base_url: telegram.url, chats: { [String(chat)]: 'family' }, owners: [42], poll_timeout_s: 1 } },
     },
   });
-  expect(stack.core.catalog.state('telegram')).toBe('healthy');
+  try {
+    expect(stack.core.catalog.state('telegram')).toBe('healthy');
+  } catch (err) {
+    await stack.stop().catch(() => undefined);
+    throw err;
+  }
   return stack;
 }
 
@@ -104,6 +108,55 @@ export interface Scenario {
   telegram: TelegramStandIn;
   model: AnthropicStandIn;
   chat: number;
+}
+
+/** The Telegram and model stand-ins, the model scripted with milkScript. */
+export interface StandIns {
+  telegram: TelegramStandIn;
+  model: AnthropicStandIn;
+  modelUrl: string;
+  /** Stops the model, then the Telegram stand-in. */
+  close(): Promise<void>;
+}
+
+export async function startStandIns(chat: number, botToken: string, record: RecordTool = ECHO_RECORD): Promise<StandIns> {
+  const telegram = await TelegramStandIn.start(botToken);
+  const model = new AnthropicStandIn(milkScript(chat, record));
+  const modelUrl = await model.start();
+  return {
+    telegram,
+    model,
+    modelUrl,
+    async close() {
+      await model.stop();
+      await telegram.close();
+    },
+  };
+}
+
+/** The stand-ins and a scenario stack on them; stop() stops the stack, then the stand-ins. */
+export type MilkScenario = Scenario & { modelUrl: string; stop(): Promise<void> };
+
+export async function startMilkScenario(chat: number, botToken: string): Promise<MilkScenario> {
+  const standIns = await startStandIns(chat, botToken);
+  let stack: Stack;
+  try {
+    stack = await startScenarioStack(standIns.telegram, chat, botToken);
+  } catch (err) {
+    await standIns.close().catch(() => undefined);
+    throw err;
+  }
+  return {
+    stack,
+    telegram: standIns.telegram,
+    model: standIns.model,
+    modelUrl: standIns.modelUrl,
+    chat,
+    async stop() {
+      await stack.stop();
+      await standIns.close();
+    },
+  };
 }
 
 /**
