@@ -7,6 +7,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, ROOT, sleep } from '../harness.js';
 
+/**
+ * The default bridge's gateway (e.g. 172.17.0.1): an address of this machine that
+ * containers on any bridge network reach, so stand-ins listening there serve compose.yaml's
+ * services as they are (no host networking), and nothing leaves the machine.
+ */
+export function bridgeGateway(docker: string): string {
+  return execFileSync(docker, ['network', 'inspect', 'bridge', '-f', '{{(index .IPAM.Config 0).Gateway}}'], { encoding: 'utf8' }).trim();
+}
+
 /** What the admin API's /health answers. */
 export interface Health {
   status: string;
@@ -47,7 +56,9 @@ export class ComposeProject {
   /** /health, or null while the core does not answer. */
   async health(): Promise<Health | null> {
     try {
-      const r = await fetch(`http://127.0.0.1:${this.port}/health`, { signal: AbortSignal.timeout(2000) });
+      const token = this.env.CARAPACE_ADMIN_TOKEN;
+      const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
+      const r = await fetch(`http://127.0.0.1:${this.port}/health`, { headers, signal: AbortSignal.timeout(2000) });
       return r.ok ? ((await r.json()) as Health) : null;
     } catch {
       return null;

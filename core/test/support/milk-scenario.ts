@@ -119,10 +119,11 @@ export interface StandIns {
   close(): Promise<void>;
 }
 
-export async function startStandIns(chat: number, botToken: string, record: RecordTool = ECHO_RECORD): Promise<StandIns> {
-  const telegram = await TelegramStandIn.start(botToken);
+/** `host`: the address both listen on (loopback unless containers must reach them). */
+export async function startStandIns(chat: number, botToken: string, record: RecordTool = ECHO_RECORD, host = '127.0.0.1'): Promise<StandIns> {
+  const telegram = await TelegramStandIn.start(botToken, host);
   const model = new AnthropicStandIn(milkScript(chat, record));
-  const modelUrl = await model.start();
+  const modelUrl = await model.start(host);
   return {
     telegram,
     model,

@@ -68,11 +68,11 @@ export class TelegramStandIn {
 
   private constructor(readonly token: string) {}
 
-  static async start(token: string): Promise<TelegramStandIn> {
+  static async start(token: string, host = '127.0.0.1'): Promise<TelegramStandIn> {
     const standIn = new TelegramStandIn(token);
     standIn.server = createServer((req, res) => void standIn.handle(req, res));
-    await new Promise<void>((resolve) => standIn.server.listen(0, '127.0.0.1', resolve));
-    standIn.url = `http://127.0.0.1:${(standIn.server.address() as AddressInfo).port}`;
+    await new Promise<void>((resolve) => standIn.server.listen(0, host, resolve));
+    standIn.url = `http://${host}:${(standIn.server.address() as AddressInfo).port}`;
     return standIn;
   }
 
