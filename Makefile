@@ -20,12 +20,11 @@ build: node_modules ipc
 	npx tsc -p tsconfig.json
 
 # Static ipc binary in Rust, offline from Debian's crates only (ipc/.cargo/config.toml
-# has the source replacement and the static-link flags).
+# has the source replacement, the target and the static-link flags).
 ipc: $(IPC_BIN)
 $(IPC_BIN): $(wildcard ipc/src/*.rs) ipc/Cargo.toml ipc/Cargo.lock ipc/.cargo/config.toml
-	@mkdir -p $(dir $@)
-	cd ipc && $(CARGO) build --offline --locked --release --target $(IPC_TARGET)
-	install -m 0755 ipc/target/$(IPC_TARGET)/release/ipc $(IPC_BIN)
+	cd ipc && $(CARGO) build --locked --release
+	install -D -m 0755 ipc/target/$(IPC_TARGET)/release/ipc $(IPC_BIN)
 
 # The images the appliance runs; tests start real agent containers from them.
 # --network host: builds reach the package registries the way this machine does.

@@ -129,9 +129,14 @@ export class Stack {
     });
   }
 
+  /** Waits until a confirmation in `group` that `matches` is pending. */
+  pendingConfirmation(group: string, matches: (p: PendingConfirmation) => boolean): Promise<PendingConfirmation> {
+    return until(() => this.core.confirmations.list(group).find(matches), 10_000);
+  }
+
   /** Waits until a confirmation in `group` that `matches` is pending, then answers it as a person would. */
   async answerConfirmation(group: string, matches: (p: PendingConfirmation) => boolean, approve = true): Promise<PendingConfirmation> {
-    const pending = await until(() => this.core.confirmations.list(group).find(matches), 10_000);
+    const pending = await this.pendingConfirmation(group, matches);
     this.core.confirmations.resolve(pending.id, approve, 'test');
     return pending;
   }

@@ -38,7 +38,7 @@ function ownContainerId(): string | null {
 }
 
 /** `make` runs once per key, its promise shared; a failure is forgotten, so a later call tries again. */
-function once(cache: Map<string, Promise<void>>, key: string, make: () => Promise<void>): Promise<void> {
+function once<T>(cache: Map<string, Promise<T>>, key: string, make: () => Promise<T>): Promise<T> {
   let pending = cache.get(key);
   if (!pending) {
     pending = make();
@@ -51,7 +51,7 @@ function once(cache: Map<string, Promise<void>>, key: string, make: () => Promis
 export class DockerRuntime implements AgentRuntime {
   private readonly docker: Docker;
   private own: Promise<OwnContainer | null> | null = null;
-  private hostCpus: Promise<number> | null = null;
+  private readonly hostCpus = new Map<string, Promise<number>>();
   private readonly networks = new Map<string, Promise<void>>();
   private readonly joined = new Map<string, Promise<void>>();
 
@@ -165,9 +165,7 @@ export class DockerRuntime implements AgentRuntime {
 
   /** The host's CPU count (from the engine, once), in the unit of NanoCpus. */
   private hostNanoCpus(): Promise<number> {
-    this.hostCpus ??= this.docker.info().then((info: { NCPU?: number }) => (info.NCPU ?? 1) * 1e9);
-    this.hostCpus.catch(() => (this.hostCpus = null));
-    return this.hostCpus;
+    return once(this.hostCpus, 'NCPU', () => this.docker.info().then((info: { NCPU?: number }) => (info.NCPU ?? 1) * 1e9));
   }
 
   async limitCpus(id: string, nanoCpus: number): Promise<void> {

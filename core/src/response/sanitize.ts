@@ -29,8 +29,9 @@ const MIN_SECRET_LENGTH = 8;
 /**
  * No pattern above matches fewer characters (a URL's `//u:pwd@`), nor does a secret, so a
  * shorter string is clean without a regex. Most keys and many values are that short.
+ * Tied to MIN_SECRET_LENGTH: shorter secrets must never skip the check.
  */
-const SHORTEST_MATCH = 8;
+const SHORTEST_MATCH = Math.min(8, MIN_SECRET_LENGTH);
 
 export interface Sanitized<T> {
   value: T;

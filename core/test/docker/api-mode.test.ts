@@ -11,15 +11,16 @@ import { join } from 'node:path';
 import type { AgentManager } from '../../src/agents/agent-manager.js';
 import { DockerRuntime } from '../../src/agents/docker-runtime.js';
 import type { AgentSpec, AttachedAgent } from '../../src/agents/runtime.js';
-import { until } from '../harness.js';
 import { newAgentManager, sh } from '../support/agents.js';
 import { expectLockedDown, expectMounts } from '../support/hardening.js';
 import {
+  apologySince,
   expectHungAgentKilled,
   expectModelSawMessage,
   expectPipelineTrail,
   expectWarmContainerReused,
   HUNG_RUN_TIMEOUT_MS,
+  lastAgentError,
   REPLY,
   runAgentsOnEvents,
   sendUserMessage,
@@ -122,7 +123,7 @@ describe('API mode, end to end', () => {
   }, 180_000);
 
   it('a second message reuses the warm container', async () => {
-    await expectWarmContainerReused(manager, scenario.telegram, CHAT, runs);
+    await expectWarmContainerReused(scenario, manager, runs);
     expect(runtime.specs).toHaveLength(1);
   }, 180_000);
 });
@@ -264,10 +265,8 @@ describe('API mode lifecycle', () => {
       const dir = apiDirOf(broken.specs[0]);
       expect(existsSync(dir)).toBe(false);
       expect(await broken.listManaged(`api-broken-${process.pid}`)).toEqual([]);
-      const notice = await until(() => scenario.telegram.sentTo(CHAT).slice(sentBefore).find((m) => m.text.includes('Sorry, something went wrong')), 20_000);
-      expect(notice.text).toContain('could not be started');
-      const entry = scenario.stack.core.audit.query({ group: 'family' }).filter((e) => e.stage === 'agent' && e.outcome === 'error').at(-1);
-      expect(entry?.reason).toBe('agent container failed to start');
+      expect((await apologySince(scenario, sentBefore)).text).toContain('could not be started');
+      expect(lastAgentError(scenario)?.reason).toBe('agent container failed to start');
     } finally {
       await failing.stop();
     }

@@ -79,7 +79,7 @@ describe.each<Mode>([
 
   afterAll(async () => {
     try {
-      if (project) compose(['down', '-v', '--timeout', '5']);
+      project?.down();
     } finally {
       // The core retires its agents when it stops; anything left is removed here, and the
       // API network the core made.

@@ -23,7 +23,7 @@ beforeAll(async () => {
 afterAll(() => {
   if (!project) return;
   try {
-    compose(['down', '-v', '--timeout', '5']);
+    project.down();
   } finally {
     project.removeVolumes();
   }

@@ -52,7 +52,7 @@ describe('a Telegram message, end to end', () => {
   }, 180_000);
 
   it('a second message reuses the warm container', async () => {
-    await expectWarmContainerReused(manager, scenario.telegram, CHAT, runs);
+    await expectWarmContainerReused(scenario, manager, runs);
   }, 180_000);
 
   it('a hung agent is killed after the run limit and the user is told', async () => {

@@ -2,7 +2,7 @@
 // the real ipc binary and a GitHub/Gitea REST stand-in on 127.0.0.1.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { join } from 'node:path';
-import { freePort, ROOT, Stack, until, type IpcResult } from '../harness.js';
+import { freePort, ROOT, Stack, type IpcResult } from '../harness.js';
 import { expectError } from '../support/expect-ipc.js';
 import { GitHubStandIn } from '../support/github-standin.js';
 import type { AuditEntry } from '../../src/audit/audit-log.js';
@@ -97,7 +97,7 @@ describe('create_bug_report', () => {
       correlation_ids: [correlation],
       severity: 'high',
     });
-    const confirmation = await until(() => stack.core.confirmations.list('main').find((p) => p.tool === 'create_bug_report'), 10_000);
+    const confirmation = await stack.pendingConfirmation('main', (p) => p.tool === 'create_bug_report');
     expect(confirmation.arguments).toMatchObject({ title: 'The crash tool fails every time', severity: 'high' });
     expect(gh.issues.length).toBe(before);
     expect(gh.requests.some((r) => r.method === 'POST')).toBe(false);

@@ -78,12 +78,12 @@ describe('LLM proxy', () => {
 describe('LLM proxy: a check before the first answer', () => {
   const message = { model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] };
   let n = 0;
-  /** A session of its own, with `check` as its beforeFirstAnswer. */
-  async function withCheck(check: () => Promise<void>, body: (s: LlmSession) => Promise<void>): Promise<void> {
+  /** A session of its own (`id`), with `check` as its beforeFirstAnswer. */
+  async function withCheck(check: () => Promise<void>, body: (s: LlmSession, id: string) => Promise<void>): Promise<void> {
     const id = `agent-check-${++n}`;
     const s = await proxy.open(id, 'family', join(dir, `${id}.sock`), { beforeFirstAnswer: check });
     try {
-      await body(s);
+      await body(s, id);
     } finally {
       await proxy.close(id);
     }
@@ -114,13 +114,13 @@ describe('LLM proxy: a check before the first answer', () => {
   it('withholds every answer when the check fails', async () => {
     await withCheck(
       () => Promise.reject(new Error('limit not restored')),
-      async (s) => {
+      async (s, id) => {
         for (let i = 0; i < 2; i++) {
           const r = await postTo(s);
           expect(r.status).toBe(503);
           expect(r.text).not.toContain('hello from the model');
         }
-        const entry = audit.query({ session: `agent-check-${n}` }).at(-1);
+        const entry = audit.query({ session: id }).at(-1);
         expect(entry).toMatchObject({ stage: 'llm', outcome: 'error' });
         expect(entry?.reason).toContain('answer withheld: limit not restored');
       },

@@ -1,8 +1,9 @@
 // The whole request path with real parts: the ipc binary, the core's sockets and
 // pipeline, a plugin host process and the audit file.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { FAULTY_TOKEN, Stack, until, type IpcResult } from '../harness.js';
+import { FAULTY_TOKEN, Stack, type IpcResult } from '../harness.js';
 import { expectError as expectErrorFields } from '../support/expect-ipc.js';
+import type { PendingConfirmation } from '../../src/confirm/confirmations.js';
 import type { Session } from '../../src/boundary/session-table.js';
 
 const PLUGINS = ['echo', 'faulty', 'guarded', 'services', 'netfail', 'authfail', 'badconfig', 'crashinit', 'broken'];
@@ -119,11 +120,11 @@ describe('pipeline rejections', () => {
 });
 
 describe('stage 5: confirmation of high-risk tools', () => {
-  const pendingFor = (target: string) => () => stack.core.confirmations.list('family').find((p) => p.arguments.target === target);
+  const targets = (target: string) => (p: PendingConfirmation) => p.arguments.target === target;
 
   it('holds the request until approved', async () => {
     const call = stack.ipc(family, 'tool.invoke.delete_everything', { target: 'approve-me' });
-    const pending = await until(pendingFor('approve-me'));
+    const pending = await stack.pendingConfirmation('family', targets('approve-me'));
     expect(pending).toMatchObject({ group: 'family', tool: 'delete_everything', session: family.id });
     expect(stack.core.confirmations.resolve(pending.id, true, 'test')).toBe(true);
     const r = await call;
@@ -133,15 +134,14 @@ describe('stage 5: confirmation of high-risk tools', () => {
 
   it('returns CONFIRMATION_DENIED when denied', async () => {
     const call = stack.ipc(family, 'tool.invoke.delete_everything', { target: 'deny-me' });
-    const pending = await until(pendingFor('deny-me'));
-    stack.core.confirmations.resolve(pending.id, false, 'test');
+    await stack.answerConfirmation('family', targets('deny-me'), false);
     expectError(await call, 'CONFIRMATION_DENIED', { stage: 5, retriable: false });
   });
 
   it('returns CONFIRMATION_TIMEOUT when nobody answers, and cleans up', async () => {
     const r = await stack.ipc(family, 'tool.invoke.delete_everything', { target: 'ignore-me' });
     expectError(r, 'CONFIRMATION_TIMEOUT', { stage: 5, retriable: true });
-    expect(pendingFor('ignore-me')()).toBeUndefined();
+    expect(stack.core.confirmations.list('family').find(targets('ignore-me'))).toBeUndefined();
   });
 });
 

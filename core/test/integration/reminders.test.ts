@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { freePort, ROOT, Stack, until, type IpcResult } from '../harness.js';
+import { freePort, ROOT, Stack, type IpcResult } from '../harness.js';
 import { expectError, expectOk } from '../support/expect-ipc.js';
 import { Radicale } from '../support/radicale.js';
 import type { Session } from '../../src/boundary/session-table.js';
@@ -328,13 +328,12 @@ describe('reminders plugin over CalDAV (Radicale)', () => {
 
   describe('delete_reminder needs a person\'s confirmation', () => {
     const deletes = (id: string) => (p: PendingConfirmation) => p.tool === 'delete_reminder' && p.arguments.reminder_id === id;
-    const pendingFor = (id: string) => () => stack.core.confirmations.list('main').find(deletes(id));
 
     it('approved: the call waits, then the reminder is gone from the server', async () => {
       const created = await ok('create_reminder', { title: 'Delete me' });
       const path = objectPath('reminders', created.reminder_id);
       const pending = invoke('delete_reminder', { reminder_id: created.reminder_id }, { timeoutMs: 25_000 });
-      const confirmation = await until(pendingFor(created.reminder_id), 10_000);
+      const confirmation = await stack.pendingConfirmation('main', deletes(created.reminder_id));
       expect(await radicale.getObject(path)).not.toBeNull(); // nothing happens before the answer
       expect(stack.core.confirmations.resolve(confirmation.id, true, 'test')).toBe(true);
       const r = await pending;

@@ -226,7 +226,7 @@ describe('schedule_recurring_task', () => {
   it('waits for the user\'s yes, then fires on its schedule until cancelled', async () => {
     const args = { prompt: 'Check the sensors', cron: EVERY_2S };
     const pending = call(main, 'schedule_recurring_task', args);
-    const confirmation = await until(() => stack.core.confirmations.list('main').find((p) => p.tool === 'schedule_recurring_task'), 10_000);
+    const confirmation = await stack.pendingConfirmation('main', (p) => p.tool === 'schedule_recurring_task');
     expect(confirmation.arguments).toEqual(args);
     expect((await list(main)).some((t) => t.prompt === 'Check the sensors')).toBe(false);
     stack.core.confirmations.resolve(confirmation.id, true, 'test');

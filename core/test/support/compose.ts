@@ -75,6 +75,11 @@ export class ComposeProject {
     return h;
   }
 
+  /** Stops the project and removes its containers, networks and named volumes. */
+  down(): void {
+    this.run(['down', '-v', '--timeout', '5']);
+  }
+
   removeVolumes(): void {
     rmSync(this.volumes, { recursive: true, force: true });
   }

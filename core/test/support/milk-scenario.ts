@@ -17,7 +17,7 @@ export interface RecordTool {
   tool: string;
   args: Record<string, unknown>;
 }
-export const ECHO_RECORD: RecordTool = { tool: 'echo', args: { text: 'buy milk at 5pm' } };
+const ECHO_RECORD: RecordTool = { tool: 'echo', args: { text: 'buy milk at 5pm' } };
 
 function milkScript(chat: number, record: RecordTool = ECHO_RECORD): (request: RecordedRequest) => Block[] {
   return (request) => {
@@ -92,10 +92,10 @@ export function runAgentsOnEvents(stack: Stack, manager: AgentManager): Promise<
 }
 
 /** The user writes again: the family's warm container answers, and the run succeeds. */
-export async function expectWarmContainerReused(manager: AgentManager, telegram: TelegramStandIn, chat: number, runs: Promise<unknown>[]): Promise<void> {
+export async function expectWarmContainerReused(s: MilkScenario, manager: AgentManager, runs: Promise<unknown>[]): Promise<void> {
   const first = manager.live('family');
   expect(first).not.toBeNull();
-  await sendUserMessage(telegram, chat);
+  await sendUserMessage(s.telegram, s.chat);
   expect(manager.live('family')?.container).toBe(first?.container);
   expect(((await runs.at(-1)) as { ok: boolean }).ok).toBe(true);
 }
@@ -103,11 +103,14 @@ export async function expectWarmContainerReused(manager: AgentManager, telegram:
 /** The run limit of the manager given to expectHungAgentKilled. */
 export const HUNG_RUN_TIMEOUT_MS = 4000;
 
-export interface Scenario {
+/** The stand-ins and a scenario stack on them; stop() stops the stack, then the stand-ins. */
+export interface MilkScenario {
   stack: Stack;
   telegram: TelegramStandIn;
   model: AnthropicStandIn;
+  modelUrl: string;
   chat: number;
+  stop(): Promise<void>;
 }
 
 /** The Telegram and model stand-ins, the model scripted with milkScript. */
@@ -134,9 +137,6 @@ export async function startStandIns(chat: number, botToken: string, record: Reco
     },
   };
 }
-
-/** The stand-ins and a scenario stack on them; stop() stops the stack, then the stand-ins. */
-export type MilkScenario = Scenario & { modelUrl: string; stop(): Promise<void> };
 
 export async function startMilkScenario(chat: number, botToken: string): Promise<MilkScenario> {
   const standIns = await startStandIns(chat, botToken);
@@ -165,7 +165,7 @@ export async function startMilkScenario(chat: number, botToken: string): Promise
  * with run_timeout_ms HUNG_RUN_TIMEOUT_MS, kills the family's agent, the user is told and
  * the audit log says why. `alsoCheck` runs once the run has failed. Stops `impatient`.
  */
-export async function expectHungAgentKilled(s: Scenario, impatient: AgentManager, delayMs: number, alsoCheck: () => Promise<void> = async () => undefined): Promise<void> {
+export async function expectHungAgentKilled(s: MilkScenario, impatient: AgentManager, delayMs: number, alsoCheck: () => Promise<void> = async () => undefined): Promise<void> {
   s.model.delayMs = delayMs;
   const sentBefore = s.telegram.sentTo(s.chat).length;
   try {
@@ -173,12 +173,20 @@ export async function expectHungAgentKilled(s: Scenario, impatient: AgentManager
     expect(outcome.ok).toBe(false);
     expect(impatient.live('family')).toBeNull();
     await alsoCheck();
-    const notice = await until(() => s.telegram.sentTo(s.chat).slice(sentBefore).find((m) => m.text.includes('Sorry, something went wrong')), 20_000);
-    expect(notice.text).toContain('timeout');
-    const entries = s.stack.core.audit.query({ group: 'family' }).filter((e) => e.stage === 'agent' && e.outcome === 'error');
-    expect(entries.at(-1)?.reason).toContain(`exceeded ${HUNG_RUN_TIMEOUT_MS} ms`);
+    expect((await apologySince(s, sentBefore)).text).toContain('timeout');
+    expect(lastAgentError(s)?.reason).toContain(`exceeded ${HUNG_RUN_TIMEOUT_MS} ms`);
   } finally {
     s.model.delayMs = 0;
     await impatient.stop();
   }
+}
+
+/** The apology the family was sent after its first `before` messages (an agent error). */
+export function apologySince(s: MilkScenario, before: number): Promise<SentMessage> {
+  return until(() => s.telegram.sentTo(s.chat).slice(before).find((m) => m.text.includes('Sorry, something went wrong')), 20_000);
+}
+
+/** The newest agent error the core audited for the family. */
+export function lastAgentError(s: MilkScenario): AuditEntry | undefined {
+  return s.stack.core.audit.query({ group: 'family' }).filter((e) => e.stage === 'agent' && e.outcome === 'error').at(-1);
 }
