@@ -33,7 +33,9 @@ images:
 	$(DOCKER) build --network host -f Dockerfile.core -t carapace-core .
 	$(DOCKER) build --network host -f Dockerfile.agent -t carapace-agent .
 
+# ipc's own unit tests (ZMTP framing, arguments), then every jest suite.
 test: build images
+	cd ipc && $(CARGO) test --locked --release
 	node --experimental-vm-modules node_modules/jest/bin/jest.js
 
 # The end-to-end scenarios alone: Telegram message → real agent container with the real
