@@ -28,10 +28,12 @@ $(IPC_BIN): $(wildcard ipc/src/*.rs) ipc/Cargo.toml ipc/Cargo.lock ipc/.cargo/co
 
 # The images the appliance runs; tests start real agent containers from them.
 # --network host: builds reach the package registries the way this machine does.
+# AGENT_IMAGE: another tag for the agent image (the docker tests read $$CARAPACE_AGENT_IMAGE).
 DOCKER ?= docker
+AGENT_IMAGE ?= carapace-agent:latest
 images:
 	$(DOCKER) build --network host -f Dockerfile.core -t carapace-core .
-	$(DOCKER) build --network host -f Dockerfile.agent -t carapace-agent .
+	$(DOCKER) build --network host -f Dockerfile.agent -t $(AGENT_IMAGE) .
 
 # ipc's own unit tests (ZMTP framing, arguments), then every jest suite.
 test: build images

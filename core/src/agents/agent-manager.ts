@@ -17,7 +17,7 @@ import type { AgentSettings } from '../config.js';
 import type { Core } from '../core.js';
 import type { LlmProxy } from '../llm/llm-proxy.js';
 import type { EventEnvelope } from '../protocol/envelope.js';
-import { renderBrief } from './memory-brief.js';
+import { renderInstructions } from './memory-brief.js';
 import { promptFor } from './prompt.js';
 import { ApiClient } from './api-client.js';
 import { CLAUDE_COMMAND, ClaudeSession, type TurnRunner } from './claude-session.js';
@@ -264,8 +264,7 @@ export class AgentManager {
 
   private async instructions(group: string): Promise<string> {
     const template = readFileSync(join(this.paths.agentImageDir, 'CLAUDE.md'), 'utf8');
-    const brief = renderBrief(await this.core.memoryBrief(group));
-    return template.replaceAll('{{GROUP}}', group).replace('{{MEMORY_BRIEF}}', brief);
+    return renderInstructions(template, group, await this.core.memoryBrief(group));
   }
 
   /** A directory the unprivileged agent user can write. */

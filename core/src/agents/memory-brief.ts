@@ -27,3 +27,13 @@ export function renderBrief(brief: unknown): string {
   if (facts.length) out.push('### Known Facts', '', ...facts.map(line), '');
   return out.join('\n');
 }
+
+/**
+ * CLAUDE.md from its template. The brief is stored memory, written by earlier agents:
+ * it goes in literally (a replacer function, so `$&`, `` $` `` and `$'` in it are text,
+ * not the template copied in after a heading of the agent's choosing).
+ */
+export function renderInstructions(template: string, group: string, brief: unknown): string {
+  const text = renderBrief(brief);
+  return template.replaceAll('{{GROUP}}', () => group).replace('{{MEMORY_BRIEF}}', () => text);
+}

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import type { AgentManager } from '../../src/agents/agent-manager.js';
 import { DockerRuntime } from '../../src/agents/docker-runtime.js';
 import type { AgentSpec, AttachedAgent } from '../../src/agents/runtime.js';
-import { newAgentManager, sh } from '../support/agents.js';
+import { AGENT_IMAGE, newAgentManager, sh } from '../support/agents.js';
 import { expectLockedDown, expectMounts } from '../support/hardening.js';
 import {
   apologySince,
@@ -286,7 +286,7 @@ describe('API mode lifecycle', () => {
 describe('API mode entrypoint', () => {
   /** The agent image as the core runs it, but with no network and a chosen /run/api mount. */
   function runEntrypoint(mount: string, cmd: string[]): { status: number | null; stderr: string } {
-    const r = spawnSync(DOCKER, ['run', '--rm', '--network', 'none', '--read-only', '--user', '1000:1000', '--cap-drop', 'ALL', '--security-opt', 'no-new-privileges', '-v', mount, 'carapace-agent:latest', ...cmd], { encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync(DOCKER, ['run', '--rm', '--network', 'none', '--read-only', '--user', '1000:1000', '--cap-drop', 'ALL', '--security-opt', 'no-new-privileges', '-v', mount, AGENT_IMAGE, ...cmd], { encoding: 'utf8', timeout: 60_000 });
     return { status: r.status, stderr: r.stderr };
   }
   let dir: string;

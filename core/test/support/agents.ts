@@ -9,6 +9,9 @@ import { parseConfig } from '../../src/config.js';
 import { LlmProxy } from '../../src/llm/llm-proxy.js';
 import { ROOT, type Stack } from '../harness.js';
 
+/** The agent image the docker tests run (make images AGENT_IMAGE=... builds another tag). */
+export const AGENT_IMAGE = process.env.CARAPACE_AGENT_IMAGE || 'carapace-agent:latest';
+
 export interface AgentManagerOptions {
   /** The model (stand-in) the LLM proxy forwards to, and the key it adds to every request. */
   upstream: string;
@@ -29,7 +32,7 @@ export function newAgentManager(stack: Stack, options: AgentManagerOptions): Age
     stack.core,
     options.runtime ?? new DockerRuntime(),
     llm,
-    parseConfig({ agents: options.agents }).agents,
+    parseConfig({ agents: { image: AGENT_IMAGE, ...options.agents } }).agents,
     { groupsDir: join(stack.dir, 'groups'), stateDir: join(stack.dir, 'state'), agentImageDir: join(ROOT, 'agent-image'), instance: options.instance },
     () => groups,
   );

@@ -3,17 +3,26 @@
 // run with docker-compose or `docker compose`, whichever this machine has.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, ROOT, sleep } from '../harness.js';
 
 /**
  * The default bridge's gateway (e.g. 172.17.0.1): an address of this machine that
  * containers on any bridge network reach, so stand-ins listening there serve compose.yaml's
- * services as they are (no host networking), and nothing leaves the machine.
+ * services as they are (no host networking), and nothing leaves the machine. A freshly
+ * started dockerd may leave the gateway out of the bridge's IPAM config, so the address
+ * of the bridge's own interface (docker0) is the answer whenever the engine runs here;
+ * the IPAM entry only when it does not.
  */
 export function bridgeGateway(docker: string): string {
-  return execFileSync(docker, ['network', 'inspect', 'bridge', '-f', '{{(index .IPAM.Config 0).Gateway}}'], { encoding: 'utf8' }).trim();
+  const inspect = (format: string): string => execFileSync(docker, ['network', 'inspect', 'bridge', '-f', format], { encoding: 'utf8' }).trim();
+  const name = inspect('{{index .Options "com.docker.network.bridge.name"}}') || 'docker0';
+  const address = networkInterfaces()[name]?.find((a) => a.family === 'IPv4')?.address;
+  if (address) return address;
+  const gateway = inspect('{{range .IPAM.Config}}{{.Gateway}}{{end}}');
+  if (!gateway) throw new Error(`the default bridge has no gateway in its IPAM config and no interface "${name}" here`);
+  return gateway;
 }
 
 /** What the admin API's /health answers. */
