@@ -3,7 +3,7 @@
 // run with docker-compose or `docker compose`, whichever this machine has.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { networkInterfaces, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, ROOT, sleep } from '../harness.js';
 
@@ -11,18 +11,18 @@ import { freePort, ROOT, sleep } from '../harness.js';
  * The default bridge's gateway (e.g. 172.17.0.1): an address of this machine that
  * containers on any bridge network reach, so stand-ins listening there serve compose.yaml's
  * services as they are (no host networking), and nothing leaves the machine. A freshly
- * started dockerd may leave the gateway out of the bridge's IPAM config, so the address
- * of the bridge's own interface (docker0) is the answer whenever the engine runs here;
- * the IPAM entry only when it does not.
+ * started dockerd may leave the gateway out of the bridge's IPAM config (and docker0 is
+ * down while no container uses it, so Node does not list its address): then a container
+ * on the bridge says which gateway its default route uses, as it does on every engine.
  */
-export function bridgeGateway(docker: string): string {
-  const inspect = (format: string): string => execFileSync(docker, ['network', 'inspect', 'bridge', '-f', format], { encoding: 'utf8' }).trim();
-  const name = inspect('{{index .Options "com.docker.network.bridge.name"}}') || 'docker0';
-  const address = networkInterfaces()[name]?.find((a) => a.family === 'IPv4')?.address;
-  if (address) return address;
-  const gateway = inspect('{{range .IPAM.Config}}{{.Gateway}}{{end}}');
-  if (!gateway) throw new Error(`the default bridge has no gateway in its IPAM config and no interface "${name}" here`);
-  return gateway;
+export function bridgeGateway(docker: string, image = 'carapace-core:latest'): string {
+  const configured = execFileSync(docker, ['network', 'inspect', 'bridge', '-f', '{{range .IPAM.Config}}{{.Gateway}}{{end}}'], { encoding: 'utf8' }).trim();
+  if (configured) return configured;
+  const routes = execFileSync(docker, ['run', '--rm', '--network', 'bridge', '--entrypoint', 'cat', image, '/proc/net/route'], { encoding: 'utf8' });
+  // Columns: Iface Destination Gateway ...; addresses are little-endian hex.
+  const hex = routes.split('\n').map((l) => l.trim().split(/\s+/)).find((f) => f[1] === '00000000')?.[2];
+  if (!hex || !/^[0-9A-F]{8}$/i.test(hex)) throw new Error(`no default route on the default bridge:\n${routes}`);
+  return [3, 2, 1, 0].map((i) => parseInt(hex.slice(i * 2, i * 2 + 2), 16)).join('.');
 }
 
 /** What the admin API's /health answers. */
