@@ -69,6 +69,8 @@ export class PluginHost {
   private readonly calls = new Map<string, (r: Extract<CoreToHost, { t: 'service_result' }>) => void>();
   private readonly context = new AsyncLocalStorage<Context>();
   private inFlight = 0;
+  /** hello and every init result so far: said again to a core that restarted. */
+  private readonly registration: HostToCore[] = [];
   private stopping: Promise<void> | null = null;
   private loops: Promise<void>[] = [];
   onStopped: () => void = () => undefined;
@@ -80,7 +82,7 @@ export class PluginHost {
     this.dealer.connect(`ipc://${join(runDir, SOCKETS.pluginHost)}`);
     this.sub.connect(`ipc://${join(runDir, SOCKETS.busOut)}`);
     this.bus.connect(`ipc://${join(runDir, SOCKETS.busIn)}`);
-    this.loops.push(this.receiveCore(), this.receiveEvents());
+    this.loops.push(this.receiveCore(), this.receiveEvents(), this.watchCore());
 
     const { plugins } = discoverPlugins(this.options.pluginsDir, APP_VERSION, INTRINSIC_NAMES);
     const secrets: string[] = [];
@@ -105,8 +107,8 @@ export class PluginHost {
       }
     }
     // Secrets first, so the core can scrub them from anything a handler says later.
-    await this.send({ t: 'hello', pid: process.pid, secrets });
-    for (const failure of failures) await this.send(failure);
+    await this.registered({ t: 'hello', pid: process.pid, secrets });
+    for (const failure of failures) await this.registered(failure);
     await Promise.all(pending.map((entry) => this.initialize(entry)));
   }
 
@@ -118,10 +120,41 @@ export class PluginHost {
       await withTimeout(entry.handler.initialize(entry.config, this.services(name, dataDir)), this.options.config.handler_timeout_ms, 'initialize()');
       this.loaded.set(name, entry);
       for (const prefix of entry.plugin.manifest.subscribes) this.sub.subscribe(`${name} ${prefix}`);
-      await this.send({ t: 'init', plugin: name, ok: true });
+      await this.registered({ t: 'init', plugin: name, ok: true });
     } catch (err) {
       log.error({ plugin: name, err }, 'initialize failed');
-      await this.send({ t: 'init', plugin: name, ok: false, category: categorize(err), detail: String((err as Error)?.stack ?? err) });
+      await this.registered({ t: 'init', plugin: name, ok: false, category: categorize(err), detail: String((err as Error)?.stack ?? err) });
+    }
+  }
+
+  /** Sends a registration message and keeps it for the next core. */
+  private registered(message: HostToCore): Promise<void> {
+    this.registration.push(message);
+    return this.send(message);
+  }
+
+  /** Says hello and every init result again, in their order, to a (new) core. */
+  private register(): void {
+    for (const message of this.registration) void this.send(message).catch(() => undefined);
+  }
+
+  /**
+   * Every connection after the first is a core that restarted (crash, kill -9, update):
+   * it knows nothing of this host until told. (The core also asks, with "register",
+   * when it hears from a host it does not know.)
+   */
+  private async watchCore(): Promise<void> {
+    let connections = 0;
+    try {
+      for await (const event of this.dealer.events) {
+        if (event.type !== 'handshake') continue;
+        if (++connections > 1 && this.registration.length > 0) {
+          log.info({ connection: connections }, 'core connected again: registering');
+          this.register();
+        }
+      }
+    } catch {
+      // the socket closed
     }
   }
 
@@ -216,6 +249,7 @@ export class PluginHost {
           else if (message.t === 'hook') void this.handleHook(message);
           else if (message.t === 'service_result') this.calls.get(message.sid)?.(message);
           else if (message.t === 'shutdown') void this.stop(message.drain_ms, message.shutdown_ms);
+          else if (message.t === 'register') this.register();
         }
       }
     } catch (err) {

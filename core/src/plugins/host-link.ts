@@ -33,6 +33,8 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
     this.host ? this.queue.push([this.host, ...frames]) : Promise.reject(new Error('plugin host not connected')),
   );
   private host: Buffer | null = null;
+  /** Hosts asked to register since the last hello: asked once each, not per message. */
+  private readonly asked = new Set<string>();
   private readonly inFlight = new Map<string, InFlight>();
   private readonly hooks = new Map<string, (r: Extract<HostToCore, { t: 'hook_result' }>) => void>();
   private loops: Promise<void>[] = [];
@@ -124,11 +126,25 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
   }
 
   private dispatch(identity: Buffer, message: HostToCore): void {
+    if (message.t !== 'hello' && !this.host?.equals(identity)) {
+      // A host this core never heard say hello: the core restarted under it. Whatever it
+      // answers belongs to the old core; ask it to register again.
+      const key = identity.toString('hex');
+      if (!this.asked.has(key)) {
+        this.asked.add(key);
+        void this.queue.push([identity, Buffer.from(JSON.stringify({ t: 'register' } satisfies CoreToHost))]).catch(() => undefined);
+      }
+      return;
+    }
     switch (message.t) {
       case 'hello':
+        // The same connection saying hello again (it registered on reconnecting and was
+        // asked to as well): nothing was lost, nothing to redo.
+        if (this.host?.equals(identity)) break;
         // A new host (first start or restart): requests held by the old one are lost.
         this.failAll();
         this.host = identity;
+        this.asked.clear();
         this.emit('hello', message);
         break;
       case 'init':

@@ -24,7 +24,9 @@ export type CoreToHost =
   | { t: 'request'; rid: string; plugin: string; envelope: RequestEnvelope }
   | { t: 'hook'; hid: string; plugin: string; hook: 'memory_brief'; group: string }
   | { t: 'service_result'; sid: string; ok: boolean; value?: unknown; message?: string }
-  | { t: 'shutdown'; drain_ms: number; shutdown_ms: number };
+  | { t: 'shutdown'; drain_ms: number; shutdown_ms: number }
+  /** The core does not know this host (it restarted): say hello and every init result again. */
+  | { t: 'register' };
 
 /** Events travel on the PUB/SUB bus; the first frame is "<plugin> <topic>" so each
  *  plugin subscribes only to what the core addressed to it. */

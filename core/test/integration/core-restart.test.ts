@@ -1,0 +1,78 @@
+// The core crashes (kill -9) and Compose starts it again on the same sockets: the plugin
+// host, still running, must find the new core by itself. Real core processes, the real
+// plugin host process, the real ipc binary.
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { ROOT, Stack, until } from '../harness.js';
+import type { Session } from '../../src/boundary/session-table.js';
+import type { AuditEntry } from '../../src/audit/audit-log.js';
+
+const CHILD = join(ROOT, 'dist/core/test/support/core-child.js');
+
+interface Started {
+  process: ChildProcess;
+  session: Session;
+  states: Record<string, string>;
+}
+
+/** A core process on the stack's folders; resolves with its session and its plugins' states. */
+function startCore(stack: Stack): Promise<Started> {
+  const child = spawn(process.execPath, [CHILD, stack.runDir, stack.pluginsDir, stack.auditFile, stack.configFile], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`core exited early (${code})`)));
+    createInterface({ input: child.stdout! }).once('line', (line) => {
+      const { socketPath, states } = JSON.parse(line) as { socketPath: string; states: Record<string, string> };
+      resolve({ process: child, session: { id: 'child', group: 'family', startedAt: '', container: null, socketPath }, states });
+    });
+  });
+}
+
+async function kill9(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGKILL');
+  await exited;
+}
+
+/** The audit file as the core processes wrote it so far. */
+function auditEntries(stack: Stack): AuditEntry[] {
+  if (!existsSync(stack.auditFile)) return [];
+  return readFileSync(stack.auditFile, 'utf8').split('\n').filter((l) => l.endsWith('}')).map((l) => JSON.parse(l) as AuditEntry);
+}
+
+const cores: ChildProcess[] = [];
+let stack: Stack | null = null;
+
+afterEach(async () => {
+  for (const core of cores.splice(0)) await kill9(core);
+  await stack?.killHost();
+});
+
+describe('a core restart under a running plugin host', () => {
+  it('the host registers again: plugins healthy, tools served and plugin events accepted by the new core', async () => {
+    stack = new Stack({ plugins: ['echo', 'services'] });
+    stack.startHost(); // it waits for a core
+    const first = await startCore(stack);
+    cores.push(first.process);
+    expect(first.states).toEqual({ echo: 'healthy', services: 'healthy' });
+    expect((await stack.ipc(first.session, 'tool.invoke.echo', { text: 'one' })).out?.echoed?.text).toBe('one');
+
+    await kill9(first.process);
+    const second = await startCore(stack);
+    cores.push(second.process);
+    expect(second.states).toEqual({ echo: 'healthy', services: 'healthy' });
+    const echoed = await stack.ipc(second.session, 'tool.invoke.echo', { text: 'two' });
+    expect(echoed.out?.echoed?.text).toBe('two');
+
+    expect((await stack.ipc(second.session, 'tool.invoke.publish_inbound', { group: 'family', topic: 'message.inbound' })).code).toBe(0);
+    const accepted = await until(() => {
+      const entries = auditEntries(stack!);
+      const restarted = entries.map((e) => e.stage === 'core' && e.reason?.includes('started')).lastIndexOf(true);
+      return entries.slice(restarted).find((e) => e.stage === 'event' && e.source === 'services' && e.reason === 'event accepted');
+    }, 5000);
+    expect(accepted.topic).toBe('message.inbound');
+  }, 60_000);
+});
