@@ -173,8 +173,8 @@ export class PluginHost {
       listConfirmations: (group) => call('listConfirmations', {}, group) as Promise<never>,
       notifyUser: (group, text) => call('notifyUser', { text }, group) as Promise<boolean>,
       resolveConfirmation: (id, approve, by, group) => call('resolveConfirmation', { id, approve, by }, group) as Promise<boolean>,
-      publish: (topic, group, payload) => {
-        this.bus.publish([Buffer.from(topic), Buffer.from(JSON.stringify({ plugin, group, payload }))]);
+      publish: (topic, group, payload, options) => {
+        this.bus.publish([Buffer.from(topic), Buffer.from(JSON.stringify({ plugin, group, payload, key: options?.key }))]);
       },
     };
   }

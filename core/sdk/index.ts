@@ -59,8 +59,13 @@ export interface CoreServices {
   getAuditLog(filters?: AuditLogFilter): Promise<AuditEntry[]>;
   getToolCatalog(): Promise<ToolSummary[]>;
   getSessionInfo(): Promise<SessionInfo>;
-  /** Channel plugins: publish message.inbound (or task.*) for a group. */
-  publish(topic: string, group: string, payload: JsonObject): void;
+  /**
+   * Channel plugins: publish message.inbound (or task.*) for a group. `key` names the
+   * event at its source (e.g. a Telegram update id): the core accepts one event per key,
+   * so a plugin that crashed after publishing but before saving its progress can publish
+   * it again on restart without it being handled twice.
+   */
+  publish(topic: string, group: string, payload: JsonObject, options?: { key?: string }): void;
   listConfirmations(group: string): Promise<PendingConfirmation[]>;
   /** Tell the people of a group something, through its channel plugins (user.notify). */
   notifyUser(group: string, text: string): Promise<boolean>;

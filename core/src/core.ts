@@ -7,6 +7,7 @@ import { AuditLog } from './audit/audit-log.js';
 import { SessionSocket } from './boundary/session-socket.js';
 import { GROUP_NAME_PATTERN, SessionTable, type Session } from './boundary/session-table.js';
 import { EventBus } from './bus/event-bus.js';
+import { SeenKeys } from './bus/seen-keys.js';
 import type { CoreConfig } from './config.js';
 import { Confirmations } from './confirm/confirmations.js';
 import { INTRINSIC_NAMES, intrinsicTools } from './intrinsics/intrinsics.js';
@@ -29,6 +30,8 @@ export { APP_VERSION } from './version.js';
 const PLUGIN_TOPICS = new Set(['message.inbound', 'task.created', 'task.triggered']);
 /** Per plugin, events that may wait for its initialization to be known (see holdEarly). */
 const MAX_EARLY_EVENTS = 1000;
+/** Event keys remembered to refuse repeats: far more than a plugin replays after a crash. */
+const MAX_EVENT_KEYS = 10_000;
 
 export interface CoreOptions {
   runDir: string;
@@ -51,6 +54,7 @@ export class Core extends EventEmitter<CoreEvents> {
   readonly sessions = new SessionTable();
   private readonly sockets = new Map<string, SessionSocket>();
   private readonly early = new Map<string, { topic: string; event: PublishedEvent }[]>();
+  private readonly seenKeys = new SeenKeys(MAX_EVENT_KEYS);
   private readonly hostLink = new PluginHostLink();
   private readonly bus = new EventBus();
   private readonly authorizer: GroupAuthorizer;
@@ -174,6 +178,7 @@ export class Core extends EventEmitter<CoreEvents> {
     if (typeof event.group !== 'string' || !GROUP_NAME_PATTERN.test(event.group)) return drop('invalid group');
     if (!this.authorizer.pluginMaySee(event.plugin, event.group)) return drop('plugin may not act for this group');
     if (typeof event.payload !== 'object' || event.payload === null || Array.isArray(event.payload)) return drop('payload must be an object');
+    if (typeof event.key === 'string' && !this.seenKeys.first(`${event.plugin} ${event.key.slice(0, 128)}`)) return drop(`a repeat of event ${event.key.slice(0, 64)}, already accepted`);
     const envelope = this.publish(topic, event.group, event.payload, event.plugin, event.plugin);
     this.audit.record({ group: event.group, session: null, source: event.plugin, topic, correlation: null, stage: 'event', outcome: 'routed', reason: 'event accepted' });
     this.emit('event', envelope);

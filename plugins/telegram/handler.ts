@@ -114,7 +114,17 @@ export default class TelegramChannel implements PluginHandler {
     } catch (err) {
       throw initFailure(err);
     }
-    this.offset = await this.store.load();
+    const saved = await this.store.load();
+    if (typeof saved === 'number') {
+      this.offset = saved;
+    } else {
+      log.error({ moved_to: saved.movedAside }, 'the saved update offset was corrupt; moved aside');
+      try {
+        await this.skipBacklog();
+      } catch (err) {
+        throw initFailure(err);
+      }
+    }
     if (this.settings.chats.size === 0) log.warn('no chats configured: every incoming message will be ignored');
     if (this.settings.owners.size === 0) log.warn('no owners configured: confirmation buttons cannot be answered from Telegram');
     log.info({ bot: me.username ?? me.id, offset: this.offset, chats: this.settings.chats.size }, 'connected; polling for updates');
@@ -294,18 +304,31 @@ export default class TelegramChannel implements PluginHandler {
           log.error({ update_id: update.update_id, err: describe(err) }, 'update could not be handled');
         }
         this.offset = update.update_id + 1;
+        // After each update, not each batch: a crash replays at most the one update that
+        // was being handled, and the core recognises its message by the update's key.
+        await this.store.save(this.offset).catch((err: unknown) => log.error({ err: String(err) }, 'could not save the update offset'));
       }
-      // Before the next getUpdates confirms the batch to Telegram: a restart resumes here.
-      await this.store.save(this.offset).catch((err: unknown) => log.error({ err: String(err) }, 'could not save the update offset'));
     }
   }
 
+  /**
+   * The saved offset was unreadable: replaying everything Telegram still holds (up to
+   * 24 h) would answer old messages again, so skip what is waiting, and say how much.
+   */
+  private async skipBacklog(): Promise<void> {
+    const last = await this.api.call<TgUpdate[]>('getUpdates', { offset: -1, timeout: 0 }, { timeoutMs: 15_000 });
+    const id = Array.isArray(last) ? last[0]?.update_id : undefined;
+    if (typeof id === 'number') this.offset = id + 1;
+    await this.store.save(this.offset);
+    log.error({ offset: this.offset }, 'the saved update offset was corrupt: updates waiting at Telegram were skipped, not replayed');
+  }
+
   private async handleUpdate(update: TgUpdate): Promise<void> {
-    if (update.message) this.onMessage(update.message);
+    if (update.message) this.onMessage(update.message, update.update_id);
     else if (update.callback_query) await this.onCallback(update.callback_query);
   }
 
-  private onMessage(message: TgMessage): void {
+  private onMessage(message: TgMessage, updateId: number): void {
     const chat = String(message.chat?.id);
     const group = this.settings.chats.get(chat);
     if (!group) {
@@ -331,7 +354,7 @@ export default class TelegramChannel implements PluginHandler {
       content_type: 'text',
       body: message.text,
       metadata: { reply_to: message.message_id, from: message.from?.id ?? null, attachments: [] },
-    });
+    }, { key: `update ${updateId}` });
   }
 
   private async onCallback(query: TgCallbackQuery): Promise<void> {

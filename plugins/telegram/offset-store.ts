@@ -5,6 +5,15 @@ import { join } from 'node:path';
 
 const FILE = 'offset.json';
 
+function parseOffset(text: string): number | null {
+  try {
+    const value = (JSON.parse(text) as { offset?: unknown } | null)?.offset;
+    return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : null;
+  } catch {
+    return null;
+  }
+}
+
 export class OffsetStore {
   private readonly file: string;
   private writing: Promise<void> = Promise.resolve();
@@ -14,17 +23,26 @@ export class OffsetStore {
     this.file = join(dir, FILE);
   }
 
-  async load(): Promise<number> {
+  /**
+   * The saved offset; 0 on a first run (no file). A corrupt file is moved aside (kept for
+   * a person to look at) and its new name returned: the caller must not replay.
+   */
+  async load(): Promise<number | { movedAside: string }> {
+    let text: string;
     try {
-      const value = (JSON.parse(await readFile(this.file, 'utf8')) as { offset?: unknown }).offset;
-      if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) {
-        this.saved = value;
-        return value;
-      }
-    } catch {
-      // Missing or unreadable: start from whatever Telegram still holds.
+      text = await readFile(this.file, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+      throw err;
     }
-    return 0;
+    const value = parseOffset(text);
+    if (value !== null) {
+      this.saved = value;
+      return value;
+    }
+    const movedAside = `${this.file}.corrupt-${Date.now()}`;
+    await rename(this.file, movedAside);
+    return { movedAside };
   }
 
   /** Serialized; a write of an unchanged offset is skipped. */

@@ -34,6 +34,8 @@ export interface PublishedEvent {
   plugin: string;
   group: string;
   payload: JsonObject;
+  /** The event's name at its source: one event per key is accepted (see CoreServices.publish). */
+  key?: string;
 }
 
 export type DeliveredEvent = EventEnvelope;

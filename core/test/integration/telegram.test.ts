@@ -1,7 +1,7 @@
 // The bundled Telegram channel plugin, end to end: the real core, the real plugin host
 // process, the real ipc binary and a Bot API stand-in on 127.0.0.1.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort, ROOT, Stack, until } from '../harness.js';
 import { expectError } from '../support/expect-ipc.js';
@@ -241,6 +241,38 @@ describe('restarts', () => {
     expect(inbound('while the host was down')).toHaveLength(1);
     expect(inbound('before the restart')).toHaveLength(1);
     expect(during.update_id).toBe(before.update_id + 1);
+  });
+
+  it('a kill -9 in the middle of a batch delivers every message of it to the core exactly once', async () => {
+    await stack.killHost();
+    const texts = Array.from({ length: 100 }, (_, i) => `batch message ${i}`);
+    for (const text of texts) tg.queueMessage({ chatId: FAMILY_CHAT, text });
+    stack.startHost();
+    // Killed once the core has some of the batch and not all of it.
+    await until(() => inbound(texts[0])[0], 10_000);
+    await stack.killHost();
+    const beforeKill = texts.filter((t) => inbound(t).length > 0).length;
+    stack.startHost();
+    await until(() => texts.every((t) => inbound(t).length > 0), 15_000);
+    expect(beforeKill).toBeLessThan(texts.length);
+    expect(texts.filter((t) => inbound(t).length !== 1)).toEqual([]);
+  });
+
+  it('a corrupt offset file is moved aside, and what waits at Telegram is skipped, not replayed', async () => {
+    await stack.killHost();
+    const file = join(stack.dir, 'data', 'telegram', 'offset.json');
+    writeFileSync(file, '{"offset": 12'); // torn write
+    const old = tg.queueMessage({ chatId: MAIN_CHAT, text: 'already handled, they say' });
+    stack.startHost();
+    await until(() => stack.core.catalog.state('telegram') === 'healthy', 10_000);
+    const aside = readdirSync(join(stack.dir, 'data', 'telegram')).filter((f) => f.startsWith('offset.json.corrupt-'));
+    expect(aside).toHaveLength(1);
+    expect(readFileSync(join(stack.dir, 'data', 'telegram', aside[0]), 'utf8')).toBe('{"offset": 12');
+    await until(() => stack.hostOutput.includes('the saved update offset was corrupt'), 5000);
+    tg.queueMessage({ chatId: MAIN_CHAT, text: 'after the corrupt offset' });
+    await until(() => inbound('after the corrupt offset')[0], 10_000);
+    expect(inbound('already handled, they say')).toEqual([]);
+    expect(JSON.parse(readFileSync(file, 'utf8')).offset).toBeGreaterThan(old.update_id);
   });
 });
 

@@ -149,7 +149,7 @@ export class TelegramStandIn {
   }
 
   private deliverable(offset: number, limit: number): StandInUpdate[] {
-    return this.updates.filter((u) => u.update_id >= offset).slice(0, limit);
+    return this.updates.filter((u) => offset < 0 || u.update_id >= offset).slice(0, limit);
   }
 
   private release(code: number, description: string): void {
@@ -197,8 +197,10 @@ export class TelegramStandIn {
         const offset = Number(params.offset ?? 0);
         const limit = Math.min(100, Math.max(1, Number(params.limit ?? 100)));
         const timeout = Math.max(0, Number(params.timeout ?? 0));
-        // As on Telegram: an offset confirms every update before it.
+        // As on Telegram: an offset confirms every update before it; a negative one keeps
+        // only the last -offset updates and forgets the rest.
         if (offset > 0) this.updates = this.updates.filter((u) => u.update_id >= offset);
+        if (offset < 0) this.updates = this.updates.slice(offset);
         // A newer getUpdates ends an older one that is still waiting.
         this.release(409, 'Conflict: terminated by other getUpdates request; make sure that only one bot instance is running');
         this.calls.push({ method, params, status: 200, at: Date.now() });
