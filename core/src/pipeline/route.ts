@@ -79,6 +79,11 @@ export async function route(tool: ToolEntry, envelope: RequestEnvelope, session:
       return crash(plugin, outcome.detail);
     case 'unavailable':
       return unavailable('not running');
+    case 'unknown':
+      return {
+        source: 'core',
+        error: pipelineError('RESULT_UNKNOWN', `Plugin "${plugin}" stopped while handling this request: it may or may not have been carried out. Check (e.g. by listing) before trying again`, false, { stage: 6 }),
+      };
     case 'timeout':
       return {
         source: 'core',

@@ -9,7 +9,8 @@ import { SendQueue } from '../boundary/send-queue.js';
 import type { RequestEnvelope } from '../protocol/envelope.js';
 import type { CoreToHost, HandlerOutcome, HostToCore } from './host-protocol.js';
 
-export type InvokeOutcome = HandlerOutcome | { kind: 'timeout' };
+/** `unknown`: the request reached the host, which went away before answering. */
+export type InvokeOutcome = HandlerOutcome | { kind: 'timeout' } | { kind: 'unknown' };
 
 interface InFlight {
   plugin: string;
@@ -76,6 +77,7 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
         resolve(outcome);
       };
       this.inFlight.set(rid, { plugin, group: envelope.group, session, finish });
+      // Not sent: nothing can have acted. Sent: only the handler's answer says what happened.
       this.send({ t: 'request', rid, plugin, envelope }).catch(() => finish({ kind: 'unavailable' }));
     });
   }
@@ -166,7 +168,7 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
   }
 
   private failAll(): void {
-    for (const f of [...this.inFlight.values()]) f.finish({ kind: 'unavailable' });
+    for (const f of [...this.inFlight.values()]) f.finish({ kind: 'unknown' });
     for (const [hid, done] of [...this.hooks]) done({ t: 'hook_result', hid, ok: false, detail: 'plugin host restarted' });
   }
 

@@ -11,6 +11,8 @@ export const PIPELINE_CODES = [
   'PLUGIN_TIMEOUT',
   'PLUGIN_UNAVAILABLE',
   'PLUGIN_ERROR',
+  // The plugin host went away while a handler had the request: it may have acted.
+  'RESULT_UNKNOWN',
 ] as const;
 
 export type PipelineCode = (typeof PIPELINE_CODES)[number];

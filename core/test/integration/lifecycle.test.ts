@@ -8,7 +8,7 @@ import { FIXTURES, ROOT, Stack, sleep, until } from '../harness.js';
 import { StartupError } from '../../src/protocol/errors.js';
 
 describe('plugin host failure', () => {
-  it('a killed plugin host costs callers PLUGIN_UNAVAILABLE, never the core; a restarted host serves again', async () => {
+  it('a killed plugin host costs callers RESULT_UNKNOWN (in flight) or PLUGIN_UNAVAILABLE, never the core; a restarted host serves again', async () => {
     const stack = await Stack.start({ plugins: ['echo', 'slowstop'] });
     try {
       const session = await stack.openSession('family');
@@ -16,7 +16,8 @@ describe('plugin host failure', () => {
       await sleep(200);
       await stack.killHost();
       const held = await inFlight;
-      expect(held.err).toMatchObject({ code: 'PLUGIN_UNAVAILABLE', stage: 6, retriable: true });
+      // The handler had it: it may have acted, so the caller must not simply retry.
+      expect(held.err).toMatchObject({ code: 'RESULT_UNKNOWN', stage: 6, retriable: false });
 
       const during = await stack.ipc(session, 'tool.invoke.echo', { text: 'x' });
       expect(during.err).toMatchObject({ code: 'PLUGIN_UNAVAILABLE', stage: 6 });
