@@ -54,12 +54,15 @@ async function main(): Promise<void> {
   );
   const orphans = await swept;
   log.info({ runDir: paths.runDir, plugins: core.catalog.pluginNames(), orphansRemoved: orphans }, 'core started');
+  // Agents take no new turn, but keep their containers until the drain is over: a tool
+  // call that finishes during it still reaches the agent that made it.
   const stop = (): void => {
     log.info('stopping');
+    agents.refuseTurns();
     void admin
       .close()
-      .then(() => agents.stop())
       .then(() => core.stop())
+      .then(() => agents.stop())
       .then(() => process.exit(0));
   };
   process.once('SIGTERM', stop);

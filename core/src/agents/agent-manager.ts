@@ -298,6 +298,11 @@ export class AgentManager {
     return agent ? { session: agent.session, container: agent.container } : null;
   }
 
+  /** The first step of a shutdown: messages that arrive from now on start no turn. */
+  refuseTurns(): void {
+    this.stopped = true;
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     await Promise.all([...this.agents.keys()].map((g) => this.retire(g)));
