@@ -172,6 +172,7 @@ export class PluginHost {
       getSessionInfo: () => call('getSessionInfo', {}) as Promise<never>,
       listConfirmations: (group) => call('listConfirmations', {}, group) as Promise<never>,
       notifyUser: (group, text) => call('notifyUser', { text }, group) as Promise<boolean>,
+      reportFault: (message, group) => call('reportFault', { message }, group ?? null).then(() => undefined),
       resolveConfirmation: (id, approve, by, group) => call('resolveConfirmation', { id, approve, by }, group) as Promise<boolean>,
       publish: (topic, group, payload, options) => {
         this.bus.publish([Buffer.from(topic), Buffer.from(JSON.stringify({ plugin, group, payload, key: options?.key }))]);

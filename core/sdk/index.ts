@@ -69,6 +69,8 @@ export interface CoreServices {
   listConfirmations(group: string): Promise<PendingConfirmation[]>;
   /** Tell the people of a group something, through its channel plugins (user.notify). */
   notifyUser(group: string, text: string): Promise<boolean>;
+  /** A fault the plugin contains but cannot repair (a corrupt file): a CRITICAL audit entry. */
+  reportFault(message: string, group?: string): Promise<void>;
   resolveConfirmation(id: string, approve: boolean, by: string, group: string): Promise<boolean>;
   /** The plugin's own data directory on the host (never mounted into a container). */
   dataDir: string;

@@ -15,8 +15,27 @@ export class InvalidGroupError extends Error {
   }
 }
 
+/** A group whose database file could not be read: that group's memory is off, the rest works. */
+export class DamagedDatabaseError extends Error {
+  constructor(
+    readonly group: string,
+    readonly file: string,
+    readonly reason: string,
+  ) {
+    super(`${file} is damaged: ${reason}`);
+    this.name = 'DamagedDatabaseError';
+  }
+}
+
+/** SQLite's answers for a file that is not (or no longer) a sound database. */
+export function isCorruption(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB');
+}
+
 export class MemoryDatabases {
   private readonly open = new Map<string, MemoryDb>();
+  private readonly damaged = new Map<string, DamagedDatabaseError>();
 
   constructor(readonly dir: string) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -43,6 +62,8 @@ export class MemoryDatabases {
   get(group: string, create: boolean): MemoryDb | null {
     const cached = this.open.get(group);
     if (cached) return cached;
+    const damage = this.damaged.get(group);
+    if (damage) throw damage;
     const file = this.fileOf(group);
     if (!existsSync(file)) {
       if (!create) return null;
@@ -50,9 +71,23 @@ export class MemoryDatabases {
       // gives the -wal and -shm files the same).
       closeSync(openSync(file, 'a', 0o600));
     }
-    const db = MemoryDb.open(file, group, { create: false });
+    let db: MemoryDb;
+    try {
+      db = MemoryDb.open(file, group, { create: false });
+    } catch (err) {
+      throw isCorruption(err) ? this.markDamaged(group, (err as Error).message) : err;
+    }
     this.open.set(group, db);
     return db;
+  }
+
+  /** From now on (until a restart finds it repaired) the group's memory is unavailable. */
+  markDamaged(group: string, reason: string): DamagedDatabaseError {
+    const damage = new DamagedDatabaseError(group, this.fileOf(group), reason);
+    this.damaged.set(group, damage);
+    this.open.get(group)?.close();
+    this.open.delete(group);
+    return damage;
   }
 
   closeAll(): void {

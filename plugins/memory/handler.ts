@@ -5,7 +5,7 @@
 import { isAbsolute, resolve } from 'node:path';
 import pino from 'pino';
 import { InitError, ToolError, type CoreServices, type MemoryBrief, type PluginConfig, type PluginHandler, type RequestEnvelope } from '#sdk';
-import { InvalidGroupError, MemoryDatabases } from './databases.js';
+import { DamagedDatabaseError, InvalidGroupError, isCorruption, MemoryDatabases } from './databases.js';
 import { SessionLimits, type LimitKind } from './limits.js';
 import { SchemaTooNewError } from './schema.js';
 import { emptyBrief, ENTRY_TYPES, MAX_TAGS, MemoryInputError, type Brief, type EntryType } from './store.js';
@@ -49,10 +49,12 @@ const UNREADABLE_NEWER =
 export default class MemoryPlugin implements PluginHandler {
   private settings!: MemorySettings;
   private databases!: MemoryDatabases;
+  private services!: CoreServices;
   private readonly limits = new SessionLimits();
 
   async initialize(config: PluginConfig, services: CoreServices): Promise<void> {
     this.settings = parseSettings(config, services.dataDir);
+    this.services = services;
     if (config.embedding_provider !== undefined && config.embedding_provider !== 'none') {
       log.warn({ embedding_provider: config.embedding_provider }, 'embedding_provider is not supported in this version; using full-text search');
     }
@@ -75,6 +77,11 @@ export default class MemoryPlugin implements PluginHandler {
         const purged = db.purgeSuperseded(before);
         log.info({ group, purged, older_than_days: this.settings.purgeSupersededDays }, 'purged superseded memory entries');
       } catch (err) {
+        if (err instanceof DamagedDatabaseError || isCorruption(err)) {
+          // One group's broken file must not take memory away from every group.
+          await this.reportDamage(err instanceof DamagedDatabaseError ? err : this.databases.markDamaged(group, (err as Error).message));
+          continue;
+        }
         this.databases.closeAll();
         if (err instanceof SchemaTooNewError) {
           throw new InitError(
@@ -86,6 +93,13 @@ export default class MemoryPlugin implements PluginHandler {
       }
     }
     log.info({ storage: this.settings.storageDir, groups: groups.length }, 'memory ready');
+  }
+
+  private async reportDamage(damage: DamagedDatabaseError): Promise<void> {
+    log.error({ group: damage.group, file: damage.file, err: damage.reason }, 'memory database damaged: memory is unavailable for this group');
+    await this.services
+      .reportFault(`memory database ${damage.file} of group "${damage.group}" is damaged (${damage.reason}); that group's memory is unavailable until the file is repaired or moved away, and other groups are unaffected`, damage.group)
+      .catch((err: unknown) => log.error({ err: String(err) }, 'could not report the damaged database'));
   }
 
   async handleRequest(envelope: RequestEnvelope): Promise<unknown> {
@@ -105,7 +119,10 @@ export default class MemoryPlugin implements PluginHandler {
           throw new ToolError({ message: `unknown tool ${tool}`, retriable: false });
       }
     } catch (err) {
-      throw toolError(err);
+      // Damage found in use (not at start-up): that group's memory goes off, loudly.
+      const damage = isCorruption(err) ? this.databases.markDamaged(envelope.group, (err as Error).message) : null;
+      if (damage) await this.reportDamage(damage);
+      throw toolError(damage ?? err);
     }
   }
 
@@ -185,6 +202,7 @@ function toolError(err: unknown): unknown {
   if (err instanceof MemoryInputError) return new ToolError({ message: err.message, retriable: false });
   if (err instanceof SchemaTooNewError) return new ToolError({ message: UNREADABLE_NEWER, retriable: false });
   if (err instanceof InvalidGroupError) return new ToolError({ message: 'This group cannot hold memories (its name is not valid).', retriable: false });
+  if (err instanceof DamagedDatabaseError) return new ToolError({ message: "This group's memory is unavailable: its database on the host is damaged. Tell the user; the operator has been alerted.", retriable: false });
   const raw = (err as { code?: unknown } | null)?.code;
   const code = typeof raw === 'string' ? raw : '';
   if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) return new ToolError({ message: 'Memory storage is busy; try again in a moment.', retriable: true });

@@ -1,5 +1,5 @@
 // Core services for plugins (getAuditLog, getToolCatalog, getSessionInfo, confirmations,
-// notifyUser), answered by the core on the plugin host's behalf.
+// notifyUser, reportFault), answered by the core on the plugin host's behalf.
 import type { AuditLog, AuditQuery } from '../audit/audit-log.js';
 import type { SessionTable } from '../boundary/session-table.js';
 import type { Confirmations } from '../confirm/confirmations.js';
@@ -58,6 +58,10 @@ export function answerService(m: Extract<HostToCore, { t: 'service' }>, deps: Se
         deps.audit.record({ group, session: null, source: m.plugin, topic: 'user.notify', correlation: null, stage: 'event', outcome: 'routed', reason: 'notice for the group' });
         return ok(true);
       });
+    case 'reportFault':
+      // Something broken that the plugin contains but cannot repair (a corrupt file): a person must see it.
+      deps.audit.record({ group: m.group && deps.authorizer.pluginMaySee(m.plugin, m.group) ? m.group : null, session: null, source: m.plugin, topic: null, correlation: null, stage: 'plugin', outcome: 'error', severity: 'CRITICAL', reason: String(m.args.message ?? '').slice(0, 2000) });
+      return ok(true);
     case 'resolveConfirmation': {
       // Unknown, answered, expired or another group's: all read as "nothing to resolve".
       const pending = deps.confirmations.get(String(m.args.id));

@@ -2,7 +2,7 @@
 // real ipc binary and real SQLite files in the plugin's data directory.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import Database from 'better-sqlite3';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT, Stack, until, type IpcResult } from '../harness.js';
 import { expectError, expectOk } from '../support/expect-ipc.js';
@@ -328,6 +328,29 @@ describe('durability', () => {
     const found = new Set(expectOk(await search(s, { limit: 100 })).results.map((r: { id: string }) => r.id));
     for (const id of acknowledged) expect(found.has(id)).toBe(true);
     expect(inspect('crash', (db) => db.pragma('integrity_check', { simple: true }))).toBe('ok');
+  });
+});
+
+describe('a damaged database', () => {
+  it("costs only its own group: a clear error there, a CRITICAL audit entry naming the file, every other group served", async () => {
+    const other = await stack.openSession('undamaged');
+    const kept = expectOk(await store(other, { type: 'fact', content: 'still here after the restart' }));
+    await killHost();
+    const file = join(memoryDir, 'damaged.sqlite');
+    writeFileSync(file, Buffer.alloc(8192, 'not a database '));
+    await startHost('healthy');
+
+    const s = await stack.openSession('damaged');
+    const r = await search(s, { query: 'anything' });
+    expectError(r, 'HANDLER_ERROR');
+    expect(r.err.message).toMatch(/database on the host is damaged/);
+    expect(r.err.message).not.toContain(memoryDir); // no host path for the agent
+    expect(expectOk(await search(await stack.openSession('undamaged'), { query: 'restart' })).results.map((e: { id: string }) => e.id)).toEqual([kept.id]);
+    const critical = (await stack.auditEntries()).filter((e) => e.severity === 'CRITICAL' && e.source === 'memory');
+    expect(critical).toHaveLength(1);
+    expect(critical[0]).toMatchObject({ group: 'damaged', stage: 'plugin', outcome: 'error' });
+    expect(critical[0].reason).toContain(file);
+    rmSync(file);
   });
 });
 
