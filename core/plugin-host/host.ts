@@ -18,6 +18,7 @@ import { APP_VERSION } from '../src/version.js';
 import { ToolError, type CoreServices, type PluginHandler } from '../sdk/index.js';
 import { categorize, handlerPath, loadHandler, TimeoutError } from './load-handler.js';
 import { BusPublisher } from './bus-publisher.js';
+import { CorePresence } from './core-presence.js';
 import { pluginSection, resolvePluginConfig } from './plugin-config.js';
 
 export interface HostOptions {
@@ -27,7 +28,14 @@ export interface HostOptions {
   dataDir: string;
   config: CoreConfig;
   env?: NodeJS.ProcessEnv;
+  /** A core away (or never there) for longer than this: the host gives up and onCoreLost runs. */
+  coreLostAfterMs?: number;
 }
+
+/** The default bound on a core's absence: far longer than a restart takes. */
+const CORE_LOST_AFTER_MS = 120_000;
+/** Plugin events held for an absent core, kept here when the host gives up waiting. */
+const HELD_EVENTS_FILE = '.held-events.json';
 
 interface Loaded {
   plugin: DiscoveredPlugin;
@@ -73,16 +81,33 @@ export class PluginHost {
   private readonly registration: HostToCore[] = [];
   private stopping: Promise<void> | null = null;
   private loops: Promise<void>[] = [];
+  private readonly presence: CorePresence;
   onStopped: () => void = () => undefined;
+  onCoreLost: () => void = () => undefined;
 
-  constructor(private readonly options: HostOptions) {}
+  constructor(private readonly options: HostOptions) {
+    this.presence = new CorePresence(join(options.runDir, SOCKETS.pluginHostHealth), options.coreLostAfterMs ?? CORE_LOST_AFTER_MS, () => this.coreLost());
+  }
+
+  /** The core stayed away too long: keep what waits for it on disk, then let the process end. */
+  private coreLost(): void {
+    const saved = this.bus.saveHeld(join(this.options.dataDir, HELD_EVENTS_FILE));
+    log.error({ after_ms: this.options.coreLostAfterMs ?? CORE_LOST_AFTER_MS, held_events_saved: saved }, 'the core is gone: giving up');
+    this.onCoreLost();
+  }
 
   async start(): Promise<void> {
     const { runDir } = this.options;
+    // Watching first: a socket monitor misses what happened before it existed (such as
+    // the first handshake with a core that is already there).
+    this.presence.unlinked();
+    this.loops.push(this.receiveCore(), this.receiveEvents(), this.watchCore());
     this.dealer.connect(`ipc://${join(runDir, SOCKETS.pluginHost)}`);
     this.sub.connect(`ipc://${join(runDir, SOCKETS.busOut)}`);
     this.bus.connect(`ipc://${join(runDir, SOCKETS.busIn)}`);
-    this.loops.push(this.receiveCore(), this.receiveEvents(), this.watchCore());
+    mkdirSync(this.options.dataDir, { recursive: true });
+    const restored = this.bus.restoreHeld(join(this.options.dataDir, HELD_EVENTS_FILE));
+    if (restored > 0) log.info({ events: restored }, 'events an earlier plugin host held for the core: published first');
 
     const { plugins } = discoverPlugins(this.options.pluginsDir, APP_VERSION, INTRINSIC_NAMES);
     const secrets: string[] = [];
@@ -147,7 +172,13 @@ export class PluginHost {
     let connections = 0;
     try {
       for await (const event of this.dealer.events) {
+        if (event.type === 'disconnect') {
+          log.warn('lost the link to the core');
+          this.presence.unlinked();
+        }
         if (event.type !== 'handshake') continue;
+        log.info('linked to the core');
+        this.presence.linked();
         if (++connections > 1 && this.registration.length > 0) {
           log.info({ connection: connections }, 'core connected again: registering');
           this.register();
@@ -294,6 +325,7 @@ export class PluginHost {
         }),
       );
       await this.send({ t: 'stopped', results }).catch(() => undefined);
+      this.presence.close();
       // Give the report a moment to leave before the sockets close.
       await new Promise((r) => setTimeout(r, 50));
       this.dealer.close();

@@ -6,8 +6,11 @@ import { PluginHost } from './host.js';
 
 async function main(): Promise<void> {
   const paths = pathsFromEnv();
-  const host = new PluginHost({ ...paths, config: loadConfig(paths.configFile) });
+  const lostAfter = Number(process.env.CARAPACE_CORE_LOST_AFTER_MS);
+  const host = new PluginHost({ ...paths, config: loadConfig(paths.configFile), ...(lostAfter > 0 ? { coreLostAfterMs: lostAfter } : {}) });
   host.onStopped = () => process.exit(0);
+  // Compose's restart policy starts a fresh host, which publishes what this one held.
+  host.onCoreLost = () => process.exit(1);
   process.once('SIGTERM', () => void host.stop());
   process.once('SIGINT', () => void host.stop());
   await host.start();

@@ -213,9 +213,7 @@ export class Core extends EventEmitter<CoreEvents> {
   }
 
   private onPluginInit(message: Extract<HostToCore, { t: 'init' }>): void {
-    const state = this.catalog.state(message.plugin);
-    // A registration said twice (see PluginHostLink) changes nothing the second time.
-    if (state === undefined || state === (message.ok ? 'healthy' : 'failed')) return;
+    if (this.catalog.state(message.plugin) === undefined) return;
     if (message.ok) {
       this.catalog.setState(message.plugin, 'healthy');
       this.audit.record({ group: null, session: null, source: message.plugin, topic: null, correlation: null, stage: 'plugin', outcome: 'ok', reason: 'initialized' });

@@ -36,6 +36,8 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
   private host: Buffer | null = null;
   /** Hosts asked to register since the last hello: asked once each, not per message. */
   private readonly asked = new Set<string>();
+  /** Plugins whose init result this host connection has given: a registration said twice counts once. */
+  private readonly initialized = new Set<string>();
   private readonly inFlight = new Map<string, InFlight>();
   private readonly hooks = new Map<string, (r: Extract<HostToCore, { t: 'hook_result' }>) => void>();
   private loops: Promise<void>[] = [];
@@ -147,9 +149,12 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
         this.failAll();
         this.host = identity;
         this.asked.clear();
+        this.initialized.clear();
         this.emit('hello', message);
         break;
       case 'init':
+        if (this.initialized.has(message.plugin)) break;
+        this.initialized.add(message.plugin);
         this.emit('init', message);
         break;
       case 'response':

@@ -45,4 +45,6 @@ export const SOCKETS = {
   busOut: 'bus-out.sock',
   busIn: 'bus-in.sock',
   sessions: 'sessions',
+  /** Not a socket: the plugin host's health file, fresh while it is linked to the core. */
+  pluginHostHealth: 'plugin-host.health',
 } as const;

@@ -7,6 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { ROOT, Stack, until } from '../harness.js';
+import { TelegramStandIn } from '../support/telegram-standin.js';
 import type { Session } from '../../src/boundary/session-table.js';
 import type { AuditEntry } from '../../src/audit/audit-log.js';
 
@@ -46,9 +47,14 @@ function auditEntries(stack: Stack): AuditEntry[] {
 const cores: ChildProcess[] = [];
 let stack: Stack | null = null;
 
+let tg: TelegramStandIn | null = null;
+const BOT_TOKEN = '123456789:AAH-core-restart-test-token-0123456789';
+
 afterEach(async () => {
   for (const core of cores.splice(0)) await kill9(core);
   await stack?.killHost();
+  await tg?.close();
+  tg = null;
 });
 
 describe('a core restart under a running plugin host', () => {
@@ -74,5 +80,37 @@ describe('a core restart under a running plugin host', () => {
       return entries.slice(restarted).find((e) => e.stage === 'event' && e.source === 'services' && e.reason === 'event accepted');
     }, 5000);
     expect(accepted.topic).toBe('message.inbound');
+  }, 60_000);
+
+  it('a host whose core stays away gives up: unhealthy at once, then it exits, and what it held reaches the next core', async () => {
+    tg = await TelegramStandIn.start(BOT_TOKEN);
+    stack = new Stack({
+      plugins: [],
+      extraPluginDirs: { telegram: join(ROOT, 'plugins/telegram') },
+      env: { TELEGRAM_BOT_TOKEN: BOT_TOKEN, CARAPACE_CORE_LOST_AFTER_MS: '4000' },
+      config: { groups: { family: {} }, plugins: { telegram: { bot_token: '${TELEGRAM_BOT_TOKEN}', api_base_url: tg.url, chats: { '300': 'family' }, poll_timeout_s: 1 } } },
+    });
+    const health = join(stack.runDir, 'plugin-host.health');
+    const starting = startCore(stack); // the core first: the host's bound runs from its own start
+    stack.startHost();
+    const first = await starting;
+    cores.push(first.process);
+    expect(first.states).toEqual({ telegram: 'healthy' });
+    expect(existsSync(health)).toBe(true);
+
+    await kill9(first.process);
+    await until(() => !existsSync(health), 5000);
+    tg.queueMessage({ chatId: 300, text: 'written while the core was away' });
+    const host = stack.host!;
+    const code = await new Promise((r) => host.once('exit', r));
+    expect(code).toBe(1);
+    expect(stack.hostOutput).toContain('the core is gone: giving up');
+
+    const restarting = startCore(stack);
+    stack.startHost();
+    cores.push((await restarting).process);
+    const accepted = await until(() => auditEntries(stack!).find((e) => e.stage === 'event' && e.source === 'telegram' && e.reason === 'event accepted'), 15_000);
+    expect(accepted).toMatchObject({ group: 'family', topic: 'message.inbound' });
+    expect(existsSync(health)).toBe(true);
   }, 60_000);
 });
