@@ -32,6 +32,9 @@ export interface LlmProxyOptions {
   usage?: UsageStore;
   /** Tells a group's user something on its channel (the core's `user.notify`). */
   notify?: (group: string, text: string) => void;
+  /** Tests only: the budget clock, and how long a whole request may take to arrive. */
+  now?: () => number;
+  requestTimeoutMs?: number;
 }
 
 export interface LlmSessionOptions {
@@ -77,6 +80,7 @@ export class LlmProxy {
     this.settings = options.settings ?? parseConfig({}).llm;
     this.budgets = new Budgets(this.settings, options.usage ?? new UsageStore(null), (err) =>
       options.audit.record({ group: null, session: null, source: 'llm-proxy', topic: null, correlation: null, stage: 'llm', outcome: 'error', reason: `usage store: ${err.message}` }),
+      options.now,
     );
   }
 
@@ -99,7 +103,10 @@ export class LlmProxy {
         }
       : null;
     const state: SessionState = { token, session: sessionId, group, ready, inFlight: 0 };
-    const server = createServer({ headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS }, (req, res) =>
+    const requestTimeout = this.options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
+    // The timeouts are enforced by a sweep over the connections every interval.
+    const timeouts = { requestTimeout, headersTimeout: Math.min(HEADERS_TIMEOUT_MS, requestTimeout), connectionsCheckingInterval: Math.min(5_000, requestTimeout) };
+    const server = createServer(timeouts, (req, res) =>
       void this.handle(req, res, state).catch((err: unknown) => {
         this.audit(state, req, 'error', `proxy failure: ${(err as Error)?.message ?? String(err)}`);
         if (!res.headersSent) sendError(res, { status: 500, type: 'api_error', message: 'the LLM proxy failed on this request' });
@@ -148,10 +155,12 @@ export class LlmProxy {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse, state: SessionState): Promise<void> {
-    const refuse = (refusal: Refusal, code = 'LLM_REQUEST_REFUSED', headers: Record<string, string> = {}): void => {
+    const refuse = async (refusal: Refusal, code = 'LLM_REQUEST_REFUSED', headers: Record<string, string> = {}): Promise<void> => {
       this.audit(state, req, 'rejected', refusal.message, code);
+      // Read (and drop) the body first: answering before it is in makes the client's
+      // write fail (EPIPE), and Claude Code would show that instead of the reason.
+      await discard(req);
       sendError(res, refusal, headers);
-      req.resume(); // an unread body must not hold the connection
     };
     if (!this.authorized(req, state.token)) return refuse({ status: 401, type: 'authentication_error', message: 'invalid session token' });
     const target = checkTarget(req.method, req.url);
@@ -269,6 +278,21 @@ function sendError(res: ServerResponse, refusal: Refusal, headers: Record<string
   if (res.headersSent) return void res.destroy();
   const body: { type: 'error'; error: { type: ApiErrorType; message: string } } = { type: 'error', error: { type: refusal.type, message: refusal.message } };
   res.writeHead(refusal.status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
+}
+
+/** Reads a request body to its end without keeping it; one too large is cut off. */
+function discard(req: IncomingMessage): Promise<void> {
+  return new Promise((resolve) => {
+    if (req.complete) return resolve();
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) req.destroy();
+    });
+    req.once('end', resolve);
+    req.once('close', resolve);
+    req.once('error', () => resolve());
+  });
 }
 
 /** Resolves when the response may be written again, or is gone. */
