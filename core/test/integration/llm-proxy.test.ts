@@ -52,10 +52,10 @@ function post(path: string, body: unknown, headers: Record<string, string>, sock
   });
 }
 
-/** Any method, path and body (a string is sent as is). */
+/** Any method, path and body (a string is sent as is; undefined sends none). */
 function call(socketPath: string, method: string, path: string, body: unknown, headers: Record<string, string>): Promise<{ status: number; text: string; headers: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
-    const payload = typeof body === 'string' ? body : JSON.stringify(body);
+    const payload = body === undefined ? '' : typeof body === 'string' ? body : JSON.stringify(body);
     const req = request({ socketPath, path, method, headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)), 'anthropic-version': '2023-06-01', ...headers } }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
@@ -128,7 +128,8 @@ describe('LLM proxy', () => {
     ['POST', '/v1//messages'],
   ])('refuses %s %s with an API-format error, and nothing reaches upstream', async (method, path) => {
     const before = standIn.requests.length;
-    const r = await call(session.socketPath, method, path, { model: MODEL, max_tokens: 10, messages: [] }, { 'x-api-key': session.token });
+    // GET and DELETE as an SDK sends them: without a body.
+    const r = await call(session.socketPath, method, path, method === 'POST' ? { model: MODEL, max_tokens: 10, messages: [] } : undefined, { 'x-api-key': session.token });
     expect(r.status).toBeGreaterThanOrEqual(400);
     expect(JSON.parse(r.text)).toMatchObject({ type: 'error', error: { type: expect.any(String), message: expect.any(String) } });
     expect(standIn.requests.length).toBe(before);
