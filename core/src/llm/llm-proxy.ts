@@ -61,6 +61,8 @@ const MAX_CONNECTIONS = 32;
 const HEADERS_TIMEOUT_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 60_000;
 
+const OAUTH_BETA = 'oauth-2025-04-20';
+
 const DROP_RESPONSE = new Set(['connection', 'content-length', 'transfer-encoding', 'keep-alive', 'content-encoding']);
 
 interface SessionState {
@@ -163,9 +165,8 @@ export class LlmProxy {
       sendError(res, refusal, headers);
     };
     if (!this.authorized(req, state.token)) return refuse({ status: 401, type: 'authentication_error', message: 'invalid session token' });
-    const target = checkTarget(req.method, req.url);
-    if (isRefusal(target)) return refuse(target);
-
+    // Every request counts against the budgets, refused ones too: a flood of bad requests
+    // is cut off by the rate limit before any more work is done for it.
     const admission = this.budgets.admit(state.group);
     if (!admission.ok) {
       if (admission.first) {
@@ -176,6 +177,8 @@ export class LlmProxy {
       // showing anything; the budget will not come back sooner than retry-after.
       return refuse({ status: 429, type: 'rate_limit_error', message: admission.message }, 'LLM_BUDGET_EXHAUSTED', { 'retry-after': String(admission.retryAfterSeconds), 'x-should-retry': 'false' });
     }
+    const target = checkTarget(req.method, req.url);
+    if (isRefusal(target)) return refuse(target);
     if (state.inFlight >= this.settings.max_concurrent_requests) {
       return refuse({ status: 429, type: 'rate_limit_error', message: `at most ${this.settings.max_concurrent_requests} model requests at once per agent` }, 'LLM_CONCURRENCY');
     }
@@ -221,7 +224,13 @@ export class LlmProxy {
     const released = state.ready?.();
     const headers = forwardedHeaders(req.headers);
     if (credential.apiKey) headers.set('x-api-key', credential.apiKey);
-    else if (credential.oauthToken) headers.set('authorization', `Bearer ${credential.oauthToken}`);
+    else if (credential.oauthToken) {
+      headers.set('authorization', `Bearer ${credential.oauthToken}`);
+      // The API takes an OAuth token only with this beta; the agent, given an API-key-shaped
+      // session token, does not send it.
+      const betas = (headers.get('anthropic-beta') ?? '').split(',').map((b) => b.trim()).filter(Boolean);
+      if (!betas.includes(OAUTH_BETA)) headers.set('anthropic-beta', [...betas, OAUTH_BETA].join(','));
+    }
     // An agent that hangs up stops the upstream request (and its cost) with it.
     const abort = new AbortController();
     res.on('close', () => abort.abort());

@@ -36,6 +36,9 @@ function openDb(file: string | null): Database.Database {
   try {
     // A corrupt or foreign file fails here, not at the first write.
     db.pragma('journal_mode = WAL');
+    // One small write per model request: NORMAL survives a killed core (not a power cut,
+    // which costs at most the last moments' counts).
+    db.pragma('synchronous = NORMAL');
     const [check] = db.pragma('quick_check') as Array<{ quick_check: string }>;
     if (check?.quick_check !== 'ok') throw new Error(`quick_check: ${check?.quick_check ?? 'no answer'}`);
     db.exec(SCHEMA);

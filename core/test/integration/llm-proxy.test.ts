@@ -116,6 +116,21 @@ describe('LLM proxy', () => {
     for (const name of ['x-anthropic-organization', 'x-forwarded-for', 'cookie']) expect(seen.headers[name]).toBeUndefined();
   });
 
+  it('with an OAuth credential, sends it as a bearer token with the beta the API needs for it', async () => {
+    const oauth = new LlmProxy({ upstream: standInUrl, credential: { oauthToken: 'sk-ant-oat01-real-oauth-token' }, audit });
+    const s = await oauth.open('agent-oauth', 'family', join(dir, 'oauth.sock'));
+    try {
+      const r = await post('/v1/messages?beta=true', { model: MODEL, max_tokens: 10, messages: [] }, { 'x-api-key': s.token, 'anthropic-beta': 'claude-code-20250219' }, s.socketPath);
+      expect(r.status).toBe(200);
+      const seen = standIn.requests.at(-1)!;
+      expect(seen.headers.authorization).toBe('Bearer sk-ant-oat01-real-oauth-token');
+      expect(seen.headers['x-api-key']).toBeUndefined();
+      expect(seen.headers['anthropic-beta']).toBe('claude-code-20250219,oauth-2025-04-20');
+    } finally {
+      await oauth.close('agent-oauth');
+    }
+  });
+
   it.each([
     ['GET', '/v1/models'],
     ['GET', '/v1/files'],
@@ -209,19 +224,19 @@ describe('LLM proxy: budgets per group', () => {
   /** A proxy of its own (with `store`), one session per group, closed afterwards. */
   async function withProxy(
     options: { settings: ReturnType<typeof settings>; store?: UsageStore; now?: () => number },
-    body: (ask: (group: string) => Promise<{ status: number; text: string; headers: Record<string, unknown> }>, notices: Array<{ group: string; text: string }>, p: LlmProxy) => Promise<void>,
+    body: (ask: (group: string, path?: string) => Promise<{ status: number; text: string; headers: Record<string, unknown> }>, notices: Array<{ group: string; text: string }>, p: LlmProxy) => Promise<void>,
   ): Promise<void> {
     const notices: Array<{ group: string; text: string }> = [];
     const p = new LlmProxy({ upstream: standInUrl, credential: { apiKey: REAL_KEY }, audit, settings: options.settings, usage: options.store, now: options.now, notify: (group, text) => notices.push({ group, text }) });
     const sessions = new Map<string, LlmSession & { id: string }>();
-    const ask = async (group: string) => {
+    const ask = async (group: string, path = '/v1/messages') => {
       let s = sessions.get(group);
       if (!s) {
         const id = `agent-budget-${++n}`;
         s = { ...(await p.open(id, group, join(dir, `${id}.sock`))), id };
         sessions.set(group, s);
       }
-      return post('/v1/messages', message, { 'x-api-key': s.token }, s.socketPath);
+      return post(path, message, { 'x-api-key': s.token }, s.socketPath);
     };
     try {
       await body(ask, notices, p);
@@ -267,6 +282,9 @@ describe('LLM proxy: budgets per group', () => {
       expect(notices.map((x) => x.group)).toEqual(['family', 'busy']);
       clock += 60_000;
       expect((await ask('family')).status).toBe(200);
+      // Refused requests count too: a flood of bad ones is cut off like any other.
+      for (let i = 0; i < 3; i++) expect((await ask('flood', '/v1/models')).status).toBe(404);
+      expect((await ask('flood', '/v1/models')).status).toBe(429);
     });
   });
 
