@@ -173,8 +173,9 @@ export class LlmProxy {
         this.options.notify?.(state.group, admission.message);
         this.audit(state, req, 'rejected', `${admission.kind} exhausted; the user was told`, 'LLM_BUDGET_EXHAUSTED');
       }
-      // x-should-retry: Claude Code's SDK would otherwise retry a 429 for minutes before
-      // showing anything; the budget will not come back sooner than retry-after.
+      // The budget will not come back sooner than retry-after: x-should-retry tells the
+      // agent's SDK not to retry meanwhile (Claude Code 2.1.330 shows the refusal at once
+      // either way: "API Error: Request rejected (429) · <message>").
       return refuse({ status: 429, type: 'rate_limit_error', message: admission.message }, 'LLM_BUDGET_EXHAUSTED', { 'retry-after': String(admission.retryAfterSeconds), 'x-should-retry': 'false' });
     }
     const target = checkTarget(req.method, req.url);
