@@ -28,6 +28,27 @@ export interface CoreConfig {
   shutdown_timeout_ms: number;
   plugins: Record<string, JsonObject>;
   agents: AgentSettings;
+  llm: LlmSettings;
+}
+
+export interface LlmBudget {
+  /** Model tokens (input, cache and output) a group may use per UTC day. */
+  tokens_per_day: number;
+  /** Model requests a group may make per minute. */
+  requests_per_minute: number;
+}
+
+/** What the LLM proxy lets an agent do with the owner's model credential. */
+export interface LlmSettings {
+  /** Exact model names an agent may ask for. */
+  models: string[];
+  /** The largest max_tokens a request may ask for. */
+  max_tokens: number;
+  /** The budget of every group, unless `group_budgets` says otherwise. */
+  budget: LlmBudget;
+  group_budgets: Record<string, Partial<LlmBudget>>;
+  /** Model requests one agent session may have in flight at once. */
+  max_concurrent_requests: number;
 }
 
 export interface AgentSettings {
@@ -64,6 +85,38 @@ const rateSchema = {
   properties: { per_minute: { type: 'number', exclusiveMinimum: 0 }, burst: { type: 'integer', minimum: 1, default: 20 } },
 };
 
+const budgetProperties = {
+  tokens_per_day: { type: 'integer', minimum: 0 },
+  requests_per_minute: { type: 'integer', minimum: 0 },
+};
+
+// Defaults from what Claude Code 2.1.330 asks for: claude-opus-5-5 with an API key,
+// claude-sonnet-5-5 with an OAuth token, a Haiku as its small/fast model; max_tokens 128000.
+const llmSchema = {
+  type: 'object',
+  additionalProperties: false,
+  default: {},
+  properties: {
+    models: { type: 'array', items: { type: 'string', minLength: 1 }, default: ['claude-opus-5-5', 'claude-sonnet-5-5', 'claude-haiku-5-5', 'claude-haiku-4-5'] },
+    max_tokens: { type: 'integer', minimum: 1, default: 128_000 },
+    budget: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        tokens_per_day: { ...budgetProperties.tokens_per_day, default: 5_000_000 },
+        requests_per_minute: { ...budgetProperties.requests_per_minute, default: 60 },
+      },
+    },
+    group_budgets: {
+      type: 'object',
+      propertyNames: { pattern: '^[a-zA-Z0-9_-]{1,64}$' },
+      additionalProperties: { type: 'object', additionalProperties: false, properties: budgetProperties },
+      default: {},
+    },
+    max_concurrent_requests: { type: 'integer', minimum: 1, default: 4 },
+  },
+};
 export const configSchema = {
   type: 'object',
   additionalProperties: false,
@@ -98,6 +151,7 @@ export const configSchema = {
         pids: { type: 'integer', minimum: 16, default: 256 },
       },
     },
+    llm: llmSchema,
   },
 };
 

@@ -6,6 +6,7 @@ import { startAdminApi } from './admin/http-api.js';
 import { AgentManager } from './agents/agent-manager.js';
 import { DockerRuntime } from './agents/docker-runtime.js';
 import { LlmProxy } from './llm/llm-proxy.js';
+import { UsageStore } from './llm/usage-store.js';
 import { loadConfig } from './config.js';
 import { Core } from './core.js';
 import { StartupError } from './protocol/errors.js';
@@ -28,6 +29,12 @@ async function main(): Promise<void> {
     upstream: process.env.CARAPACE_MODEL_API_URL || 'https://api.anthropic.com',
     credential: { apiKey: process.env.ANTHROPIC_API_KEY || undefined, oauthToken: process.env.CLAUDE_CODE_OAUTH_TOKEN || undefined },
     audit: core.audit,
+    settings: config.llm,
+    usage: new UsageStore(join(paths.dataDir, 'llm', 'usage.sqlite'), (problem) => {
+      log.error(problem, 'the LLM usage file was unreadable: moved aside, today\'s usage counts afresh');
+      core.audit.record({ group: null, session: null, source: 'llm-proxy', topic: null, correlation: null, stage: 'llm', outcome: 'error', reason: `usage file unreadable (${problem.error}); moved to ${problem.movedTo}` });
+    }),
+    notify: (group, text) => void core.publish('user.notify', group, { text }),
   });
   const agents = new AgentManager(core, new DockerRuntime(), llm, config.agents, {
     groupsDir: paths.groupsDir,
@@ -51,6 +58,7 @@ async function main(): Promise<void> {
     process.env.CARAPACE_ADMIN_HOST || '127.0.0.1',
     Number(process.env.CARAPACE_ADMIN_PORT || 8780),
     process.env.CARAPACE_ADMIN_TOKEN || undefined,
+    { usage: () => llm.usage(Object.keys(config.groups)) },
   );
   const orphans = await swept;
   log.info({ runDir: paths.runDir, plugins: core.catalog.pluginNames(), orphansRemoved: orphans }, 'core started');

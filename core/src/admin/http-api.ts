@@ -3,8 +3,15 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { timingSafeEqual } from 'node:crypto';
 import type { Core } from '../core.js';
+import type { GroupUsage } from '../llm/budgets.js';
 
-export async function startAdminApi(core: Core, host: string, port: number, token?: string): Promise<FastifyInstance> {
+/** What the admin API serves beside the core's own state. */
+export interface AdminSources {
+  /** Today's model usage and budgets per group (the LLM proxy's). */
+  usage?: () => GroupUsage[];
+}
+
+export async function startAdminApi(core: Core, host: string, port: number, token?: string, sources: AdminSources = {}): Promise<FastifyInstance> {
   const app = Fastify({ logger: false, bodyLimit: 16 * 1024 });
   if (token) {
     const expected = Buffer.from(`Bearer ${token}`);
@@ -23,6 +30,8 @@ export async function startAdminApi(core: Core, host: string, port: number, toke
   };
   app.post<{ Params: { id: string } }>('/confirmations/:id/approve', answer(true));
   app.post<{ Params: { id: string } }>('/confirmations/:id/deny', answer(false));
+  const usage = sources.usage;
+  if (usage) app.get('/usage', async () => ({ groups: usage() }));
   await app.listen({ host, port });
   return app;
 }

@@ -1,12 +1,18 @@
 // The LLM proxy: agents have no network and no model key. Each session gets an HTTP
 // endpoint on a unix socket in its own directory; a request must carry that session's
-// token, and the proxy forwards it upstream with the real credential, streaming the
-// answer back. The real key never leaves the core.
+// token, pass the request policy (request-policy.ts: method, path, headers, model,
+// max_tokens) and the group's budgets (budgets.ts), and is then forwarded upstream with
+// the real credential, the answer streamed back and its tokens counted. The real key
+// never leaves the core, and lends itself to nothing but Claude Code's model calls.
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmod, rm } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import type { AuditLog } from '../audit/audit-log.js';
+import { parseConfig, type LlmSettings } from '../config.js';
+import { Budgets, type GroupUsage } from './budgets.js';
+import { checkBody, checkTarget, forwardedHeaders, isRefusal, type ApiErrorType, type Refusal } from './request-policy.js';
+import { UsageStore } from './usage-store.js';
 import { UsageMeter } from './usage.js';
 
 export interface LlmCredential {
@@ -20,6 +26,15 @@ export interface LlmProxyOptions {
   upstream: string;
   credential: LlmCredential;
   audit: AuditLog;
+  /** Models, max_tokens, budgets, concurrency: carapace.json's `llm` (its defaults if absent). */
+  settings?: LlmSettings;
+  /** Where usage per group per day is kept (in memory if absent). */
+  usage?: UsageStore;
+  /** Tells a group's user something on its channel (the core's `user.notify`). */
+  notify?: (group: string, text: string) => void;
+  /** Tests only: the budget clock, and how long a whole request may take to arrive. */
+  now?: () => number;
+  requestTimeoutMs?: number;
 }
 
 export interface LlmSessionOptions {
@@ -38,17 +53,43 @@ export interface LlmSession {
   token: string;
 }
 
-/** Request bodies larger than this are refused (Messages requests are far smaller). */
+/** Request bodies larger than this are refused (the API's own limit; Claude Code's are far smaller). */
 const MAX_BODY_BYTES = 32 * 1024 * 1024;
+/** Connections one session's socket accepts at once (Claude Code keeps a few alive); more are closed. */
+const MAX_CONNECTIONS = 32;
+/** A request's headers, and the whole request with its body, must arrive within these. */
+const HEADERS_TIMEOUT_MS = 10_000;
+const REQUEST_TIMEOUT_MS = 60_000;
 
-// Hop-by-hop and credential headers never pass through in either direction.
-const DROP_REQUEST = new Set(['host', 'connection', 'content-length', 'x-api-key', 'authorization', 'transfer-encoding', 'keep-alive', 'accept-encoding']);
+const OAUTH_BETA = 'oauth-2025-04-20';
+
 const DROP_RESPONSE = new Set(['connection', 'content-length', 'transfer-encoding', 'keep-alive', 'content-encoding']);
+
+interface SessionState {
+  token: string;
+  session: string;
+  group: string;
+  ready: (() => Promise<void>) | null;
+  inFlight: number;
+}
 
 export class LlmProxy {
   private readonly servers = new Map<string, Server>();
+  private readonly settings: LlmSettings;
+  private readonly budgets: Budgets;
 
-  constructor(private readonly options: LlmProxyOptions) {}
+  constructor(private readonly options: LlmProxyOptions) {
+    this.settings = options.settings ?? parseConfig({}).llm;
+    this.budgets = new Budgets(this.settings, options.usage ?? new UsageStore(null), (err) =>
+      options.audit.record({ group: null, session: null, source: 'llm-proxy', topic: null, correlation: null, stage: 'llm', outcome: 'error', reason: `usage store: ${err.message}` }),
+      options.now,
+    );
+  }
+
+  /** Today's model usage and budgets per group (`groups` are listed even if unused). */
+  usage(groups: string[] = []): GroupUsage[] {
+    return this.budgets.report(groups);
+  }
 
   async open(sessionId: string, group: string, socketPath: string, options: LlmSessionOptions = {}): Promise<LlmSession> {
     const token = `carapace-${randomBytes(24).toString('hex')}`;
@@ -63,7 +104,18 @@ export class LlmProxy {
           return checked;
         }
       : null;
-    const server = createServer((req, res) => void this.forward(req, res, token, sessionId, group, ready));
+    const state: SessionState = { token, session: sessionId, group, ready, inFlight: 0 };
+    const requestTimeout = this.options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
+    // The timeouts are enforced by a sweep over the connections every interval.
+    const timeouts = { requestTimeout, headersTimeout: Math.min(HEADERS_TIMEOUT_MS, requestTimeout), connectionsCheckingInterval: Math.min(5_000, requestTimeout) };
+    const server = createServer(timeouts, (req, res) =>
+      void this.handle(req, res, state).catch((err: unknown) => {
+        this.audit(state, req, 'error', `proxy failure: ${(err as Error)?.message ?? String(err)}`);
+        if (!res.headersSent) sendError(res, { status: 500, type: 'api_error', message: 'the LLM proxy failed on this request' });
+        else res.destroy();
+      }),
+    );
+    server.maxConnections = MAX_CONNECTIONS;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(socketPath, () => resolve());
@@ -90,42 +142,106 @@ export class LlmProxy {
     return given.length === expected.length && timingSafeEqual(given, expected);
   }
 
-  private async forward(req: IncomingMessage, res: ServerResponse, token: string, session: string, group: string, ready: (() => Promise<void>) | null): Promise<void> {
-    const { audit, upstream, credential } = this.options;
-    const record = (outcome: 'ok' | 'rejected' | 'error', reason: string) =>
-      audit.record({ group, session, source: 'llm-proxy', topic: `llm ${req.method ?? ''} ${(req.url ?? '').split('?')[0]}`.slice(0, 128), correlation: null, stage: 'llm', outcome, reason });
-    const refuse = (status: number, message: string) => {
-      record('rejected', message);
-      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ type: 'error', error: { type: 'permission_error', message } }));
-    };
-    if (!this.authorized(req, token)) return refuse(401, 'invalid session token');
-    if (!req.url?.startsWith('/v1/')) return refuse(404, 'only /v1/ API paths are proxied');
-    const released = ready?.();
+  private audit(state: SessionState, req: IncomingMessage, outcome: 'ok' | 'rejected' | 'error', reason: string, code?: string): void {
+    this.options.audit.record({
+      group: state.group,
+      session: state.session,
+      source: 'llm-proxy',
+      topic: `llm ${req.method ?? ''} ${(req.url ?? '').split('?')[0]}`.slice(0, 128),
+      correlation: null,
+      stage: 'llm',
+      outcome,
+      reason,
+      ...(code ? { code } : {}),
+    });
+  }
 
+  private async handle(req: IncomingMessage, res: ServerResponse, state: SessionState): Promise<void> {
+    const refuse = async (refusal: Refusal, code = 'LLM_REQUEST_REFUSED', headers: Record<string, string> = {}): Promise<void> => {
+      this.audit(state, req, 'rejected', refusal.message, code);
+      // Read (and drop) the body first: answering before it is in makes the client's
+      // write fail (EPIPE), and Claude Code would show that instead of the reason.
+      await discard(req);
+      sendError(res, refusal, headers);
+    };
+    if (!this.authorized(req, state.token)) return refuse({ status: 401, type: 'authentication_error', message: 'invalid session token' });
+    // Every request counts against the budgets, refused ones too: a flood of bad requests
+    // is cut off by the rate limit before any more work is done for it.
+    const admission = this.budgets.admit(state.group);
+    if (!admission.ok) {
+      if (admission.first) {
+        this.options.notify?.(state.group, admission.message);
+        this.audit(state, req, 'rejected', `${admission.kind} exhausted; the user was told`, 'LLM_BUDGET_EXHAUSTED');
+      }
+      // The budget will not come back sooner than retry-after: x-should-retry tells the
+      // agent's SDK not to retry meanwhile (Claude Code 2.1.330 shows the refusal at once
+      // either way: "API Error: Request rejected (429) · <message>").
+      return refuse({ status: 429, type: 'rate_limit_error', message: admission.message }, 'LLM_BUDGET_EXHAUSTED', { 'retry-after': String(admission.retryAfterSeconds), 'x-should-retry': 'false' });
+    }
+    const target = checkTarget(req.method, req.url);
+    if (isRefusal(target)) return refuse(target);
+    if (state.inFlight >= this.settings.max_concurrent_requests) {
+      return refuse({ status: 429, type: 'rate_limit_error', message: `at most ${this.settings.max_concurrent_requests} model requests at once per agent` }, 'LLM_CONCURRENCY');
+    }
+    state.inFlight++;
+    try {
+      await this.forward(req, res, state, target);
+    } finally {
+      state.inFlight--;
+    }
+  }
+
+  private async forward(req: IncomingMessage, res: ServerResponse, state: SessionState, target: { path: string; query: string }): Promise<void> {
+    const { upstream, credential } = this.options;
+    const refuse = (refusal: Refusal): void => {
+      this.audit(state, req, 'rejected', refusal.message, 'LLM_REQUEST_REFUSED');
+      sendError(res, refusal);
+    };
+    const declared = Number(req.headers['content-length'] ?? 0);
+    if (declared > MAX_BODY_BYTES) {
+      refuse({ status: 413, type: 'request_too_large', message: 'request too large' });
+      req.destroy();
+      return;
+    }
     const chunks: Buffer[] = [];
     let size = 0;
-    for await (const chunk of req as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > MAX_BODY_BYTES) return refuse(413, 'request too large');
-      chunks.push(chunk);
+    try {
+      for await (const chunk of req as AsyncIterable<Buffer>) {
+        size += chunk.length;
+        if (size > MAX_BODY_BYTES) {
+          refuse({ status: 413, type: 'request_too_large', message: 'request too large' });
+          req.destroy();
+          return;
+        }
+        chunks.push(chunk);
+      }
+    } catch {
+      return this.audit(state, req, 'rejected', 'the request body did not arrive (client gone or too slow)', 'LLM_REQUEST_REFUSED');
     }
-    const headers = new Headers();
-    for (const [name, value] of Object.entries(req.headers)) {
-      if (!DROP_REQUEST.has(name) && typeof value === 'string') headers.set(name, value);
-    }
+    const body = Buffer.concat(chunks);
+    const checked = checkBody(target, body, this.settings);
+    if (isRefusal(checked)) return refuse(checked);
+
+    const released = state.ready?.();
+    const headers = forwardedHeaders(req.headers);
     if (credential.apiKey) headers.set('x-api-key', credential.apiKey);
-    else if (credential.oauthToken) headers.set('authorization', `Bearer ${credential.oauthToken}`);
+    else if (credential.oauthToken) {
+      headers.set('authorization', `Bearer ${credential.oauthToken}`);
+      // The API takes an OAuth token only with this beta; the agent, given an API-key-shaped
+      // session token, does not send it.
+      const betas = (headers.get('anthropic-beta') ?? '').split(',').map((b) => b.trim()).filter(Boolean);
+      if (!betas.includes(OAUTH_BETA)) headers.set('anthropic-beta', [...betas, OAUTH_BETA].join(','));
+    }
+    // An agent that hangs up stops the upstream request (and its cost) with it.
+    const abort = new AbortController();
+    res.on('close', () => abort.abort());
 
     let upstreamResponse: Response;
     try {
-      upstreamResponse = await fetch(new URL(req.url, upstream), {
-        method: req.method,
-        headers,
-        body: chunks.length > 0 ? Buffer.concat(chunks) : undefined,
-      });
+      upstreamResponse = await fetch(new URL(`${target.path}${target.query ? `?${target.query}` : ''}`, upstream), { method: 'POST', headers, body, signal: abort.signal });
     } catch (err) {
-      record('error', `upstream unreachable: ${(err as Error).message}`);
-      res.writeHead(502, { 'content-type': 'application/json' }).end(JSON.stringify({ type: 'error', error: { type: 'api_error', message: 'model API unreachable' } }));
+      this.audit(state, req, 'error', `upstream unreachable: ${(err as Error).message}`);
+      sendError(res, { status: 502, type: 'api_error', message: 'model API unreachable' });
       return;
     }
     if (released) {
@@ -133,8 +249,8 @@ export class LlmProxy {
         await released;
       } catch (err) {
         await upstreamResponse.body?.cancel().catch(() => undefined);
-        record('error', `answer withheld: ${(err as Error).message}`);
-        res.writeHead(503, { 'content-type': 'application/json' }).end(JSON.stringify({ type: 'error', error: { type: 'api_error', message: 'the agent may not receive model output' } }));
+        this.audit(state, req, 'error', `answer withheld: ${(err as Error).message}`);
+        sendError(res, { status: 503, type: 'api_error', message: 'the agent may not receive model output' });
         return;
       }
     }
@@ -144,15 +260,60 @@ export class LlmProxy {
     });
     res.writeHead(upstreamResponse.status, outHeaders);
     const meter = new UsageMeter();
-    if (upstreamResponse.body) {
-      for await (const chunk of Readable.fromWeb(upstreamResponse.body as import('node:stream/web').ReadableStream<Uint8Array>)) {
-        const buffer = Buffer.from(chunk as Uint8Array);
-        meter.push(buffer);
-        res.write(buffer);
+    let complete = true;
+    try {
+      if (upstreamResponse.body) {
+        for await (const chunk of Readable.fromWeb(upstreamResponse.body as import('node:stream/web').ReadableStream<Uint8Array>)) {
+          const buffer = Buffer.from(chunk as Uint8Array);
+          meter.push(buffer);
+          // A slow reader slows the upstream read; the proxy holds no more than one chunk.
+          if (!res.write(buffer)) await drained(res);
+          if (res.destroyed) break;
+        }
       }
+    } catch {
+      complete = false;
     }
     res.end();
     const usage = meter.end();
-    record(upstreamResponse.ok ? 'ok' : 'error', `status ${upstreamResponse.status}; input_tokens ${usage.input_tokens}; output_tokens ${usage.output_tokens}`);
+    const total = UsageMeter.total(usage);
+    this.budgets.record(state.group, total.input, total.output);
+    const counts = `input_tokens ${usage.input_tokens}; output_tokens ${usage.output_tokens}; cache_read_input_tokens ${usage.cache_read_input_tokens}; cache_creation_input_tokens ${usage.cache_creation_input_tokens}`;
+    const ok = upstreamResponse.ok && complete && !res.destroyed;
+    this.audit(state, req, ok ? 'ok' : 'error', `status ${upstreamResponse.status}; model ${checked.model}; ${counts}${complete ? '' : '; stream cut short'}`);
   }
+}
+
+function sendError(res: ServerResponse, refusal: Refusal, headers: Record<string, string> = {}): void {
+  if (res.headersSent) return void res.destroy();
+  const body: { type: 'error'; error: { type: ApiErrorType; message: string } } = { type: 'error', error: { type: refusal.type, message: refusal.message } };
+  res.writeHead(refusal.status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
+}
+
+/** Reads a request body to its end without keeping it; one too large is cut off. */
+function discard(req: IncomingMessage): Promise<void> {
+  return new Promise((resolve) => {
+    if (req.complete) return resolve();
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) req.destroy();
+    });
+    req.once('end', resolve);
+    req.once('close', resolve);
+    req.once('error', () => resolve());
+  });
+}
+
+/** Resolves when the response may be written again, or is gone. */
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
 }

@@ -148,7 +148,7 @@ describe('attacks from inside the container', () => {
   it('reaches the model only through the LLM proxy socket, with a session token', async () => {
     const before = standIn.requests.length;
     const ask = (key: string) =>
-      sh(`node -e "const body=JSON.stringify({model:'m',max_tokens:5,messages:[{role:'user',content:'hi'}]}); require('http').request({socketPath:process.env.ANTHROPIC_UNIX_SOCKET,path:'/v1/messages',method:'POST',headers:{'x-api-key':${key},'content-type':'application/json','anthropic-version':'2023-06-01'}},(r)=>{let t='';r.on('data',(c)=>t+=c);r.on('end',()=>console.log(r.statusCode,t))}).end(body)"`);
+      sh(`node -e "const body=JSON.stringify({model:'claude-haiku-4-5',max_tokens:5,messages:[{role:'user',content:'hi'}]}); require('http').request({socketPath:process.env.ANTHROPIC_UNIX_SOCKET,path:'/v1/messages',method:'POST',headers:{'x-api-key':${key},'content-type':'application/json','anthropic-version':'2023-06-01'}},(r)=>{let t='';r.on('data',(c)=>t+=c);r.on('end',()=>console.log(r.statusCode,t))}).end(body)"`);
     const r = await ask('process.env.ANTHROPIC_API_KEY');
     expect(r.out).toContain('"text":"ok"');
     expect(standIn.requests.length).toBe(before + 1);

@@ -1,25 +1,33 @@
 // The LLM proxy: the session token is swapped for the real key, streaming passes
 // through, usage is audited, and nothing else gets through.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AuditLog } from '../../src/audit/audit-log.js';
+import { startAdminApi } from '../../src/admin/http-api.js';
+import { parseConfig } from '../../src/config.js';
 import { LlmProxy, type LlmSession } from '../../src/llm/llm-proxy.js';
+import { UsageStore, type StoreProblem } from '../../src/llm/usage-store.js';
+import { Stack } from '../harness.js';
 import { AnthropicStandIn } from '../support/anthropic-standin.js';
 
 const REAL_KEY = 'sk-ant-api03-real-key-never-in-a-container';
+const MODEL = 'claude-haiku-4-5';
 let dir: string;
 let standIn: AnthropicStandIn;
 let audit: AuditLog;
 let proxy: LlmProxy;
 let session: LlmSession;
+let standInUrl: string;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'cp-llm-'));
   standIn = new AnthropicStandIn(() => [{ type: 'text', text: 'hello from the model' }]);
   const upstream = await standIn.start();
+  standInUrl = upstream;
   audit = new AuditLog(join(dir, 'audit.jsonl'), (s) => s);
   proxy = new LlmProxy({ upstream, credential: { apiKey: REAL_KEY }, audit });
   session = await proxy.open('agent-1', 'family', join(dir, 'llm.sock'));
@@ -44,9 +52,23 @@ function post(path: string, body: unknown, headers: Record<string, string>, sock
   });
 }
 
+/** Any method, path and body (a string is sent as is; undefined sends none). */
+function call(socketPath: string, method: string, path: string, body: unknown, headers: Record<string, string>): Promise<{ status: number; text: string; headers: Record<string, unknown> }> {
+  return new Promise((resolve, reject) => {
+    const payload = body === undefined ? '' : typeof body === 'string' ? body : JSON.stringify(body);
+    const req = request({ socketPath, path, method, headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)), 'anthropic-version': '2023-06-01', ...headers } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), headers: res.headers }));
+    });
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
 describe('LLM proxy', () => {
   it('swaps the session token for the real key and returns the model answer', async () => {
-    const r = await post('/v1/messages', { model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': session.token });
+    const r = await post('/v1/messages', { model: MODEL, max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': session.token });
     expect(r.status).toBe(200);
     expect(JSON.parse(r.text).content[0].text).toBe('hello from the model');
     const seen = standIn.requests.at(-1)!;
@@ -56,7 +78,7 @@ describe('LLM proxy', () => {
   });
 
   it('streams server-sent events through and audits token usage', async () => {
-    const r = await post('/v1/messages', { model: 'm', max_tokens: 10, stream: true, messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${session.token}` });
+    const r = await post('/v1/messages', { model: MODEL, max_tokens: 10, stream: true, messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${session.token}` });
     expect(r.status).toBe(200);
     expect(r.headers['content-type']).toContain('text/event-stream');
     expect(r.text).toContain('event: message_start');
@@ -73,10 +95,76 @@ describe('LLM proxy', () => {
     expect((await post('/admin', {}, { 'x-api-key': session.token })).status).toBe(404);
     expect(standIn.requests.length).toBe(before);
   });
+
+  it('forwards only allow-listed headers, and the query Claude Code uses', async () => {
+    const r = await post('/v1/messages?beta=true', { model: MODEL, max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }, {
+      'x-api-key': session.token,
+      authorization: `Bearer ${session.token}`,
+      'anthropic-beta': 'claude-code-20250219',
+      'x-stainless-retry-count': '0',
+      'x-anthropic-organization': 'org_someone_else',
+      'x-forwarded-for': '10.0.0.1',
+      cookie: 'session=stolen',
+    });
+    expect(r.status).toBe(200);
+    const seen = standIn.requests.at(-1)!;
+    expect(seen).toMatchObject({ method: 'POST', path: '/v1/messages', query: 'beta=true' });
+    expect(seen.headers['anthropic-beta']).toBe('claude-code-20250219');
+    expect(seen.headers['x-stainless-retry-count']).toBe('0');
+    expect(seen.headers['x-api-key']).toBe(REAL_KEY);
+    expect(seen.headers.authorization).toBeUndefined();
+    for (const name of ['x-anthropic-organization', 'x-forwarded-for', 'cookie']) expect(seen.headers[name]).toBeUndefined();
+  });
+
+  it('with an OAuth credential, sends it as a bearer token with the beta the API needs for it', async () => {
+    const oauth = new LlmProxy({ upstream: standInUrl, credential: { oauthToken: 'sk-ant-oat01-real-oauth-token' }, audit });
+    const s = await oauth.open('agent-oauth', 'family', join(dir, 'oauth.sock'));
+    try {
+      const r = await post('/v1/messages?beta=true', { model: MODEL, max_tokens: 10, messages: [] }, { 'x-api-key': s.token, 'anthropic-beta': 'claude-code-20250219' }, s.socketPath);
+      expect(r.status).toBe(200);
+      const seen = standIn.requests.at(-1)!;
+      expect(seen.headers.authorization).toBe('Bearer sk-ant-oat01-real-oauth-token');
+      expect(seen.headers['x-api-key']).toBeUndefined();
+      expect(seen.headers['anthropic-beta']).toBe('claude-code-20250219,oauth-2025-04-20');
+    } finally {
+      await oauth.close('agent-oauth');
+    }
+  });
+
+  it.each([
+    ['GET', '/v1/models'],
+    ['GET', '/v1/files'],
+    ['DELETE', '/v1/files/file_1'],
+    ['POST', '/v1/messages/batches'],
+    ['GET', '/v1/organizations/me/api_keys'],
+    ['POST', '/v1/../admin/x'],
+    ['POST', '/v1/%2e%2e/admin/x'],
+    ['POST', '/v1/messages/%2e%2e/%2e%2e/admin'],
+    ['POST', '/v1//messages'],
+  ])('refuses %s %s with an API-format error, and nothing reaches upstream', async (method, path) => {
+    const before = standIn.requests.length;
+    // GET and DELETE as an SDK sends them: without a body.
+    const r = await call(session.socketPath, method, path, method === 'POST' ? { model: MODEL, max_tokens: 10, messages: [] } : undefined, { 'x-api-key': session.token });
+    expect(r.status).toBeGreaterThanOrEqual(400);
+    expect(JSON.parse(r.text)).toMatchObject({ type: 'error', error: { type: expect.any(String), message: expect.any(String) } });
+    expect(standIn.requests.length).toBe(before);
+  });
+
+  it('refuses other models, max_tokens above the ceiling, and bodies that are not JSON', async () => {
+    const before = standIn.requests.length;
+    const other = await post('/v1/messages', { model: 'claude-opus-4-1', max_tokens: 10, messages: [] }, { 'x-api-key': session.token });
+    expect(other.status).toBe(400);
+    expect(JSON.parse(other.text)).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
+    expect(JSON.parse(other.text).error.message).toContain('claude-opus-4-1');
+    expect((await post('/v1/messages', { model: MODEL, max_tokens: 128_001, messages: [] }, { 'x-api-key': session.token })).status).toBe(400);
+    expect((await call(session.socketPath, 'POST', '/v1/messages', 'model=claude-haiku-4-5', { 'x-api-key': session.token })).status).toBe(400);
+    expect(standIn.requests.length).toBe(before);
+    expect(audit.query({ session: 'agent-1' }).at(-1)).toMatchObject({ stage: 'llm', outcome: 'rejected', code: 'LLM_REQUEST_REFUSED' });
+  });
 });
 
 describe('LLM proxy: a check before the first answer', () => {
-  const message = { model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] };
+  const message = { model: MODEL, max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] };
   let n = 0;
   /** A session of its own (`id`), with `check` as its beforeFirstAnswer. */
   async function withCheck(check: () => Promise<void>, body: (s: LlmSession, id: string) => Promise<void>): Promise<void> {
@@ -125,5 +213,206 @@ describe('LLM proxy: a check before the first answer', () => {
         expect(entry?.reason).toContain('answer withheld: limit not restored');
       },
     );
+  });
+});
+
+describe('LLM proxy: budgets per group', () => {
+  // The stand-in counts 12 input + 7 output tokens per answer.
+  const message = { model: MODEL, max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] };
+  let n = 0;
+  const settings = (over: Record<string, unknown>) => parseConfig({ llm: over }).llm;
+  /** A proxy of its own (with `store`), one session per group, closed afterwards. */
+  async function withProxy(
+    options: { settings: ReturnType<typeof settings>; store?: UsageStore; now?: () => number },
+    body: (ask: (group: string, path?: string) => Promise<{ status: number; text: string; headers: Record<string, unknown> }>, notices: Array<{ group: string; text: string }>, p: LlmProxy) => Promise<void>,
+  ): Promise<void> {
+    const notices: Array<{ group: string; text: string }> = [];
+    const p = new LlmProxy({ upstream: standInUrl, credential: { apiKey: REAL_KEY }, audit, settings: options.settings, usage: options.store, now: options.now, notify: (group, text) => notices.push({ group, text }) });
+    const sessions = new Map<string, LlmSession & { id: string }>();
+    const ask = async (group: string, path = '/v1/messages') => {
+      let s = sessions.get(group);
+      if (!s) {
+        const id = `agent-budget-${++n}`;
+        s = { ...(await p.open(id, group, join(dir, `${id}.sock`))), id };
+        sessions.set(group, s);
+      }
+      return post(path, message, { 'x-api-key': s.token }, s.socketPath);
+    };
+    try {
+      await body(ask, notices, p);
+    } finally {
+      for (const s of sessions.values()) await p.close(s.id);
+    }
+  }
+
+  it('refuses a group past its tokens for the day with an API-format 429, tells its user once, and audits it', async () => {
+    await withProxy({ settings: settings({ budget: { tokens_per_day: 40 } }) }, async (ask, notices, p) => {
+      const before = standIn.requests.length;
+      for (let i = 0; i < 3; i++) expect((await ask('family')).status).toBe(200); // 19, 38, then 57 >= 40
+      for (let i = 0; i < 3; i++) {
+        const r = await ask('family');
+        expect(r.status).toBe(429);
+        expect(r.headers['x-should-retry']).toBe('false');
+        const error = JSON.parse(r.text);
+        expect(error).toMatchObject({ type: 'error', error: { type: 'rate_limit_error' } });
+        expect(error.error.message).toContain('model budget for today');
+      }
+      expect(standIn.requests.length).toBe(before + 3);
+      expect(notices).toEqual([{ group: 'family', text: expect.stringContaining('"family" has used its model budget for today (40 tokens)') }]);
+      // Another group has its own budget.
+      expect((await ask('work')).status).toBe(200);
+      expect(p.usage().find((u) => u.group === 'family')).toMatchObject({ input_tokens: 36, output_tokens: 21, tokens: 57, tokens_per_day: 40 });
+      const entries = audit.query({ group: 'family' }).filter((e) => e.code === 'LLM_BUDGET_EXHAUSTED');
+      expect(entries.length).toBe(4);
+      expect(entries[0]).toMatchObject({ stage: 'llm', outcome: 'rejected', reason: 'tokens_per_day exhausted; the user was told' });
+    });
+  });
+
+  it('limits requests per minute, with per-group overrides, and starts afresh the next minute', async () => {
+    let clock = Date.UTC(2030, 0, 1, 12, 0, 5);
+    await withProxy({ settings: settings({ budget: { requests_per_minute: 3 }, group_budgets: { busy: { requests_per_minute: 1 } } }), now: () => clock }, async (ask, notices) => {
+      for (let i = 0; i < 3; i++) expect((await ask('family')).status).toBe(200);
+      const r = await ask('family');
+      expect(r.status).toBe(429);
+      expect(JSON.parse(r.text).error.message).toContain('3 model requests this minute');
+      expect((await ask('busy')).status).toBe(200);
+      expect((await ask('busy')).status).toBe(429);
+      expect((await ask('family')).status).toBe(429);
+      // One notice per group for the day, however many refusals.
+      expect(notices.map((x) => x.group)).toEqual(['family', 'busy']);
+      clock += 60_000;
+      expect((await ask('family')).status).toBe(200);
+      // Refused requests count too: a flood of bad ones is cut off like any other.
+      for (let i = 0; i < 3; i++) expect((await ask('flood', '/v1/models')).status).toBe(404);
+      expect((await ask('flood', '/v1/models')).status).toBe(429);
+    });
+  });
+
+  it('keeps usage in a SQLite file: a restarted proxy still refuses the group, and does not tell the user again', async () => {
+    const file = join(dir, 'usage-restart', 'usage.sqlite');
+    const limits = settings({ budget: { tokens_per_day: 19 } });
+    const first = new UsageStore(file);
+    await withProxy({ settings: limits, store: first }, async (ask, notices) => {
+      expect((await ask('family')).status).toBe(200);
+      expect((await ask('family')).status).toBe(429);
+      expect(notices).toHaveLength(1);
+    });
+    first.close();
+    const second = new UsageStore(file);
+    await withProxy({ settings: limits, store: second }, async (ask, notices, p) => {
+      const before = standIn.requests.length;
+      expect((await ask('family')).status).toBe(429);
+      expect(standIn.requests.length).toBe(before);
+      expect(notices).toHaveLength(0);
+      expect(p.usage()).toEqual([expect.objectContaining({ group: 'family', tokens: 19, requests: 1 })]);
+    });
+    second.close();
+  });
+
+  it('moves a corrupt usage file aside, says so, and counts afresh', () => {
+    const file = join(dir, 'usage-corrupt', 'usage.sqlite');
+    mkdirSync(join(dir, 'usage-corrupt'));
+    writeFileSync(file, 'this is not a database, it is a planted file '.repeat(200));
+    const problems: StoreProblem[] = [];
+    const store = new UsageStore(file, (p) => problems.push(p));
+    expect(problems).toHaveLength(1);
+    expect(problems[0].movedTo).toMatch(/usage\.sqlite\.corrupt-/);
+    expect(readFileSync(problems[0].movedTo, 'utf8')).toContain('planted file');
+    store.addTokens('family', '2030-01-01', 5, 6);
+    expect(store.get('family', '2030-01-01')).toMatchObject({ input_tokens: 5, output_tokens: 6 });
+    store.close();
+  });
+
+  it('serves usage per group on the admin API, behind the admin token', async () => {
+    const stack = await Stack.start({ plugins: [] });
+    try {
+      await withProxy({ settings: settings({ group_budgets: { family: { tokens_per_day: 1000 } } }) }, async (ask, _notices, p) => {
+        expect((await ask('family')).status).toBe(200);
+        const admin = await startAdminApi(stack.core, '127.0.0.1', 0, 'admin-token-usage', { usage: () => p.usage(['family', 'quiet']) });
+        try {
+          const base = `http://127.0.0.1:${(admin.server.address() as AddressInfo).port}`;
+          expect((await fetch(`${base}/usage`)).status).toBe(401);
+          const r = await fetch(`${base}/usage`, { headers: { authorization: 'Bearer admin-token-usage' } });
+          expect(r.status).toBe(200);
+          const { groups } = (await r.json()) as { groups: Array<Record<string, unknown>> };
+          expect(groups).toEqual([
+            expect.objectContaining({ group: 'family', tokens: 19, requests: 1, tokens_per_day: 1000, requests_per_minute: 60, requests_this_minute: 1 }),
+            expect.objectContaining({ group: 'quiet', tokens: 0, requests: 0, tokens_per_day: 5_000_000 }),
+          ]);
+        } finally {
+          await admin.close();
+        }
+      });
+    } finally {
+      await stack.stop();
+    }
+  });
+});
+
+describe('LLM proxy: bounds on what one agent can hold', () => {
+  it('allows a set number of model requests in flight per session', async () => {
+    const p = new LlmProxy({ upstream: standInUrl, credential: { apiKey: REAL_KEY }, audit, settings: parseConfig({ llm: { max_concurrent_requests: 2 } }).llm });
+    const s = await p.open('agent-concurrent', 'family', join(dir, 'concurrent.sock'));
+    standIn.delayMs = 500;
+    try {
+      const results = await Promise.all(Array.from({ length: 5 }, () => post('/v1/messages', { model: MODEL, max_tokens: 10, messages: [] }, { 'x-api-key': s.token }, s.socketPath)));
+      expect(results.map((r) => r.status).sort()).toEqual([200, 200, 429, 429, 429]);
+    } finally {
+      standIn.delayMs = 0;
+      await p.close('agent-concurrent');
+    }
+  });
+
+  it('ends a request whose body never arrives, and refuses a declared body over 32 MB unread', async () => {
+    const p = new LlmProxy({ upstream: standInUrl, credential: { apiKey: REAL_KEY }, audit, requestTimeoutMs: 1000 });
+    const s = await p.open('agent-slow', 'family', join(dir, 'slow.sock'));
+    try {
+      const before = standIn.requests.length;
+      const raw = (head: string) =>
+        new Promise<string>((resolve) => {
+          const socket = connect(s.socketPath);
+          let text = '';
+          socket.on('data', (d) => (text += d.toString()));
+          socket.on('close', () => resolve(text));
+          socket.on('error', () => undefined);
+          socket.write(head);
+        });
+      const slow = await raw(`POST /v1/messages HTTP/1.1\r\nhost: x\r\nx-api-key: ${s.token}\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"model":`);
+      expect(slow).toMatch(/^HTTP\/1\.1 408/);
+      const huge = await raw(`POST /v1/messages HTTP/1.1\r\nhost: x\r\nx-api-key: ${s.token}\r\ncontent-type: application/json\r\ncontent-length: ${64 * 1024 * 1024}\r\n\r\n{`);
+      expect(huge).toMatch(/^HTTP\/1\.1 413/);
+      expect(huge).toContain('"request_too_large"');
+      expect(standIn.requests.length).toBe(before);
+    } finally {
+      await p.close('agent-slow');
+    }
+  });
+
+  it('holds at most a set number of connections per session; the rest are closed at once', async () => {
+    const p = new LlmProxy({ upstream: standInUrl, credential: { apiKey: REAL_KEY }, audit });
+    const s = await p.open('agent-conns', 'family', join(dir, 'conns.sock'));
+    const sockets: Socket[] = [];
+    try {
+      let closed = 0;
+      await Promise.all(
+        Array.from({ length: 300 }, () =>
+          new Promise<void>((resolve) => {
+            const socket = connect(s.socketPath, () => resolve());
+            socket.on('close', () => closed++);
+            socket.on('error', () => resolve());
+            sockets.push(socket);
+          }),
+        ),
+      );
+      // Closed by the server as they arrive: wait until every one over the bound is.
+      for (let i = 0; i < 200 && closed < 300 - 32; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(closed).toBe(300 - 32);
+      for (const socket of sockets) socket.destroy();
+      await new Promise((r) => setTimeout(r, 50));
+      expect((await post('/v1/messages', { model: MODEL, max_tokens: 10, messages: [] }, { 'x-api-key': s.token }, s.socketPath)).status).toBe(200);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await p.close('agent-conns');
+    }
   });
 });

@@ -23,10 +23,18 @@ export interface AgentManagerOptions {
   runtime?: DockerRuntime;
   /** The groups the manager knows (default: family). */
   groups?: string[];
+  /** carapace.json's `llm` section (models, max_tokens, budgets); parseConfig fills in the rest. */
+  llm?: Record<string, unknown>;
 }
 
 export function newAgentManager(stack: Stack, options: AgentManagerOptions): AgentManager {
-  const llm = new LlmProxy({ upstream: options.upstream, credential: { apiKey: options.apiKey }, audit: stack.core.audit });
+  const llm = new LlmProxy({
+    upstream: options.upstream,
+    credential: { apiKey: options.apiKey },
+    audit: stack.core.audit,
+    settings: parseConfig({ llm: options.llm ?? {} }).llm,
+    notify: (group, text) => void stack.core.publish('user.notify', group, { text }),
+  });
   const groups = options.groups ?? ['family'];
   return new AgentManager(
     stack.core,

@@ -8,7 +8,10 @@ import type { AddressInfo } from 'node:net';
 export type Block = { type: 'text'; text: string } | { type: 'tool_use'; id?: string; name: string; input: Record<string, unknown> };
 
 export interface RecordedRequest {
+  method: string;
   path: string;
+  /** The query string, without its '?' ('' when there is none). */
+  query: string;
   headers: IncomingHttpHeaders;
   body: any;
 }
@@ -36,7 +39,8 @@ export class AnthropicStandIn {
         } catch {
           body = null;
         }
-        const recorded: RecordedRequest = { path: (req.url ?? '').split('?')[0], headers: req.headers, body };
+        const [path, ...query] = (req.url ?? '').split('?');
+        const recorded: RecordedRequest = { method: req.method ?? '', path, query: query.join('?'), headers: req.headers, body };
         this.requests.push(recorded);
         if (req.method !== 'POST' || !recorded.path.startsWith('/v1/messages')) {
           res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ type: 'error', error: { type: 'not_found_error', message: 'not here' } }));

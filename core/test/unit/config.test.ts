@@ -17,6 +17,13 @@ const DEFAULTS = {
   shutdown_timeout_ms: 10_000,
   plugins: {},
   agents: { image: 'carapace-agent:latest', mode: 'legacy', idle_timeout_ms: 900_000, run_timeout_ms: 600_000, memory_mb: 1024, cpus: 1, pids: 256, api_network: 'carapace-agents' },
+  llm: {
+    models: ['claude-opus-5-5', 'claude-sonnet-5-5', 'claude-haiku-5-5', 'claude-haiku-4-5'],
+    max_tokens: 128_000,
+    budget: { tokens_per_day: 5_000_000, requests_per_minute: 60 },
+    group_budgets: {},
+    max_concurrent_requests: 4,
+  },
 };
 
 describe('parseConfig', () => {
@@ -27,6 +34,14 @@ describe('parseConfig', () => {
   it('treats null/undefined as an empty configuration', () => {
     expect(parseConfig(undefined)).toEqual(DEFAULTS);
     expect(parseConfig(null)).toEqual(DEFAULTS);
+  });
+
+  it('takes LLM budgets per group, and refuses a budget field it does not know', () => {
+    const c = parseConfig({ llm: { budget: { tokens_per_day: 1000 }, group_budgets: { family: { requests_per_minute: 5 } } } });
+    expect(c.llm.budget).toEqual({ tokens_per_day: 1000, requests_per_minute: 60 });
+    expect(c.llm.group_budgets).toEqual({ family: { requests_per_minute: 5 } });
+    expect(() => parseConfig({ llm: { group_budgets: { family: { dollars: 5 } } } })).toThrow(/llm/);
+    expect(() => parseConfig({ llm: { max_tokens: 0 } })).toThrow(/max_tokens/);
   });
 
   it('does not mutate its input', () => {

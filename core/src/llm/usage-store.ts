@@ -1,0 +1,112 @@
+// Model usage per group per UTC day, kept in a small SQLite file under the data dir so
+// that budgets survive a core restart. A file that cannot be opened as this database is
+// moved aside (loudly) and a fresh one started: losing a day's counts is better than a
+// core that will not start. With no file (tests), the database lives in memory.
+import Database from 'better-sqlite3';
+import { existsSync, mkdirSync, renameSync } from 'node:fs';
+import { dirname } from 'node:path';
+
+export interface DayUsage {
+  group: string;
+  day: string;
+  input_tokens: number;
+  output_tokens: number;
+  requests: number;
+}
+
+export interface StoreProblem {
+  file: string;
+  movedTo: string;
+  error: string;
+}
+
+const SCHEMA = `
+  CREATE TABLE IF NOT EXISTS usage (
+    grp TEXT NOT NULL, day TEXT NOT NULL,
+    input_tokens INTEGER NOT NULL DEFAULT 0, output_tokens INTEGER NOT NULL DEFAULT 0, requests INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (grp, day)
+  );
+  CREATE TABLE IF NOT EXISTS notified (
+    grp TEXT NOT NULL, window TEXT NOT NULL, kind TEXT NOT NULL,
+    PRIMARY KEY (grp, window, kind)
+  );`;
+
+function openDb(file: string | null): Database.Database {
+  const db = new Database(file ?? ':memory:');
+  try {
+    // A corrupt or foreign file fails here, not at the first write.
+    db.pragma('journal_mode = WAL');
+    // One small write per model request: NORMAL survives a killed core (not a power cut,
+    // which costs at most the last moments' counts).
+    db.pragma('synchronous = NORMAL');
+    const [check] = db.pragma('quick_check') as Array<{ quick_check: string }>;
+    if (check?.quick_check !== 'ok') throw new Error(`quick_check: ${check?.quick_check ?? 'no answer'}`);
+    db.exec(SCHEMA);
+    return db;
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+}
+
+export class UsageStore {
+  private readonly db: Database.Database;
+  private readonly addStmt: Database.Statement;
+  private readonly countStmt: Database.Statement;
+  private readonly getStmt: Database.Statement;
+  private readonly dayStmt: Database.Statement;
+  private readonly notifyStmt: Database.Statement;
+
+  /**
+   * `onProblem` hears about a file moved aside (the caller logs and audits it).
+   * Throws only if even a fresh file cannot be created (e.g. the directory is read-only).
+   */
+  constructor(file: string | null, onProblem: (problem: StoreProblem) => void = () => undefined) {
+    let db: Database.Database;
+    if (file) mkdirSync(dirname(file), { recursive: true });
+    try {
+      db = openDb(file);
+    } catch (err) {
+      if (!file || !existsSync(file)) throw err;
+      const movedTo = `${file}.corrupt-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+      renameSync(file, movedTo);
+      for (const suffix of ['-wal', '-shm']) if (existsSync(file + suffix)) renameSync(file + suffix, movedTo + suffix);
+      onProblem({ file, movedTo, error: (err as Error).message });
+      db = openDb(file);
+    }
+    this.db = db;
+    this.addStmt = db.prepare(
+      `INSERT INTO usage (grp, day, input_tokens, output_tokens) VALUES (?, ?, ?, ?)
+       ON CONFLICT (grp, day) DO UPDATE SET input_tokens = input_tokens + excluded.input_tokens, output_tokens = output_tokens + excluded.output_tokens`,
+    );
+    this.countStmt = db.prepare(`INSERT INTO usage (grp, day, requests) VALUES (?, ?, 1) ON CONFLICT (grp, day) DO UPDATE SET requests = requests + 1`);
+    this.getStmt = db.prepare('SELECT grp AS "group", day, input_tokens, output_tokens, requests FROM usage WHERE grp = ? AND day = ?');
+    this.dayStmt = db.prepare('SELECT grp AS "group", day, input_tokens, output_tokens, requests FROM usage WHERE day = ? ORDER BY grp');
+    this.notifyStmt = db.prepare('INSERT OR IGNORE INTO notified (grp, window, kind) VALUES (?, ?, ?)');
+  }
+
+  addTokens(group: string, day: string, input: number, output: number): void {
+    this.addStmt.run(group, day, input, output);
+  }
+
+  countRequest(group: string, day: string): void {
+    this.countStmt.run(group, day);
+  }
+
+  get(group: string, day: string): DayUsage {
+    return (this.getStmt.get(group, day) as DayUsage | undefined) ?? { group, day, input_tokens: 0, output_tokens: 0, requests: 0 };
+  }
+
+  day(day: string): DayUsage[] {
+    return this.dayStmt.all(day) as DayUsage[];
+  }
+
+  /** True the first time (group, window, kind) is seen: "tell the user once". */
+  firstNotice(group: string, window: string, kind: string): boolean {
+    return this.notifyStmt.run(group, window, kind).changes === 1;
+  }
+
+  close(): void {
+    this.db.close();
+  }
+}

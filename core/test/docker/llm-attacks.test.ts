@@ -1,0 +1,188 @@
+// Attacks on the LLM proxy from inside a real agent container: raw HTTP over the session's
+// llm.sock with its session token (what issue 10 measured), and the real Claude Code CLI
+// meeting a spent budget. The model stand-in records what reached "upstream": nothing
+// forbidden may. Needs the carapace-agent image.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { AgentManager } from '../../src/agents/agent-manager.js';
+import { DockerRuntime } from '../../src/agents/docker-runtime.js';
+import { Stack } from '../harness.js';
+import { newAgentManager } from '../support/agents.js';
+import { AnthropicStandIn, type RecordedRequest } from '../support/anthropic-standin.js';
+
+const REAL_KEY = 'sk-ant-api03-REAL-KEY-LLM-ATTACKS-0123456789abcdef';
+const MODEL = 'claude-haiku-4-5';
+let stack: Stack;
+let runtime: DockerRuntime;
+let manager: AgentManager;
+let standIn: AnthropicStandIn;
+
+beforeAll(async () => {
+  stack = await Stack.start({ plugins: ['echo'], config: { groups: { family: {}, tight: {} } } });
+  standIn = new AnthropicStandIn(() => [{ type: 'text', text: 'ok' }]);
+  const upstream = await standIn.start();
+  runtime = new DockerRuntime();
+  manager = newAgentManager(stack, {
+    upstream,
+    apiKey: REAL_KEY,
+    agents: { run_timeout_ms: 60_000 },
+    instance: `llm-attacks-${process.pid}`,
+    runtime,
+    groups: ['family', 'tight'],
+    // The stand-in counts 19 tokens per answer: "tight" has one answer a day.
+    llm: { group_budgets: { tight: { tokens_per_day: 19 } } },
+  });
+  await manager.removeOrphans();
+  await manager.enqueue('family', 'warm up');
+}, 120_000);
+
+afterAll(async () => {
+  await manager?.stop();
+  await standIn?.stop();
+  await stack?.stop();
+});
+
+interface Attack {
+  method: string;
+  path: string;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+/**
+ * Sends each request over $ANTHROPIC_UNIX_SOCKET with the session token, from node inside
+ * the container, as uid 1000; the path goes on the wire exactly as written.
+ */
+async function attack(group: string, attacks: Attack[]): Promise<Array<{ status: number; body: string }>> {
+  const container = manager.live(group)!.container;
+  const script = `
+    const http = require('http');
+    const attacks = JSON.parse(Buffer.from(process.argv[1], 'base64').toString());
+    (async () => {
+      const out = [];
+      for (const a of attacks) {
+        const payload = a.body === undefined ? '' : typeof a.body === 'string' ? a.body : JSON.stringify(a.body);
+        out.push(await new Promise((resolve) => {
+          const req = http.request({ socketPath: process.env.ANTHROPIC_UNIX_SOCKET, path: a.path, method: a.method,
+            headers: { 'x-api-key': process.env.ANTHROPIC_API_KEY, 'anthropic-version': '2023-06-01', 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), ...(a.headers || {}) } }, (res) => {
+            let t = ''; res.on('data', (c) => t += c); res.on('end', () => resolve({ status: res.statusCode, body: t }));
+          });
+          req.on('error', (e) => resolve({ status: 0, body: String(e) }));
+          req.end(payload);
+        }));
+      }
+      console.log(JSON.stringify(out));
+    })();`;
+  const encoded = Buffer.from(JSON.stringify(attacks)).toString('base64');
+  const r = await runtime.exec(container, ['node', '-e', script, encoded], 30_000);
+  expect(r.exitCode).toBe(0);
+  return JSON.parse(r.stdout.trim().split('\n').at(-1)!);
+}
+
+const message = (over: Record<string, unknown> = {}) => ({ model: MODEL, max_tokens: 100, messages: [{ role: 'user', content: 'hi' }], ...over });
+
+/** What may reach upstream at all: Claude Code's model call, with an allowed model. */
+function expectOnlyModelCalls(requests: RecordedRequest[]): void {
+  for (const r of requests) {
+    expect(r.method).toBe('POST');
+    expect(r.path).toBe('/v1/messages');
+    expect(['', 'beta=true']).toContain(r.query);
+    expect(['claude-opus-5-5', 'claude-sonnet-5-5', 'claude-haiku-5-5', 'claude-haiku-4-5']).toContain(r.body?.model);
+    expect(r.body?.max_tokens).toBeLessThanOrEqual(128_000);
+    expect(r.headers['x-api-key']).toBe(REAL_KEY);
+    for (const name of Object.keys(r.headers)) expect(name).not.toMatch(/^(cookie|x-anthropic-organization|x-forwarded-for|anthropic-dangerous-direct-browser-access|x-evil)$/);
+  }
+}
+
+describe('the LLM proxy, attacked from inside an agent container', () => {
+  it('refuses every endpoint but the model call (issue 10: models, files, batches, organizations), and none reaches upstream', async () => {
+    const before = standIn.requests.length;
+    const results = await attack('family', [
+      { method: 'GET', path: '/v1/models' },
+      { method: 'GET', path: '/v1/files' },
+      { method: 'DELETE', path: '/v1/files/file_011CNha8iCJcU1wXNR6q4V8w' },
+      { method: 'POST', path: '/v1/messages/batches', body: { requests: [{ custom_id: 'a', params: message() }] } },
+      { method: 'GET', path: '/v1/messages/batches' },
+      { method: 'GET', path: '/v1/organizations/me' },
+      { method: 'POST', path: '/v1/organizations/api_keys', body: { name: 'stolen' } },
+      { method: 'GET', path: '/v1/messages' },
+      { method: 'POST', path: '/v1/complete', body: { model: MODEL, prompt: 'x', max_tokens_to_sample: 5 } },
+    ]);
+    for (const r of results) {
+      expect(r.status).toBeGreaterThanOrEqual(400);
+      expect(r.status).toBeLessThan(500);
+      expect(JSON.parse(r.body)).toMatchObject({ type: 'error', error: { type: expect.any(String), message: expect.any(String) } });
+    }
+    expect(standIn.requests.slice(before)).toEqual([]);
+  });
+
+  it('refuses dot segments and percent-encoding before any resolution: nothing arrives as /admin', async () => {
+    const before = standIn.requests.length;
+    const results = await attack('family', [
+      { method: 'POST', path: '/v1/../admin/x', body: message() },
+      { method: 'POST', path: '/v1/%2e%2e/admin/x', body: message() },
+      { method: 'POST', path: '/v1/%2E%2E/%2E%2E/admin', body: message() },
+      { method: 'POST', path: '/v1/messages/../../admin', body: message() },
+      { method: 'POST', path: '/v1/./messages', body: message() },
+      { method: 'POST', path: '/v1/messages%2f..%2f..%2fadmin', body: message() },
+      { method: 'POST', path: '/v1//messages', body: message() },
+      { method: 'POST', path: '/v1\\..\\admin', body: message() },
+      { method: 'POST', path: '/v1/messages?beta=true&x=../../admin', body: message() },
+    ]);
+    expect(results.map((r) => r.status)).toEqual(Array(results.length).fill(400));
+    expect(standIn.requests.slice(before)).toEqual([]);
+  });
+
+  it('refuses other models, a huge max_tokens and a body that is not JSON; strips made-up headers', async () => {
+    const before = standIn.requests.length;
+    const results = await attack('family', [
+      { method: 'POST', path: '/v1/messages', body: message({ model: 'claude-opus-4-1' }) },
+      { method: 'POST', path: '/v1/messages', body: message({ model: 'claude-3-opus-20240229' }) },
+      { method: 'POST', path: '/v1/messages', body: message({ max_tokens: 1_000_000 }) },
+      { method: 'POST', path: '/v1/messages', body: 'model=claude-haiku-4-5&max_tokens=5' },
+      { method: 'POST', path: '/v1/messages?beta=true', body: message(), headers: { 'x-anthropic-organization': 'org_x', cookie: 'a=b', 'x-forwarded-for': '1.1.1.1', 'x-evil': '1', 'anthropic-dangerous-direct-browser-access': 'true' } },
+    ]);
+    expect(results.map((r) => r.status)).toEqual([400, 400, 400, 400, 200]);
+    expect(JSON.parse(results[0].body).error.message).toContain('is not allowed here');
+    expect(standIn.requests.length).toBe(before + 1);
+    expectOnlyModelCalls(standIn.requests);
+  });
+
+  it('holds a flood of 2000 connections to at most 32 at once, and serves again once it ends', async () => {
+    const container = manager.live('family')!.container;
+    const script = `
+      const net = require('net');
+      const sockets = []; let closed = 0, opened = 0;
+      for (let i = 0; i < 2000; i++) {
+        const s = net.connect(process.env.ANTHROPIC_UNIX_SOCKET, () => opened++);
+        s.on('close', () => closed++); s.on('error', () => {});
+        sockets.push(s);
+      }
+      const until = Date.now() + 20000;
+      const wait = () => (closed >= 2000 - 32 || Date.now() > until) ? (console.log(JSON.stringify({ closed, open: 2000 - closed })), sockets.forEach((s) => s.destroy())) : setTimeout(wait, 50);
+      setTimeout(wait, 50);`;
+    const r = await runtime.exec(container, ['node', '-e', script], 30_000);
+    // Claude Code's own keep-alive connection may hold one of the 32.
+    const { open } = JSON.parse(r.stdout.trim()) as { closed: number; open: number };
+    expect(open).toBeGreaterThanOrEqual(31);
+    expect(open).toBeLessThanOrEqual(32);
+    const [after] = await attack('family', [{ method: 'POST', path: '/v1/messages', body: message() }]);
+    expect(after.status).toBe(200);
+  }, 60_000);
+
+  it('holds a group to its daily budget: a raw request and the real Claude Code CLI are both refused, and the CLI shows why', async () => {
+    const first = await manager.enqueue('tight', 'hello');
+    expect(first.ok).toBe(true);
+    const before = standIn.requests.length;
+    const [raw] = await attack('tight', [{ method: 'POST', path: '/v1/messages', body: message() }]);
+    expect(raw.status).toBe(429);
+    expect(JSON.parse(raw.body)).toMatchObject({ type: 'error', error: { type: 'rate_limit_error' } });
+    const refused = await manager.enqueue('tight', 'hello again');
+    expect(refused.ok).toBe(false);
+    expect(refused.output).toContain('model budget for today');
+    // eslint-disable-next-line no-console
+    console.log(`What Claude Code showed: ${refused.output}`);
+    expect(standIn.requests.length).toBe(before);
+    const told = stack.core.audit.query({ group: 'tight' }).filter((e) => e.reason === 'tokens_per_day exhausted; the user was told');
+    expect(told).toHaveLength(1);
+  }, 120_000);
+});
