@@ -1,7 +1,7 @@
 // The appliance through Docker Compose, for the tests that start it as a user would: one
 // project (its own name, compose file and volumes folder, the admin API on a free port),
 // run with docker-compose or `docker compose`, whichever this machine has.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,6 +20,10 @@ export function bridgeGateway(docker: string): string {
   const name = inspect('{{index .Options "com.docker.network.bridge.name"}}') || 'docker0';
   const address = networkInterfaces()[name]?.find((a) => a.family === 'IPv4')?.address;
   if (address) return address;
+  // networkInterfaces() leaves out an interface that is not running: docker0 while no
+  // container is on the default bridge. Its address is still the host's.
+  const listed = /\binet (\d+\.\d+\.\d+\.\d+)\//.exec(spawnSync('ip', ['-4', '-o', 'addr', 'show', 'dev', name], { encoding: 'utf8' }).stdout ?? '')?.[1];
+  if (listed) return listed;
   const gateway = inspect('{{range .IPAM.Config}}{{.Gateway}}{{end}}');
   if (!gateway) throw new Error(`the default bridge has no gateway in its IPAM config and no interface "${name}" here`);
   return gateway;
