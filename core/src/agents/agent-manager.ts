@@ -9,8 +9,9 @@
 //   socket in a per-container directory the core bind-mounts at /run/api, and each turn
 //   is an authenticated POST /v1/run over it. The bearer token reaches the container only
 //   as a one-time file in that same directory.
-// In both, the agent reaches only its session directory's sockets (DESIGN.md decision 9),
-// and the model only through the core's per-session LLM proxy.
+// In both, the agent reaches only the sockets the core mounts for it (DESIGN.md decision 9):
+// its session directory's, and in API mode its own server's; the model only through the
+// core's per-session LLM proxy.
 import { randomUUID } from 'node:crypto';
 import { chownSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
