@@ -1,6 +1,6 @@
 // API mode: the agent container's HTTP server (the spec's "claude-cli-api").
 //
-//   GET  /health   unauthenticated; 200 once the server and the LLM forwarder are up
+//   GET  /health   unauthenticated; 200 once the server listens
 //   POST /v1/run   {"prompt": "..."} -> {"ok": bool, "status": "ok"|"error"|"exited", "result": "..."}
 //
 // Every route but GET /health needs `Authorization: Bearer $API_KEY` (compared in
@@ -12,17 +12,20 @@
 // (core/src/agents/claude-session.ts): a message is one JSON line on stdin, the turn
 // ends with a "result" line. It is started at once, so the first request finds it warm;
 // turns are serialized. If it exits, the running turn answers "exited" (HTTP 503) and
-// the next request starts a new one. The model is reached only through ANTHROPIC_BASE_URL,
-// the loopback forwarder the entrypoint started (-> the core's per-session LLM proxy).
+// the next request starts a new one.
+//
+// The container has no network (as in legacy mode): the server listens on a unix socket
+// in the directory the core mounted for it ($CARAPACE_API_SOCKET, /run/api/api.sock), and
+// Claude Code reaches the model as in legacy mode, over ANTHROPIC_UNIX_SOCKET (the core's
+// per-session LLM proxy socket).
 import { spawn } from 'node:child_process';
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { createConnection } from 'node:net';
+import { chmodSync, rmSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import Fastify from 'fastify';
 
 const CLAUDE = ['-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose'];
-const PORT = Number(process.env.CARAPACE_API_PORT || 8080);
-const FORWARDER_PORT = Number(process.env.CARAPACE_LLM_PORT || 8089);
+const SOCKET = process.env.CARAPACE_API_SOCKET || '/run/api/api.sock';
 
 const apiKey = process.env.API_KEY ?? '';
 // Claude Code inherits this process's environment: without the bearer token from here on.
@@ -103,19 +106,6 @@ function runTurn(prompt) {
   return next;
 }
 
-function forwarderUp() {
-  return new Promise((resolve) => {
-    const socket = createConnection({ host: '127.0.0.1', port: FORWARDER_PORT });
-    const done = (up) => {
-      socket.destroy();
-      resolve(up);
-    };
-    socket.setTimeout(1000, () => done(false));
-    socket.once('connect', () => done(true));
-    socket.once('error', () => done(false));
-  });
-}
-
 // --- HTTP -----------------------------------------------------------------------
 // fastify's default strips unknown fields; refuse them instead.
 const app = Fastify({ logger: false, bodyLimit: 1024 * 1024, ajv: { customOptions: { removeAdditional: false } } });
@@ -127,10 +117,7 @@ app.addHook('onRequest', async (request, reply) => {
   }
 });
 
-app.get('/health', async (_request, reply) => {
-  const up = await forwarderUp();
-  return reply.code(up ? 200 : 503).send({ status: up ? 'ok' : 'starting' });
-});
+app.get('/health', async () => ({ status: 'ok' }));
 
 app.post('/v1/run', {
   schema: {
@@ -153,4 +140,8 @@ const stop = () => {
 process.once('SIGTERM', stop);
 process.once('SIGINT', stop);
 
-await app.listen({ host: '0.0.0.0', port: PORT });
+// A socket left by an earlier server in this directory would make listen() fail.
+rmSync(SOCKET, { force: true });
+await app.listen({ path: SOCKET });
+// The core connects as root or as uid 1000 (this user): no one else needs it.
+chmodSync(SOCKET, 0o600);

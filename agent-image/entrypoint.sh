@@ -6,12 +6,11 @@
 #              stdin/stdout (stream-json) and it reaches the model over plain HTTP on
 #              ANTHROPIC_UNIX_SOCKET, the session's host-side LLM proxy socket: nothing
 #              else runs beside it. If it exits, the container stops and the core sees it.
-#   api        API mode (named network, port published on 127.0.0.1 by the core): the
-#              loopback forwarder (llm-forwarder.mjs: 127.0.0.1:$CARAPACE_LLM_PORT ->
-#              $CARAPACE_LLM_SOCKET) in the background, then the HTTP server
-#              (api-server.mjs, 0.0.0.0:$CARAPACE_API_PORT) as the main process. The
-#              model is still reached only through the forwarder and the LLM proxy.
-#   idle       the forwarder alone as the main process, no Claude Code (diagnostics).
+#   api        API mode (also --network none): the HTTP server (api-server.mjs) as the
+#              main process, on the unix socket $CARAPACE_API_SOCKET (in /run/api, the
+#              core's per-container mount); it runs Claude Code, which reaches the model over
+#              ANTHROPIC_UNIX_SOCKET exactly as in legacy mode.
+#   idle       sleeps, no Claude Code (diagnostics).
 set -eu
 
 # API mode: the core bind-mounts a *directory* at /run/api holding a one-time bearer
@@ -38,9 +37,6 @@ if [ "${1:-}" = api ]; then
     echo '{"code":"API_KEY_MISSING","message":"API mode needs the bearer token at /run/api/.api-key","retriable":false}' >&2
     exit 1
   fi
-  # If the forwarder dies, stop the server too ($$ is the server once exec'd): the
-  # container stops and the core sees it, as in legacy mode.
-  ( node /usr/local/lib/carapace/llm-forwarder.mjs || true; kill -TERM $$ ) &
   API_KEY=$api_key
   unset api_key
   export API_KEY
@@ -48,7 +44,7 @@ if [ "${1:-}" = api ]; then
 fi
 
 if [ "${1:-}" = idle ]; then
-  exec node /usr/local/lib/carapace/llm-forwarder.mjs
+  exec sleep infinity
 fi
 
 if [ "${1:-}" = claude ]; then shift; fi

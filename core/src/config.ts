@@ -55,13 +55,12 @@ export interface AgentSettings {
   image: string;
   /**
    * "legacy": no network; Claude Code is the container's main process, attached to the core.
-   * "api": the container serves an authenticated HTTP API (agent-image/api-server.mjs)
-   * on a named network, published on 127.0.0.1 only. In both modes the model is reached
-   * only through the core's per-session LLM proxy; the model key never enters a container.
+   * "api": no network either; the container serves an authenticated HTTP API
+   * (agent-image/api-server.mjs) on a unix socket the core reaches through a bind mount. In both modes
+   * the model is reached only through the core's per-session LLM proxy; the model key
+   * never enters a container.
    */
   mode: 'legacy' | 'api';
-  /** API mode: the user-defined Docker network agent containers join (created if missing). */
-  api_network: string;
   idle_timeout_ms: number;
   /** A run longer than this is a hung agent: killed, and the user told. */
   run_timeout_ms: number;
@@ -141,9 +140,6 @@ export const configSchema = {
       properties: {
         image: { type: 'string', minLength: 1, default: 'carapace-agent:latest' },
         mode: { enum: ['legacy', 'api'], default: 'legacy' },
-        // A user-defined network: "none" cannot publish ports, "host" has no isolation,
-        // and the default "bridge" has no name resolution for a containerized core.
-        api_network: { type: 'string', pattern: '^(?!(?:none|host|bridge|default)$)[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$', default: 'carapace-agents' },
         idle_timeout_ms: { type: 'integer', minimum: 1000, default: 900_000 },
         run_timeout_ms: { type: 'integer', minimum: 1000, default: 600_000 },
         memory_mb: { type: 'integer', minimum: 128, default: 1024 },

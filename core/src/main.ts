@@ -17,10 +17,6 @@ const log = pino({ base: { service: 'core' } });
 async function main(): Promise<void> {
   const paths = pathsFromEnv();
   const config = loadConfig(paths.configFile);
-  if (config.agents.mode === 'api' && !process.env.CARAPACE_ADMIN_TOKEN) {
-    // API-mode agents share a network with the core, and so can reach its admin API.
-    throw new StartupError('CONFIG_INVALID', 'agents.mode "api" needs CARAPACE_ADMIN_TOKEN in .env: agents share a network with the core');
-  }
   if (!process.env.ANTHROPIC_API_KEY && !process.env.CLAUDE_CODE_OAUTH_TOKEN) {
     throw new StartupError('CONFIG_INVALID', 'no model credential: set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN in .env');
   }

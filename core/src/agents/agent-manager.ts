@@ -5,10 +5,13 @@
 // Two modes, same mounts, hardening, queue and timeouts:
 // - legacy: --network none; Claude Code is the container's main process, attached
 //   (stream-json on its stdin/stdout), reaching the LLM proxy socket directly.
-// - api: the container joins a named network and serves agent-image/api-server.mjs,
-//   published on 127.0.0.1 only; each turn is an authenticated POST /v1/run. The bearer
-//   token reaches the container only as a one-time file in a bind-mounted directory.
-// In both, the model is reached only through the core's per-session LLM proxy.
+// - api: --network none too; the container serves agent-image/api-server.mjs on a unix
+//   socket in a per-container directory the core bind-mounts at /run/api, and each turn
+//   is an authenticated POST /v1/run over it. The bearer token reaches the container only
+//   as a one-time file in that same directory.
+// In both, the agent reaches only the sockets the core mounts for it (DESIGN.md decision 9):
+// its session directory's, and in API mode its own server's; the model only through the
+// core's per-session LLM proxy.
 import { randomUUID } from 'node:crypto';
 import { chownSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,12 +29,15 @@ import { writeSkills } from './skills.js';
 import { StartupCpus } from './startup-cpus.js';
 
 const AGENT_UID = 1000;
-/** API mode: the loopback forwarder in the container, in front of the LLM proxy socket. */
-const FORWARDER_PORT = 8089;
 /** The session's LLM proxy socket, as the container sees it (the session directory is mounted at /run/carapace). */
 const LLM_SOCKET = '/run/carapace/llm.sock';
-/** API mode: the server's port inside the container. */
-const API_PORT = 8080;
+/**
+ * API mode: the server's unix socket, in the container's /run/api directory: the agent's
+ * own (it must create the socket there), unlike the session directory, which the core
+ * owns. The core finds it at `<apiDir>/api.sock`.
+ */
+const API_SOCKET_NAME = 'api.sock';
+const API_SOCKET = `/run/api/${API_SOCKET_NAME}`;
 /** API mode: how long a new container's server may take to answer GET /health. */
 const API_HEALTH_DEADLINE_MS = 30_000;
 
@@ -57,7 +63,7 @@ interface Agent {
   session: string;
   container: string;
   privateDir: string;
-  /** API mode: the host directory mounted at /run/api (the token file is gone by now). */
+  /** API mode: the host directory mounted at /run/api (the server's socket; the token file is gone by now). */
   apiDir: string | null;
   runner: TurnRunner;
   idle: NodeJS.Timeout | null;
@@ -183,21 +189,20 @@ export class AgentManager {
       const common = [`ANTHROPIC_API_KEY=${llm.token}`];
       let runner: TurnRunner;
       if (api) {
-        await this.runtime.ensureNetwork(this.settings.api_network);
         const token = randomUUID();
         apiDir = this.writeApiKey(token);
         container = await this.runtime.start({
           ...spec,
           // The directory, not the file: the entrypoint must be able to delete the file.
           mounts: [...mounts, { source: apiDir, target: '/run/api', readOnly: false }],
-          network: this.settings.api_network,
-          publish: API_PORT,
+          network: 'none',
           cmd: ['api'],
-          env: [`ANTHROPIC_BASE_URL=http://127.0.0.1:${FORWARDER_PORT}`, `CARAPACE_LLM_SOCKET=${LLM_SOCKET}`, `CARAPACE_LLM_PORT=${FORWARDER_PORT}`, ...common],
+          // Claude Code reaches the LLM proxy socket itself, as in legacy mode.
+          env: ['ANTHROPIC_BASE_URL=http://localhost', `ANTHROPIC_UNIX_SOCKET=${LLM_SOCKET}`, `CARAPACE_API_SOCKET=${API_SOCKET}`, ...common],
         });
         this.core.sessions.setContainer(session.id, container);
         // The server starts Claude Code at once: the first turn finds it ready.
-        runner = await this.connect(container, token, apiDir);
+        runner = await this.connect(container, join(apiDir, API_SOCKET_NAME), token, apiDir);
       } else {
         // Claude Code is the container's main process and starts with it; the first
         // message waits on its stdin. It speaks plain HTTP (the base URL's scheme) straight
@@ -253,10 +258,9 @@ export class AgentManager {
     return dir;
   }
 
-  /** API mode: find the container's server, wait until it is healthy, check the token file is gone. */
-  private async connect(container: string, token: string, apiDir: string): Promise<ApiClient> {
-    const url = await this.runtime.endpoint(container, API_PORT, this.settings.api_network);
-    const client = new ApiClient(url, token);
+  /** API mode: wait until the container's server is healthy on its socket, check the token file is gone. */
+  private async connect(container: string, socketPath: string, token: string, apiDir: string): Promise<ApiClient> {
+    const client = new ApiClient(socketPath, token);
     await client.waitHealthy(API_HEALTH_DEADLINE_MS, () => this.runtime.isRunning(container));
     if (existsSync(join(apiDir, '.api-key'))) throw new Error('the agent did not delete its bearer-token file');
     return client;

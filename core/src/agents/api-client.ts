@@ -1,7 +1,9 @@
-// API mode: the core's side of an agent container's HTTP server (agent-image/api-server.mjs).
+// API mode: the core's side of an agent container's HTTP server (agent-image/api-server.mjs),
+// which listens on a unix socket in a directory the core mounts into it (the container has no network).
 // One turn is one POST /v1/run with the container's bearer token. node:http rather than
 // fetch: fetch's built-in 300 s header timeout would cut runs the configuration allows
 // to take longer; here the only deadline is the run limit.
+import { lstat } from 'node:fs/promises';
 import { request } from 'node:http';
 import type { TurnResult } from './claude-session.js';
 
@@ -12,10 +14,22 @@ interface HttpReply {
   body: string;
 }
 
-/** One HTTP exchange on a fresh connection, aborted when `signal` fires. */
-function exchange(url: URL, method: 'GET' | 'POST', headers: Record<string, string>, body: string | null, signal: AbortSignal): Promise<HttpReply> {
+/**
+ * The agent owns the directory the socket is in: it could put a symlink there, to make
+ * the core connect to some other socket the core can reach (the Docker socket, another
+ * agent's). Only a socket itself is used. (A swap between this check and the connect
+ * remains possible; the requests are fixed, and the token is that agent's own.)
+ */
+async function checkSocket(socketPath: string): Promise<void> {
+  const stat = await lstat(socketPath);
+  if (!stat.isSocket()) throw new Error(`${socketPath} is not a unix socket`);
+}
+
+/** One HTTP exchange on a fresh connection to the unix socket, aborted when `signal` fires. */
+async function exchange(socketPath: string, path: string, method: 'GET' | 'POST', headers: Record<string, string>, body: string | null, signal: AbortSignal): Promise<HttpReply> {
+  await checkSocket(socketPath);
   return new Promise((resolve, reject) => {
-    const req = request(url, { method, headers: { ...headers, ...(body !== null ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) } : {}) }, agent: false, signal }, (res) => {
+    const req = request({ socketPath, path, host: 'localhost', method, headers: { ...headers, ...(body !== null ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) } : {}) }, agent: false, signal }, (res) => {
       const chunks: Buffer[] = [];
       let size = 0;
       res.on('data', (chunk: Buffer) => {
@@ -35,7 +49,8 @@ export class ApiClient {
 
   /** `token` stays in the core's memory: never in the container's Env, Labels or Cmd. */
   constructor(
-    private readonly baseUrl: string,
+    /** The server's unix socket, as the core sees it. */
+    private readonly socketPath: string,
     private readonly token: string,
   ) {}
 
@@ -45,7 +60,7 @@ export class ApiClient {
     let last = 'no answer';
     while (Date.now() < until) {
       try {
-        const reply = await exchange(new URL('/health', this.baseUrl), 'GET', {}, null, AbortSignal.timeout(Math.max(100, Math.min(2000, until - Date.now()))));
+        const reply = await exchange(this.socketPath, '/health', 'GET', {}, null, AbortSignal.timeout(Math.max(100, Math.min(2000, until - Date.now()))));
         if (reply.status === 200) return;
         last = `HTTP ${reply.status}`;
       } catch (err) {
@@ -63,7 +78,7 @@ export class ApiClient {
     this.inflight.add(controller);
     const timer = setTimeout(() => controller.abort(new Error('timeout')), timeoutMs);
     try {
-      const reply = await exchange(new URL('/v1/run', this.baseUrl), 'POST', { authorization: `Bearer ${this.token}` }, JSON.stringify({ prompt }), controller.signal);
+      const reply = await exchange(this.socketPath, '/v1/run', 'POST', { authorization: `Bearer ${this.token}` }, JSON.stringify({ prompt }), controller.signal);
       let parsed: { ok?: unknown; status?: unknown; result?: unknown } = {};
       try {
         parsed = JSON.parse(reply.body) as typeof parsed;

@@ -52,8 +52,6 @@ export class DockerRuntime implements AgentRuntime {
   private readonly docker: Docker;
   private own: Promise<OwnContainer | null> | null = null;
   private readonly hostCpus = new Map<string, Promise<number>>();
-  private readonly networks = new Map<string, Promise<void>>();
-  private readonly joined = new Map<string, Promise<void>>();
 
   constructor(socketPath = process.env.DOCKER_HOST?.replace(/^unix:\/\//, '') || '/var/run/docker.sock') {
     this.docker = new Docker({ socketPath });
@@ -131,7 +129,6 @@ export class DockerRuntime implements AgentRuntime {
       // The engine refuses a limit above the host's CPU count.
       startNanoCpus === undefined ? nanoCpus : this.hostNanoCpus().then((host) => Math.max(nanoCpus, Math.min(startNanoCpus, host))),
     ]);
-    const published = spec.publish === undefined ? undefined : `${spec.publish}/tcp`;
     return this.docker.createContainer({
       name: spec.name,
       Image: spec.image,
@@ -141,13 +138,10 @@ export class DockerRuntime implements AgentRuntime {
       WorkingDir: '/workspace/group',
       Labels: { [LABELS.managed]: 'true', [LABELS.instance]: spec.instance, [LABELS.group]: spec.group, [LABELS.session]: spec.session },
       NetworkDisabled: spec.network === 'none',
-      ...(published ? { ExposedPorts: { [published]: {} } } : {}),
       ...(attached ? { OpenStdin: true, StdinOnce: false, AttachStdin: true, AttachStdout: true, AttachStderr: true, Tty: false } : {}),
       HostConfig: {
         Binds: binds,
         NetworkMode: spec.network,
-        // Loopback only; HostPort "" lets the engine pick a free port when it binds it.
-        ...(published ? { PortBindings: { [published]: [{ HostIp: '127.0.0.1', HostPort: '' }] } } : {}),
         ReadonlyRootfs: true,
         CapDrop: ['ALL'],
         SecurityOpt: ['no-new-privileges'],
@@ -170,60 +164,6 @@ export class DockerRuntime implements AgentRuntime {
 
   async limitCpus(id: string, nanoCpus: number): Promise<void> {
     await this.docker.getContainer(id).update({ NanoCpus: nanoCpus });
-  }
-
-  ensureNetwork(name: string): Promise<void> {
-    return once(this.networks, name, async () => {
-      const exists = await this.docker.getNetwork(name).inspect().then(
-        () => true,
-        (err: { statusCode?: number }) => {
-          if (err.statusCode === 404) return false;
-          throw err;
-        },
-      );
-      if (exists) return;
-      await this.docker
-        .createNetwork({
-          Name: name,
-          Driver: 'bridge',
-          CheckDuplicate: true,
-          Labels: { [LABELS.managed]: 'true' },
-          // Defence in depth: a binding that names no address still lands on loopback.
-          Options: { 'com.docker.network.bridge.host_binding_ipv4': '127.0.0.1' },
-        })
-        .catch((err: { statusCode?: number }) => {
-          if (err.statusCode !== 409) throw err; // another core created it meanwhile
-        });
-    });
-  }
-
-  async endpoint(id: string, port: number, network: string): Promise<string> {
-    const own = await this.self();
-    const info = await this.docker.getContainer(id).inspect();
-    if (own) {
-      await this.join(own, network);
-      return `http://${info.Name.replace(/^\//, '')}:${port}`;
-    }
-    const binding = (info.NetworkSettings.Ports?.[`${port}/tcp`] ?? []).find((b) => b.HostIp === '127.0.0.1' && Number(b.HostPort) > 0);
-    if (!binding) throw new Error(`container port ${port} is not published on 127.0.0.1`);
-    return `http://127.0.0.1:${binding.HostPort}`;
-  }
-
-  /**
-   * A containerized core joins the agents' network once, to reach them by name. Its
-   * networks are as self() found them; one joined since is caught by "already exists".
-   */
-  private join(own: OwnContainer, network: string): Promise<void> {
-    return once(this.joined, network, async () => {
-      if (own.info.NetworkSettings.Networks?.[network]) return;
-      await this.docker
-        .getNetwork(network)
-        .connect({ Container: own.info.Id })
-        .catch((err: { statusCode?: number; message?: string }) => {
-          // Already connected (a race with ourselves or an operator): fine.
-          if (!(err.statusCode === 403 && /already exists/i.test(err.message ?? ''))) throw err;
-        });
-    });
   }
 
   /** Not part of AgentRuntime: the core never execs; tests look inside containers with it. */

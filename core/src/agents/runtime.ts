@@ -16,10 +16,11 @@ export interface AgentSpec {
   session: string;
   env: string[];
   mounts: MountSpec[];
-  /** "none" in legacy mode; a named network in API mode. */
-  network: string;
-  /** API mode: this container TCP port is published on 127.0.0.1, on a port the OS picks. */
-  publish?: number;
+  /**
+   * Always "none", in both modes: an agent reaches only the unix sockets in its session
+   * directory (DESIGN.md decision 9). A type, so that nothing can ask for more.
+   */
+  network: 'none';
   cmd: string[];
   limits: {
     memoryBytes: number;
@@ -59,14 +60,6 @@ export interface AgentRuntime {
    * container and nothing it writes is missed.
    */
   startAttached(spec: AgentSpec): Promise<AttachedAgent>;
-  /** API mode: the named network exists afterwards (created if missing, kept if present). */
-  ensureNetwork(name: string): Promise<void>;
-  /**
-   * API mode: the base URL at which the core reaches a container's published `port`.
-   * A core on the host uses the loopback binding; a containerized core joins `network`
-   * (once) and uses the container's name.
-   */
-  endpoint(id: string, port: number, network: string): Promise<string>;
   /** Sets a running container's CPU limit. */
   limitCpus(id: string, nanoCpus: number): Promise<void>;
   /** False once the container has stopped (or is gone). */

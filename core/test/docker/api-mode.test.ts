@@ -1,11 +1,14 @@
 // API mode on a real Docker engine with the real agent image and the real Claude Code
-// CLI: the container serves agent-image/api-server.mjs on a named network, published on
-// 127.0.0.1 only, and the core runs every turn as an authenticated POST /v1/run. The
-// model is the Anthropic stand-in behind the core's LLM proxy, Telegram the Bot API
-// stand-in. Every request these tests make goes to 127.0.0.1. Needs `make images`.
+// CLI: the container has no network (as in legacy mode) and serves agent-image/api-server.mjs
+// on a unix socket in its session directory; the core runs every turn as an authenticated
+// POST /v1/run over it. The model is the Anthropic stand-in behind the core's LLM proxy,
+// Telegram the Bot API stand-in. Attacks on the network boundary are in
+// api-mode-isolation.test.ts. Needs `make images`.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AgentManager } from '../../src/agents/agent-manager.js';
@@ -31,7 +34,6 @@ import {
 const MODEL_KEY = 'sk-ant-api03-apimode-model-key-0123456789abcdef';
 const BOT_TOKEN = '123456789:AAApiModeTestTokenForTheTelegramStandIn';
 const CHAT = 1002;
-const NETWORK = `carapace-agents-test-${process.pid}`;
 const DOCKER = process.env.DOCKER || 'docker';
 
 /** The Docker runtime, recording what the manager asked of it. */
@@ -53,9 +55,9 @@ let runtime: WatchedRuntime;
 let manager: AgentManager;
 let runs: Promise<unknown>[] = [];
 
-/** An API-mode manager on the test network; `agents` adds to (or overrides) its settings. */
+/** An API-mode manager; `agents` adds to (or overrides) its settings. */
 function newManager(rt: DockerRuntime, instance: string, agents: Record<string, unknown> = {}): AgentManager {
-  return newAgentManager(scenario.stack, { upstream: scenario.modelUrl, apiKey: MODEL_KEY, agents: { mode: 'api', api_network: NETWORK, run_timeout_ms: 120_000, ...agents }, instance, runtime: rt });
+  return newAgentManager(scenario.stack, { upstream: scenario.modelUrl, apiKey: MODEL_KEY, agents: { mode: 'api', run_timeout_ms: 120_000, ...agents }, instance, runtime: rt });
 }
 
 function docker(args: string[]): string {
@@ -68,11 +70,24 @@ function apiDirOf(spec: AgentSpec | undefined): string {
   return mount.source;
 }
 
-/** The base URL from docker inspect: the loopback port the engine picked. */
-async function baseUrl(container: string): Promise<string> {
+/** The server's unix socket as the core sees it: api.sock in the directory mounted at /run/api. */
+async function socketOf(container: string): Promise<string> {
   const info = await runtime.inspect(container);
-  const bindings = info.NetworkSettings.Ports['8080/tcp'];
-  return `http://127.0.0.1:${bindings[0].HostPort}`;
+  const mount = info.Mounts.find((m) => m.Destination === '/run/api');
+  if (!mount) throw new Error('no /run/api mount');
+  return join(mount.Source, 'api.sock');
+}
+
+/** One HTTP request over the server's unix socket; resolves with the status code. */
+function call(socketPath: string, path: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request({ socketPath, path, method: options.method ?? 'GET', headers: options.headers }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end(options.body);
+  });
 }
 
 /** The bearer token, as the server process holds it (the only place it lives in the container). */
@@ -84,11 +99,6 @@ async function tokenFromServer(container: string): Promise<string> {
 }
 
 beforeAll(async () => {
-  try {
-    docker(['network', 'rm', NETWORK]);
-  } catch {
-    // absent: the manager must create it
-  }
   scenario = await startMilkScenario(CHAT, BOT_TOKEN);
   runtime = new WatchedRuntime();
   manager = newManager(runtime, `api-${process.pid}`);
@@ -98,11 +108,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await manager?.stop();
   await scenario?.stop();
-  try {
-    docker(['network', 'rm', NETWORK]);
-  } catch {
-    // already gone
-  }
 }, 60_000);
 
 describe('API mode, end to end', () => {
@@ -129,23 +134,20 @@ describe('API mode, end to end', () => {
 });
 
 describe('API mode container (docker inspect)', () => {
-  it('is on the named network, with 8080 published on 127.0.0.1 only', async () => {
+  it('has no network, as in legacy mode, and serves on a unix socket in its /run/api directory', async () => {
     const container = manager.live('family')!.container;
     const info = await runtime.inspect(container);
-    expect(info.HostConfig.NetworkMode).toBe(NETWORK);
-    expect(Object.keys(info.NetworkSettings.Networks)).toEqual([NETWORK]);
-    expect(info.HostConfig.PortBindings).toEqual({ '8080/tcp': [{ HostIp: '127.0.0.1', HostPort: '' }] });
-    const published = Object.entries(info.NetworkSettings.Ports).filter(([, b]) => b && b.length > 0);
-    expect(published.map(([p]) => p)).toEqual(['8080/tcp']);
-    for (const [, bindings] of published) {
-      for (const b of bindings) {
-        expect(b.HostIp).toBe('127.0.0.1');
-        expect(Number(b.HostPort)).toBeGreaterThan(0);
-      }
-    }
-    const network = JSON.parse(docker(['network', 'inspect', NETWORK]))[0];
-    expect(network.Driver).toBe('bridge');
-    expect(network.Labels['carapace.managed']).toBe('true');
+    expect(info.HostConfig.NetworkMode).toBe('none');
+    expect((info.Config as { NetworkDisabled?: boolean }).NetworkDisabled).toBe(true);
+    expect(info.HostConfig.PortBindings ?? {}).toEqual({});
+    expect(info.Config.ExposedPorts ?? {}).toEqual({});
+    const socket = await socketOf(container);
+    expect(socket).toBe(join(apiDirOf(runtime.specs[0]), 'api.sock'));
+    const stat = lstatSync(socket);
+    expect(stat.isSocket()).toBe(true);
+    // The agent's user owns it; no one else on the host may connect (the core is root or that user).
+    expect(stat.uid).toBe(1000);
+    expect(stat.mode & 0o777).toBe(0o600);
   });
 
   it('is hardened exactly like legacy mode', async () => {
@@ -168,24 +170,23 @@ describe('API mode container (docker inspect)', () => {
     expect(JSON.stringify(runtime.specs)).not.toContain(token);
   });
 
-  it('the token file is gone from the mounted directory once the server runs', async () => {
+  it('the token file is gone from the mounted directory once the server runs: only its socket is there', async () => {
     const container = manager.live('family')!.container;
     const dir = apiDirOf(runtime.specs[0]);
     const info = await runtime.inspect(container);
     expect(info.Mounts.find((m) => m.Destination === '/run/api')?.Source).toBe(dir);
     expect(dir).toMatch(/\/carapace-api-[0-9a-f-]{36}$/);
     expect(statSync(dir).mode & 0o777).toBe(0o700);
-    expect(readdirSync(dir)).toEqual([]);
-    expect((await sh(runtime, container, 'ls -A /run/api')).out.trim()).toBe('');
+    expect(readdirSync(dir)).toEqual(['api.sock']);
+    expect((await sh(runtime, container, 'ls -A /run/api')).out.trim()).toBe('api.sock');
   });
 
-  it('only the server process holds the token: not Claude Code, not the forwarder', async () => {
+  it('only the server process holds the token: not Claude Code', async () => {
     const container = manager.live('family')!.container;
     const r = await sh(runtime, container, `for p in /proc/[0-9]*; do c=$(tr '\\0' ' ' < $p/cmdline 2>/dev/null); [ -n "$c" ] || continue; if tr '\\0' '\\n' < $p/environ 2>/dev/null | grep -q '^API_KEY='; then echo "HAS $c"; else echo "NO $c"; fi; done`);
     const lines = r.out.trim().split('\n');
     expect(lines.filter((l) => l.startsWith('HAS ')).every((l) => l.includes('api-server.mjs'))).toBe(true);
     expect(lines.some((l) => l.startsWith('HAS ') && l.includes('api-server.mjs'))).toBe(true);
-    expect(lines.some((l) => l.startsWith('NO ') && l.includes('llm-forwarder.mjs'))).toBe(true);
     expect(lines.some((l) => l.startsWith('NO ') && /claude/.test(l))).toBe(true);
   });
 });
@@ -193,45 +194,41 @@ describe('API mode container (docker inspect)', () => {
 describe('API mode authentication', () => {
   it('answers /health without a token and refuses everything else without the right one', async () => {
     const container = manager.live('family')!.container;
-    const url = await baseUrl(container);
+    const socket = await socketOf(container);
     const token = await tokenFromServer(container);
-    const health = await fetch(`${url}/health`);
-    expect(health.status).toBe(200);
-    const run = (headers: Record<string, string>) => fetch(`${url}/v1/run`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ prompt: 'hi' }) });
+    expect(await call(socket, '/health')).toBe(200);
+    const run = (headers: Record<string, string>) => call(socket, '/v1/run', { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ prompt: 'hi' }) });
     const before = scenario.model.requests.length;
-    expect((await run({})).status).toBe(401);
-    expect((await run({ authorization: 'Bearer 00000000-0000-4000-8000-000000000000' })).status).toBe(401);
-    expect((await run({ authorization: `Bearer ${token}x` })).status).toBe(401);
-    expect((await run({ authorization: token })).status).toBe(401);
-    expect((await run({ authorization: `Basic ${Buffer.from(`x:${token}`).toString('base64')}` })).status).toBe(401);
-    expect((await fetch(`${url}/anything`)).status).toBe(401);
+    expect(await run({})).toBe(401);
+    expect(await run({ authorization: 'Bearer 00000000-0000-4000-8000-000000000000' })).toBe(401);
+    expect(await run({ authorization: `Bearer ${token}x` })).toBe(401);
+    expect(await run({ authorization: token })).toBe(401);
+    expect(await run({ authorization: `Basic ${Buffer.from(`x:${token}`).toString('base64')}` })).toBe(401);
+    expect(await call(socket, '/anything')).toBe(401);
     // No turn ran: the model saw nothing.
     expect(scenario.model.requests.length).toBe(before);
     // With the token: past the gate (an unknown route, a malformed body), still no turn.
-    expect((await fetch(`${url}/anything`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(404);
-    const malformed = await fetch(`${url}/v1/run`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ prompt: 'x', extra: 1 }) });
-    expect(malformed.status).toBe(400);
+    expect(await call(socket, '/anything', { headers: { authorization: `Bearer ${token}` } })).toBe(404);
+    const malformed = await call(socket, '/v1/run', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ prompt: 'x', extra: 1 }) });
+    expect(malformed).toBe(400);
     expect(scenario.model.requests.length).toBe(before);
   }, 60_000);
 
   it('finds the model key nowhere inside: env, process environments, readable files', async () => {
     const container = manager.live('family')!.container;
     const r = await sh(runtime, container, `env; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n'; grep -rs -l 'apimode-model-key' /home /run /workspace /tmp /etc 2>/dev/null; true`);
-    expect(r.out).toContain('ANTHROPIC_BASE_URL=http://127.0.0.1:8089');
+    expect(r.out).toContain('ANTHROPIC_UNIX_SOCKET=/run/carapace/llm.sock');
     expect(r.out).not.toContain(MODEL_KEY);
     expect(r.out).not.toContain('apimode-model-key');
     expect(r.out).not.toMatch(/sk-ant-/);
   });
 
-  it('talks TCP only on loopback, apart from requests arriving at its API port', async () => {
-    // After two full turns: Claude Code reached the model through the loopback forwarder
-    // (and the LLM proxy's unix socket), never over the network it now has.
+  it('talks TCP only on loopback (it has nothing else)', async () => {
+    // After two full turns: Claude Code reached the model over the LLM proxy's unix socket.
     const r = await sh(runtime, manager.live('family')!.container, 'cat /proc/net/tcp /proc/net/tcp6 2>/dev/null');
     const rows = r.out.trim().split('\n').filter((l) => /^\s*\d+:/.test(l)).map((l) => l.trim().split(/\s+/));
-    expect(rows.length).toBeGreaterThan(0);
     const loopback = (addr: string) => /^[0-9A-F]{6}7F:/.test(addr) || /^0000000000000000FFFF0000[0-9A-F]{6}7F:/.test(addr) || /^0{24}01000000:/.test(addr) || /^0+:/.test(addr);
-    const port = (addr: string) => parseInt(addr.split(':')[1], 16);
-    const foreign = rows.filter(([, local, remote]) => !loopback(remote) && port(local) !== 8080);
+    const foreign = rows.filter(([, , remote]) => !loopback(remote));
     expect(foreign).toEqual([]);
   });
 });
@@ -247,6 +244,33 @@ describe('API mode lifecycle', () => {
     await expect(runtime.inspect(live.container)).rejects.toMatchObject({ statusCode: 404 });
   }, 60_000);
 
+  it('a symlink the agent plants in place of its socket is not followed: the core talks to no other socket', async () => {
+    // A decoy on the host that the core could reach (as the Docker socket or another
+    // session's socket would be): the agent points api.sock at it.
+    const dir = mkdtempSync(join(tmpdir(), 'cp-api-decoy-'));
+    const decoyPath = join(dir, 'decoy.sock');
+    let connections = 0;
+    const decoy = createServer((s) => {
+      connections++;
+      s.destroy();
+    });
+    await new Promise<void>((resolve) => decoy.listen(decoyPath, resolve));
+    try {
+      await manager.enqueue('family', 'start a new agent');
+      const live = manager.live('family')!;
+      const planted = await sh(runtime, live.container, `ln -sfn ${decoyPath} /run/api/api.sock && test -L /run/api/api.sock && echo planted`);
+      expect(planted.out.trim()).toBe('planted');
+      const outcome = await manager.enqueue('family', 'through the symlink');
+      expect(outcome.ok).toBe(false);
+      expect(outcome.output).toContain('is not a unix socket');
+      expect(connections).toBe(0);
+      expect(manager.live('family')).toBeNull();
+    } finally {
+      decoy.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
   it('a server that never becomes healthy: container and token directory removed, agent.error', async () => {
     // The container is started with the legacy command while a token is mounted: the
     // entrypoint deletes the token and refuses to start.
@@ -260,7 +284,7 @@ describe('API mode lifecycle', () => {
     const sentBefore = scenario.telegram.sentTo(CHAT).length;
     try {
       const started = Date.now();
-      await expect(failing.enqueue('family', 'never runs')).rejects.toThrow(/stopped before it was healthy|not published/);
+      await expect(failing.enqueue('family', 'never runs')).rejects.toThrow(/stopped before it was healthy/);
       expect(Date.now() - started).toBeLessThan(25_000);
       const dir = apiDirOf(broken.specs[0]);
       expect(existsSync(dir)).toBe(false);

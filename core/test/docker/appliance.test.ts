@@ -6,24 +6,26 @@
 //
 // The Telegram and model stand-ins listen on the default bridge's gateway, which the
 // services reach like any address; the model one through CARAPACE_MODEL_API_URL.
-// Legacy agents have `NetworkMode: none`; API-mode agents sit on their own network, which
-// the containerized core joins to reach them by name.
+// Agents have `NetworkMode: none` in both modes (API-mode ones serve on a unix socket the
+// core reaches through a bind mount); each mode's agent is attacked from inside: the
+// core's admin API, the plugin host, the stand-ins on the host.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
 import type { AuditEntry } from '../../src/audit/audit-log.js';
 import { ROOT, until } from '../harness.js';
+import { AGENT_IMAGE } from '../support/agents.js';
 import { bridgeGateway, ComposeProject, type Health } from '../support/compose.js';
 import { expectModelSawMessage, expectPipelineTrail, REPLY, sendUserMessage, startStandIns, type RecordTool, type StandIns } from '../support/milk-scenario.js';
+import { probeCommand, probeOutcomes, type Target } from '../support/reach.js';
 import type { SentMessage } from '../support/telegram-standin.js';
 
 const MODEL_KEY = 'sk-ant-api03-appliance-test-key-0123456789abcdef';
 const BOT_TOKEN = '123456789:AAApplianceTestTokenForTheStandIn0001';
 const RECORD: RecordTool = { tool: 'memory_store', args: { type: 'context', content: 'buy milk at 5pm' } };
 const DOCKER = process.env.DOCKER || 'docker';
-const API_NETWORK = `carapace-appliance-agents-${process.pid}`;
 
 const inspect = (id: string): Docker.ContainerInspectInfo => (JSON.parse(execFileSync(DOCKER, ['inspect', id], { encoding: 'utf8' })) as Docker.ContainerInspectInfo[])[0];
 
@@ -37,8 +39,8 @@ interface Mode {
 
 describe.each<Mode>([
   { mode: 'legacy', chat: 2002, agents: {}, env: {} },
-  // API mode also needs an admin token: agents share a network with the core's admin API.
-  { mode: 'api', chat: 2003, agents: { mode: 'api', api_network: API_NETWORK }, env: { CARAPACE_ADMIN_TOKEN: 'appliance-admin-token-0123456789' } },
+  // No admin token: API-mode agents share no network with the core either.
+  { mode: 'api', chat: 2003, agents: { mode: 'api' }, env: {} },
 ])('the appliance in $mode mode, end to end (core and plugin host in their containers)', ({ mode, chat, agents, env }) => {
   const name = `carapace-appliance-${mode}-${process.pid}`;
   let project: ComposeProject;
@@ -62,7 +64,7 @@ describe.each<Mode>([
       file: join(ROOT, 'compose.yaml'),
       config: {
         groups: { main: {} },
-        agents: { run_timeout_ms: 120_000, ...agents },
+        agents: { image: AGENT_IMAGE, run_timeout_ms: 120_000, ...agents },
         plugins: { telegram: { bot_token: '${TELEGRAM_BOT_TOKEN}', api_base_url: standIns.telegram.url, chats: { [String(chat)]: 'main' }, owners: [42], poll_timeout_s: 1 } },
       },
       env: { CARAPACE_MODEL_API_URL: standIns.modelUrl, ANTHROPIC_API_KEY: MODEL_KEY, TELEGRAM_BOT_TOKEN: BOT_TOKEN, ...env },
@@ -81,11 +83,9 @@ describe.each<Mode>([
     try {
       project?.down();
     } finally {
-      // The core retires its agents when it stops; anything left is removed here, and the
-      // API network the core made.
+      // The core retires its agents when it stops; anything left is removed here.
       const left = agentContainers();
       if (left.length > 0) execFileSync(DOCKER, ['rm', '-f', ...left]);
-      if (mode === 'api') spawnSync(DOCKER, ['network', 'rm', API_NETWORK], { stdio: 'ignore' });
       project?.removeVolumes();
       await standIns?.close();
     }
@@ -119,18 +119,29 @@ describe.each<Mode>([
     expect(workspace?.Source).toBe(join(project.volumes, 'groups', 'main'));
     expect(info.Mounts.some((m) => m.Source.startsWith('/app/'))).toBe(false);
     expect(info.Config.Env.join('\n')).not.toContain(MODEL_KEY);
-    if (mode === 'legacy') {
-      expect(info.HostConfig.NetworkMode).toBe('none');
-      return;
-    }
-    // API mode: the agent's own network, its port published on loopback only, and the
-    // core's container joined to that network (how it reached the agent by name).
-    expect(info.HostConfig.NetworkMode).toBe(API_NETWORK);
-    expect(Object.keys(info.NetworkSettings.Networks)).toEqual([API_NETWORK]);
-    const bindings = Object.values(info.HostConfig.PortBindings ?? {}).flat() as { HostIp: string }[];
-    expect(bindings.length).toBeGreaterThan(0);
-    expect(bindings.every((b) => b.HostIp === '127.0.0.1')).toBe(true);
+    expect(info.HostConfig.NetworkMode).toBe('none');
     const core = inspect(compose(['ps', '-q', 'core']).trim());
-    expect(Object.keys(core.NetworkSettings.Networks)).toContain(API_NETWORK);
+    // The core joined no network of the agents' (there is none): only the project's own.
+    expect(Object.keys(core.NetworkSettings.Networks)).toEqual([`${name}_default`]);
+  });
+
+  it("from inside the agent: no admin API, no plugin host, no stand-in on the host, by address or by name", () => {
+    const [id] = agentContainers();
+    const services = ['core', 'plugins'].map((service) => inspect(compose(['ps', '-q', service]).trim()));
+    const addresses = services.flatMap((c) => Object.values(c.NetworkSettings.Networks ?? {}).map((n) => n.IPAddress)).filter((a) => a);
+    expect(addresses.length).toBeGreaterThan(0);
+    const model = new URL(standIns.modelUrl);
+    const targets: Target[] = [
+      ...addresses.map((host) => ({ host, port: 8780 })),
+      { host: 'core', port: 8780 },
+      { host: 'plugins', port: 8780 },
+      { host: model.hostname, port: Number(model.port) },
+      { host: new URL(standIns.telegram.url).hostname, port: Number(new URL(standIns.telegram.url).port) },
+    ];
+    const out = execFileSync(DOCKER, ['exec', '-u', '1000:1000', id, ...probeCommand(targets)], { encoding: 'utf8' });
+    const outcomes = probeOutcomes(targets, out);
+    for (const [target, outcome] of Object.entries(outcomes)) {
+      expect([target, outcome]).toEqual([target, expect.stringMatching(/^(ENETUNREACH|ENOTFOUND|EAI_AGAIN)$/)]);
+    }
   });
 });

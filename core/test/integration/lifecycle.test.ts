@@ -111,10 +111,11 @@ describe('the core process', () => {
     expect(r.stderr).toMatch(/^carapace: CONFIG_INVALID: .*rate_limit\.per_minute/);
   });
 
-  it('refuses API mode without an admin token (agents could reach the admin API)', async () => {
-    const r = await run({ CARAPACE_ADMIN_TOKEN: '' }, { agents: { mode: 'api' } });
+  it('refuses the retired agents.api_network setting with one clear line (API-mode agents have no network)', async () => {
+    const r = await run({}, { agents: { mode: 'api', api_network: 'carapace-agents' } });
     expect(r.code).toBe(1);
-    expect(r.stderr.trim()).toMatch(/^carapace: CONFIG_INVALID: agents.mode "api" needs CARAPACE_ADMIN_TOKEN/);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(/^carapace: CONFIG_INVALID: .*agents.*api_network/);
   });
 
   it('refuses to start without a model credential, saying which variable to set', async () => {
