@@ -238,7 +238,7 @@ export class LlmProxy {
 
     let upstreamResponse: Response;
     try {
-      upstreamResponse = await fetch(new URL(`${target.path}${target.query ? `?${target.query}` : ''}`, upstream), { method: 'POST', headers, body, signal: abort.signal });
+      upstreamResponse = await fetch(new URL(`${target.path}${target.query ? `?${target.query}` : ''}`, upstream), { method: 'POST', headers, body: checked.body, signal: abort.signal });
     } catch (err) {
       this.audit(state, req, 'error', `upstream unreachable: ${(err as Error).message}`);
       sendError(res, { status: 502, type: 'api_error', message: 'model API unreachable' });

@@ -107,9 +107,14 @@ export function forwardedHeaders(incoming: IncomingHttpHeaders): Headers {
   return headers;
 }
 
-/** What the proxy learned from a body it let through. */
+/** What the proxy learned from a body it let through, and the body to send on. */
 export interface MessagesRequest {
   model: string;
+  /**
+   * The parsed body serialized again: what was checked is exactly what goes upstream
+   * (a duplicate "model" key, say, cannot mean one thing here and another there).
+   */
+  body: string;
 }
 
 /**
@@ -133,5 +138,5 @@ export function checkBody(target: Target, body: Buffer, policy: ModelPolicy): Me
     if (typeof maxTokens !== 'number' || !Number.isInteger(maxTokens) || maxTokens < 1) return refusal(400, 'invalid_request_error', 'max_tokens: a positive integer is required');
     if (maxTokens > policy.max_tokens) return refusal(400, 'invalid_request_error', `max_tokens ${maxTokens} is above this proxy's limit of ${policy.max_tokens}`);
   }
-  return { model };
+  return { model, body: JSON.stringify(value) };
 }

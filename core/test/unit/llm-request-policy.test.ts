@@ -101,8 +101,14 @@ describe('checkBody', () => {
   const body = (value: unknown) => Buffer.from(JSON.stringify(value));
 
   it('accepts an allowed model within max_tokens', () => {
-    expect(checkBody(messages, body({ model: 'claude-opus-5-5', max_tokens: 128_000, messages: [] }), policy)).toEqual({ model: 'claude-opus-5-5' });
-    expect(checkBody({ path: '/v1/messages/count_tokens', query: '' }, body({ model: 'claude-haiku-4-5', messages: [] }), policy)).toEqual({ model: 'claude-haiku-4-5' });
+    expect(checkBody(messages, body({ model: 'claude-opus-5-5', max_tokens: 128_000, messages: [] }), policy)).toMatchObject({ model: 'claude-opus-5-5' });
+    expect(checkBody({ path: '/v1/messages/count_tokens', query: '' }, body({ model: 'claude-haiku-4-5', messages: [] }), policy)).toMatchObject({ model: 'claude-haiku-4-5' });
+  });
+
+  it('sends on exactly what it checked: a duplicate key cannot mean one model here and another upstream', () => {
+    const raw = Buffer.from('{"model":"claude-opus-4-1","max_tokens":10,"model":"claude-opus-5-5"}');
+    const checked = checkBody(messages, raw, policy);
+    expect(checked).toEqual({ model: 'claude-opus-5-5', body: '{"model":"claude-opus-5-5","max_tokens":10}' });
   });
 
   it('refuses another model, naming the allowed ones, in the API error format', () => {
