@@ -144,4 +144,21 @@ describe.each<Mode>([
       expect([target, outcome]).toEqual([target, expect.stringMatching(/^(ENETUNREACH|ENOTFOUND|EAI_AGAIN)$/)]);
     }
   });
+
+  // Last: it stops the appliance. Docker's default 10 s before SIGKILL would cut the drain
+  // short; compose.yaml's stop_grace_period lets a tool call in flight finish.
+  (mode === 'legacy' ? it : it.skip)('docker compose stop with a tool call in flight (Telegram answering after 12 s) lets it finish', async () => {
+    const sends = standIns.telegram.heldSends;
+    standIns.telegram.holdNextSends(1, 12_000);
+    const reply = sendUserMessage(standIns.telegram, chat);
+    reply.catch(() => undefined);
+    await until(() => standIns.telegram.heldSends > sends, 120_000);
+    await project.runAsync(['stop']);
+    expect((await reply).text).toBe(REPLY);
+    const entries = auditEntries();
+    const answered = entries.filter((e) => e.topic === 'tool.invoke.send_telegram' && e.stage === 'response');
+    expect(answered.map((e) => e.outcome)).toEqual(['ok', 'ok']);
+    const stopped = entries.findIndex((e) => e.stage === 'core' && e.reason === 'core stopped');
+    expect(stopped).toBeGreaterThan(entries.indexOf(answered[1]));
+  }, 180_000);
 });

@@ -1,10 +1,11 @@
 // The appliance through Docker Compose, for the tests that start it as a user would: one
 // project (its own name, compose file and volumes folder, the admin API on a free port),
 // run with docker-compose or `docker compose`, whichever this machine has.
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { freePort, ROOT, sleep } from '../harness.js';
 
 /**
@@ -53,13 +54,20 @@ export class ComposeProject {
 
   /** One compose command from the repository root; its stdout. */
   run(args: string[]): string {
+    const [cmd, argv, options] = this.command(args);
+    return execFileSync(cmd, argv, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
+  }
+
+  /** The same, without blocking this process (whose stand-ins must keep answering meanwhile). */
+  async runAsync(args: string[]): Promise<string> {
+    const [cmd, argv, options] = this.command(args);
+    return (await promisify(execFile)(cmd, argv, options)).stdout;
+  }
+
+  private command(args: string[]): [string, string[], { cwd: string; env: NodeJS.ProcessEnv; encoding: 'utf8' }] {
     const [cmd, pre] = existsSync('/usr/bin/docker-compose') ? ['docker-compose', []] : ['docker', ['compose']];
-    return execFileSync(cmd, [...pre, '-p', this.name, '-f', this.file, ...args], {
-      cwd: ROOT,
-      env: { ...process.env, CARAPACE_INSTANCE: this.name, CARAPACE_VOLUMES: this.volumes, CARAPACE_ADMIN_PORT: String(this.port), ...this.env },
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const env = { ...process.env, CARAPACE_INSTANCE: this.name, CARAPACE_VOLUMES: this.volumes, CARAPACE_ADMIN_PORT: String(this.port), ...this.env };
+    return [cmd, [...pre, '-p', this.name, '-f', this.file, ...args], { cwd: ROOT, env, encoding: 'utf8' }];
   }
 
   /** /health, or null while the core does not answer. */

@@ -61,6 +61,10 @@ export class TelegramStandIn {
   private readonly messages = new Map<string, StandInMessage>();
   private waiter: Waiter | null = null;
   private rateLimited = 0;
+  private held = 0;
+  private holdMs = 0;
+  /** sendMessage calls answered late (holdNextSends) that have arrived so far. */
+  heldSends = 0;
   private retryAfter = 1;
   private callbackSeq = 0;
   private server!: Server;
@@ -102,6 +106,12 @@ export class TelegramStandIn {
       callback_query: { id, from: { id: opts.fromId, is_bot: false, first_name: `User ${opts.fromId}`, username: `user${opts.fromId}` }, message, chat_instance: `ci-${opts.chatId}`, data: opts.data },
     });
     return { update_id, id };
+  }
+
+  /** The next `count` sendMessage calls are answered (normally) only after `ms`: a slow Telegram. */
+  holdNextSends(count: number, ms: number): void {
+    this.held = count;
+    this.holdMs = ms;
   }
 
   /** The next `count` sendMessage calls answer 429 with parameters.retry_after. */
@@ -231,6 +241,11 @@ export class TelegramStandIn {
         if (!/^-?\d+$/.test(chatId)) return fail(400, 'Bad Request: chat not found');
         if (text.trim() === '') return fail(400, 'Bad Request: message text is empty');
         if (text.length > TEXT_LIMIT) return fail(400, 'Bad Request: message is too long');
+        if (this.held > 0) {
+          this.held--;
+          this.heldSends++;
+          await new Promise((r) => setTimeout(r, this.holdMs));
+        }
         if (this.rateLimited > 0) {
           this.rateLimited--;
           return fail(429, `Too Many Requests: retry after ${this.retryAfter}`, { parameters: { retry_after: this.retryAfter } });
