@@ -78,6 +78,11 @@ printf 'PLANTED-MARKER-imported\n' > $W/imported.md
 printf '%s\n' "$(can BASH_ENV)" > $W/evil-env.sh
 printf 'require("fs").writeFileSync("%s/CANARY-NODE_OPTIONS", "")\n' $W > $W/evil.cjs
 echo 'notes of the subdirectory' > $W/sub/notes.txt
+# What the runtime (Claude Code is a Bun executable) might load from its working directory.
+printf 'BASH_ENV=%s/evil-dotenv.sh\nPLANTED_DOTENV=PLANTED-MARKER-dotenv\n' $W > $W/.env
+printf '%s\n' "$(can dotenv-BASH_ENV)" > $W/evil-dotenv.sh
+printf 'preload = ["%s/evil-preload.js"]\n' $W > $W/bunfig.toml
+printf 'require("fs").writeFileSync("%s/CANARY-bunfig-preload", "")\n' $W > $W/evil-preload.js
 # The user level: the state folder, around the read-only overlays.
 dotclaude $C user 2>/dev/null
 mcp user > $C/.mcp.json
@@ -103,7 +108,7 @@ find $W $C -type f 2>/dev/null
 `;
 
 /** Files the script must have planted (relative to the workspace, or to ~/.claude when `user`). */
-export const PLANTED_WORKSPACE = ['.claude/settings.json', '.claude/settings.local.json', '.mcp.json', 'CLAUDE.md', 'CLAUDE.local.md', 'sub/CLAUDE.md', 'sub/.claude/settings.json', '.claude/commands/planted-workspace.md', '.claude/agents/planted-workspace.md', '.claude/skills/planted-workspace/SKILL.md', '.claude/output-styles/planted-style.md'];
+export const PLANTED_WORKSPACE = ['.claude/settings.json', '.claude/settings.local.json', '.mcp.json', 'CLAUDE.md', 'CLAUDE.local.md', 'sub/CLAUDE.md', 'sub/.claude/settings.json', '.claude/commands/planted-workspace.md', '.claude/agents/planted-workspace.md', '.claude/skills/planted-workspace/SKILL.md', '.claude/output-styles/planted-style.md', '.env', 'bunfig.toml'];
 export const PLANTED_USER = ['settings.local.json', '.claude.json', 'commands/planted-user.md', 'agents/planted-user.md', 'output-styles/planted-style.md', 'rules/planted.md', 'projects/-workspace-group/memory/MEMORY.md', 'plugins/installed_plugins.json'];
 
 /**
