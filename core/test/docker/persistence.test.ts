@@ -121,6 +121,8 @@ describe.each<Mode>([
     const turns = requests.filter((r) => (r.body?.tools ?? []).length > 0);
     expect(turns.length).toBeGreaterThanOrEqual(6);
     expect(turns.every((r) => JSON.stringify(r.body).includes("Carapace's agent for the group"))).toBe(true);
+    // Nor is the model offered a "persistent" file memory in ~/.claude (auto memory is off).
+    expect(turns.filter((r) => JSON.stringify(r.body).includes('/home/node/.claude/projects/')).length).toBe(0);
 
     const info = await runtime.inspect(live.container);
     expectLockedDown(info);
