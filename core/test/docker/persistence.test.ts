@@ -18,7 +18,7 @@ import { newAgentManager, sh } from '../support/agents.js';
 import { AnthropicStandIn } from '../support/anthropic-standin.js';
 import { expectLockedDown, expectMounts } from '../support/hardening.js';
 import { REPLY, sendUserMessage, startMilkScenario, type MilkScenario } from '../support/milk-scenario.js';
-import { attackPolicy, CANARY, MARKER, PLANT_SCRIPT, PLANTED_USER, PLANTED_WORKSPACE } from '../support/planted-config.js';
+import { attackPolicy, CANARY, MARKER, modelWriterPolicy, PLANT_SCRIPT, PLANTED_USER, PLANTED_WORKSPACE } from '../support/planted-config.js';
 
 const MODEL_KEY = 'sk-ant-api03-persistence-model-key-0123456789abcdef';
 const BOT_TOKEN = '123456789:AAPersistenceTestTokenForTheStandIn01';
@@ -130,6 +130,36 @@ describe.each<Mode>([
 
     await manager.retire('family');
     expect(canariesUnder(workspace())).toEqual([]);
+  }, 240_000);
+
+  it('what the model itself writes with its file tools in one session is not read in the next', async () => {
+    // No shell here: a prompt-injected model, with the tools Claude Code gives it.
+    const quiet = scenario.model.policy;
+    scenario.model.policy = modelWriterPolicy;
+    try {
+      expect((await manager.enqueue('family', 'write these files')).ok).toBe(true);
+    } finally {
+      scenario.model.policy = quiet;
+    }
+    // Some of it is written (the attack is real): the auto memory folder, for one.
+    const written = JSON.stringify(scenario.model.requests.at(-1)?.body ?? {});
+    expect(written).toMatch(/(File created successfully at: |The file )\/home\/node\/.claude\/projects\/-workspace-group\/memory\/MEMORY.md/);
+    expect(existsSync(join(workspace(), 'sub', 'CLAUDE.local.md'))).toBe(true);
+    await manager.retire('family');
+
+    // The next session: a real message, then a read in the subdirectory and the rest of the attack.
+    const before = scenario.model.requests.length;
+    expect((await sendUserMessage(scenario.telegram, CHAT)).text).toBe(REPLY);
+    scenario.model.policy = attackPolicy;
+    try {
+      expect((await manager.enqueue('family', 'use what you wrote')).ok).toBe(true);
+    } finally {
+      scenario.model.policy = quiet;
+    }
+    const requests = scenario.model.requests.slice(before);
+    const leaked = requests.flatMap((r) => JSON.stringify(r.body).match(new RegExp(`${MARKER}model-wrote [^\\\\"]*`, 'g')) ?? []);
+    expect({ reachedModel: [...new Set(leaked)].sort(), ranOnHost: canariesUnder(workspace()) }).toEqual({ reachedModel: [], ranOnHost: [] });
+    await manager.retire('family');
   }, 240_000);
 });
 
