@@ -4,7 +4,8 @@
 // (see support/planted-config.ts); the agent is retired, and the group's next session
 // answers a real Telegram message with the real Claude Code CLI and the model stand-in.
 // No planted command may run, no planted text may reach the model, and the container
-// must be as locked down as ever. Both agent modes. Last, the one channel from a session
+// must be as locked down as ever. The same for what a model with no shell writes through
+// Claude Code's own file tools. Both agent modes. Last, the one channel from a session
 // to the next that is meant to exist, the memory brief in CLAUDE.md, must not import a
 // workspace file either. Needs `make images`.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
