@@ -24,7 +24,10 @@ import { chmodSync, rmSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import Fastify from 'fastify';
 
-const CLAUDE = ['-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose'];
+// The lockdown flags are the legacy command's (CLAUDE_LOCKDOWN_FLAGS in
+// core/src/agents/claude-session.ts): settings from managed and user sources only, never
+// from the writable workspace, and no MCP server but --mcp-config's (none).
+const CLAUDE = ['-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose', '--setting-sources', 'user', '--strict-mcp-config'];
 const SOCKET = process.env.CARAPACE_API_SOCKET || '/run/api/api.sock';
 
 const apiKey = process.env.API_KEY ?? '';

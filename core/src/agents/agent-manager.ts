@@ -44,7 +44,7 @@ const API_HEALTH_DEADLINE_MS = 30_000;
 export interface AgentPaths {
   /** Group workspaces, mounted read-write at /workspace/group. */
   groupsDir: string;
-  /** Claude Code state per group (read-write) and per-session read-only overlays. */
+  /** Per-session folders: Claude Code's state (read-write) and the read-only overlays. */
   stateDir: string;
   /** agent-image/: settings.json and the CLAUDE.md template. */
   agentImageDir: string;
@@ -163,8 +163,11 @@ export class AgentManager {
       const cpus = api ? null : new StartupCpus(this.runtime, nanoCpus);
       const llm = await this.llm.open(session.id, group, join(sessionDir, 'llm.sock'), cpus ? { beforeFirstAnswer: () => cpus.settle() } : {});
       const workspace = this.ownedDir(join(this.paths.groupsDir, group));
-      const claudeState = this.ownedDir(join(this.paths.stateDir, 'claude', group));
       mkdirSync(privateDir, { recursive: true });
+      // Claude Code's state (~/.claude, CLAUDE_CONFIG_DIR) lives and dies with the session:
+      // nothing an agent writes there (commands, agents, rules, plugins, auto memory,
+      // .claude.json...) is ever read by a later session. Conversations are per container.
+      const claudeState = this.ownedDir(join(privateDir, 'claude'));
       const claudeMd = join(privateDir, 'CLAUDE.md');
       writeFileSync(claudeMd, await this.instructions(group));
       const skills = join(privateDir, 'skills');

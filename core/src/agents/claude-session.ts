@@ -3,7 +3,18 @@
 // agent therefore starts working on a message at once, without a process start.
 import type { AgentProcess } from './runtime.js';
 
-export const CLAUDE_COMMAND = ['claude', '-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose'];
+/**
+ * Where Claude Code may take configuration from: the image's managed settings and the
+ * user level (~/.claude: its settings.json, CLAUDE.md and skills are the core's read-only
+ * overlays, the rest a state folder fresh for each session). Never the project, i.e. the
+ * agent's writable workspace: its .claude/ (settings, settings.local, commands, agents,
+ * skills, output styles, rules), CLAUDE.md and CLAUDE.local.md at any depth, .mcp.json.
+ * MCP servers only from --mcp-config, which is never given. api-server.mjs passes the
+ * same flags (API mode).
+ */
+export const CLAUDE_LOCKDOWN_FLAGS = ['--setting-sources', 'user', '--strict-mcp-config'];
+
+export const CLAUDE_COMMAND = ['claude', '-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose', ...CLAUDE_LOCKDOWN_FLAGS];
 
 export type TurnStatus = 'ok' | 'error' | 'timeout' | 'exited';
 
