@@ -47,6 +47,13 @@ export interface AgentSettings {
   memory_mb: number;
   cpus: number;
   pids: number;
+  /**
+   * Disk quota of each group's workspace, in MiB: an ext4 image of this size, mounted as
+   * a Docker volume (agents/storage.ts). 0 turns quotas off (host bind mounts, no limit).
+   */
+  disk_quota_mb: number;
+  /** Quota of each group's Claude Code state (~/.claude), a file system of its own. */
+  state_quota_mb: number;
 }
 
 const policySchema = {
@@ -96,6 +103,8 @@ export const configSchema = {
         memory_mb: { type: 'integer', minimum: 128, default: 1024 },
         cpus: { type: 'number', exclusiveMinimum: 0, default: 1 },
         pids: { type: 'integer', minimum: 16, default: 256 },
+        disk_quota_mb: { anyOf: [{ const: 0 }, { type: 'integer', minimum: 16 }], default: 2048 },
+        state_quota_mb: { type: 'integer', minimum: 16, default: 512 },
       },
     },
   },

@@ -53,7 +53,8 @@ async function main(): Promise<void> {
     process.env.CARAPACE_ADMIN_TOKEN || undefined,
   );
   const orphans = await swept;
-  log.info({ runDir: paths.runDir, plugins: core.catalog.pluginNames(), orphansRemoved: orphans }, 'core started');
+  log.info({ runDir: paths.runDir, plugins: core.catalog.pluginNames(), orphansRemoved: orphans, diskQuota: agents.storage.describe() }, 'core started');
+  if (agents.storage.mode === 'off') log.warn({ diskQuota: agents.storage.describe() }, 'agent disk quotas are off');
   const stop = (): void => {
     log.info('stopping');
     void admin

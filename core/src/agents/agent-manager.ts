@@ -24,6 +24,7 @@ import { CLAUDE_COMMAND, ClaudeSession, type TurnRunner } from './claude-session
 import type { AgentRuntime, MountSpec } from './runtime.js';
 import { writeSkills } from './skills.js';
 import { StartupCpus } from './startup-cpus.js';
+import { engineOf, groupStorage, type GroupStorage } from './storage.js';
 
 const AGENT_UID = 1000;
 /** API mode: the loopback forwarder in the container, in front of the LLM proxy socket. */
@@ -82,6 +83,8 @@ export class AgentManager {
     private readonly settings: AgentSettings,
     private readonly paths: AgentPaths,
     private readonly knownGroups: () => string[],
+    /** The workspace and Claude state mounts, held to the disk quota (agents/storage.ts). */
+    readonly storage: GroupStorage = groupStorage(settings, paths, engineOf(runtime)),
   ) {}
 
   /** Removes containers left by an earlier core: their socket mounts point at nothing now. */
@@ -156,8 +159,7 @@ export class AgentManager {
       const nanoCpus = Math.round(this.settings.cpus * 1e9);
       const cpus = api ? null : new StartupCpus(this.runtime, nanoCpus);
       const llm = await this.llm.open(session.id, group, join(sessionDir, 'llm.sock'), cpus ? { beforeFirstAnswer: () => cpus.settle() } : {});
-      const workspace = this.ownedDir(join(this.paths.groupsDir, group));
-      const claudeState = this.ownedDir(join(this.paths.stateDir, 'claude', group));
+      const writable = await this.storage.mounts(group);
       mkdirSync(privateDir, { recursive: true });
       const claudeMd = join(privateDir, 'CLAUDE.md');
       writeFileSync(claudeMd, await this.instructions(group));
@@ -165,8 +167,7 @@ export class AgentManager {
       writeSkills(skills, this.core.catalog);
       const mounts: MountSpec[] = [
         { source: sessionDir, target: '/run/carapace', readOnly: false },
-        { source: workspace, target: '/workspace/group', readOnly: false },
-        { source: claudeState, target: '/home/node/.claude', readOnly: false },
+        ...writable,
         { source: join(this.paths.agentImageDir, 'settings.json'), target: '/home/node/.claude/settings.json', readOnly: true },
         { source: claudeMd, target: '/home/node/.claude/CLAUDE.md', readOnly: true },
         { source: skills, target: '/home/node/.claude/skills', readOnly: true },
@@ -265,13 +266,6 @@ export class AgentManager {
   private async instructions(group: string): Promise<string> {
     const template = readFileSync(join(this.paths.agentImageDir, 'CLAUDE.md'), 'utf8');
     return renderInstructions(template, group, await this.core.memoryBrief(group));
-  }
-
-  /** A directory the unprivileged agent user can write. */
-  private ownedDir(path: string): string {
-    if (!existsSync(path)) mkdirSync(path, { recursive: true });
-    if (process.getuid?.() === 0) chownSync(path, AGENT_UID, AGENT_UID);
-    return path;
   }
 
   /** Stops a group's agent: container, LLM endpoint, session socket, overlays. */

@@ -49,7 +49,8 @@ function once<T>(cache: Map<string, Promise<T>>, key: string, make: () => Promis
 }
 
 export class DockerRuntime implements AgentRuntime {
-  private readonly docker: Docker;
+  /** Public for agents/storage.ts, which makes the groups' disk volumes. */
+  readonly docker: Docker;
   private own: Promise<OwnContainer | null> | null = null;
   private readonly hostCpus = new Map<string, Promise<number>>();
   private readonly networks = new Map<string, Promise<void>>();
@@ -82,7 +83,7 @@ export class DockerRuntime implements AgentRuntime {
    * A path on none of them would silently bind an unrelated (or new, empty) host path,
    * so that is an error.
    */
-  private async hostPath(local: string): Promise<string> {
+  async hostPath(local: string): Promise<string> {
     const own = await this.self();
     if (!own) return local;
     for (const { dest, source } of own.mounts) {
@@ -127,7 +128,7 @@ export class DockerRuntime implements AgentRuntime {
   private async create(spec: AgentSpec, attached: boolean): Promise<Docker.Container> {
     const { nanoCpus, startNanoCpus } = spec.limits;
     const [binds, cpus] = await Promise.all([
-      Promise.all(spec.mounts.map(async (m) => `${await this.hostPath(m.source)}:${m.target}:${m.readOnly ? 'ro' : 'rw'}`)),
+      Promise.all(spec.mounts.map(async (m) => (m.volume ? `${m.source}:${m.target}:${m.readOnly ? 'ro' : 'rw'},nocopy` : `${await this.hostPath(m.source)}:${m.target}:${m.readOnly ? 'ro' : 'rw'}`))),
       // The engine refuses a limit above the host's CPU count.
       startNanoCpus === undefined ? nanoCpus : this.hostNanoCpus().then((host) => Math.max(nanoCpus, Math.min(startNanoCpus, host))),
     ]);

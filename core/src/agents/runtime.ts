@@ -5,6 +5,8 @@ export interface MountSpec {
   source: string;
   target: string;
   readOnly: boolean;
+  /** `source` is a Docker volume's name (a quota-held file system, agents/storage.ts), not a path. */
+  volume?: boolean;
 }
 
 export interface AgentSpec {

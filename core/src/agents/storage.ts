@@ -1,0 +1,320 @@
+// A group's writable storage (its workspace and its Claude Code state), and the disk
+// quota that holds it. Two kinds:
+// - "loop": each is an ext4 file system in a sparse image file, exactly the quota in
+//   size, attached to a loop device and mounted by the engine as a `local` Docker volume
+//   (type ext4, device /dev/loopN). A write past the quota gets ENOSPC inside the
+//   container; the host gains at most the image's size. The engine mounts it, so the
+//   unprivileged core needs no mount rights; the images are made and attached by a short
+//   one-shot helper container (mkfs.ext4, losetup; CAP_SYS_ADMIN and the loop devices
+//   only). The `local` driver cannot attach a loop device itself: `o=loop` is a mount(8)
+//   option, and moby calls mount(2), which refuses it ("invalid argument") and a plain
+//   file as a device ("block device required").
+// - "off" (agents.disk_quota_mb: 0): host bind mounts, no limit, as before.
+// Separate file systems for the workspace and the state: a full workspace never starves
+// Claude Code of room for its own state.
+import { existsSync, mkdirSync, readdirSync, chownSync, lstatSync, renameSync } from 'node:fs';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import type Docker from 'dockerode';
+import type { AgentSettings } from '../config.js';
+import { LABELS, type MountSpec } from './runtime.js';
+
+const AGENT_UID = 1000;
+const MiB = 1024 * 1024;
+
+export type QuotaMode = 'loop' | 'off';
+
+export interface GroupStorage {
+  readonly mode: QuotaMode;
+  /** The mounts for /workspace/group and /home/node/.claude, ready before the container starts. */
+  mounts(group: string): Promise<MountSpec[]>;
+  /** What the core logs at start-up. */
+  describe(): Record<string, unknown>;
+}
+
+export interface StoragePaths {
+  groupsDir: string;
+  stateDir: string;
+  instance: string;
+}
+
+/** No quota: the host folders themselves, bind-mounted. */
+export class BindStorage implements GroupStorage {
+  readonly mode = 'off' as const;
+  constructor(private readonly paths: StoragePaths) {}
+
+  async mounts(group: string): Promise<MountSpec[]> {
+    return [
+      { source: ownedDir(join(this.paths.groupsDir, group)), target: '/workspace/group', readOnly: false },
+      { source: ownedDir(join(this.paths.stateDir, 'claude', group)), target: '/home/node/.claude', readOnly: false },
+    ];
+  }
+
+  describe(): Record<string, unknown> {
+    return { mode: this.mode, warning: 'agents.disk_quota_mb is 0: an agent can fill the host disk' };
+  }
+}
+
+/** What the loop kind needs from the engine: the Docker API, and host paths for the core's paths. */
+export interface Engine {
+  docker: Docker;
+  hostPath(local: string): Promise<string>;
+}
+
+/** One file system of a group: where its image is, how big, what seeds it on first use. */
+export interface DiskPlan {
+  /** The image file, as the core sees it. */
+  image: string;
+  bytes: number;
+  /** The folder of the time before quotas, copied into a new image (then set aside). */
+  seed: string | null;
+  volume: string;
+  target: string;
+}
+
+/**
+ * The helper's script: for each "<image> <bytes> <seed|->", make the image if it is
+ * missing (seeded from the old folder), grow it if the quota grew, attach it to a loop
+ * device unless one already serves it, and print that device. Shrinking is not done: a
+ * lower quota applies to new groups only (resize2fs could lose nothing, but may fail).
+ */
+export const HELPER_SCRIPT = `set -eu
+while [ $# -ge 3 ]; do
+  img=$1; size=$2; seed=$3; shift 3
+  if [ ! -e "$img" ]; then
+    rm -f "$img.new"
+    truncate -s "$size" "$img.new"
+    chmod 600 "$img.new"
+    if [ "$seed" = - ]; then
+      mkfs.ext4 -q -F -m 0 -E root_owner=${AGENT_UID}:${AGENT_UID} "$img.new" >&2
+    else
+      # The agent's workspace is the agent's: a file the user put there as another uid
+      # becomes uid 1000's (as the old folder's top always was).
+      chown -R -h ${AGENT_UID}:${AGENT_UID} "$seed"
+      mkfs.ext4 -q -F -m 0 -E root_owner=${AGENT_UID}:${AGENT_UID} -d "$seed" "$img.new" >&2
+    fi
+    mv "$img.new" "$img"
+  fi
+  dev=$(losetup -j "$img" | head -n 1 | cut -d: -f1)
+  if [ "$(stat -c %s "$img")" -lt "$size" ]; then
+    if [ -n "$dev" ]; then losetup -d "$dev"; dev=; fi
+    truncate -s "$size" "$img"
+    e2fsck -f -y "$img" >&2 || [ $? -le 1 ]
+    resize2fs "$img" >&2
+  fi
+  if [ -z "$dev" ]; then dev=$(losetup -f --show "$img"); fi
+  echo "$dev"
+done
+`;
+
+/** The image size for a quota, grown to fit an old folder's content (plus ext4's overhead) if that is larger. */
+export function imageBytes(quotaMb: number, seedBytes: number): number {
+  const quota = quotaMb * MiB;
+  if (seedBytes <= 0) return quota;
+  const fit = Math.ceil((seedBytes * 1.25 + 16 * MiB) / MiB) * MiB;
+  return Math.max(quota, fit);
+}
+
+/** The loop devices the helper printed, one per plan, or an error naming what it said instead. */
+export function parseDevices(output: string, count: number): string[] {
+  const devices = output.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+  if (devices.length !== count || !devices.every((d) => /^\/dev\/loop\d+$/.test(d))) {
+    throw new Error(`disk quota helper: expected ${count} loop device(s), got ${JSON.stringify(output.slice(-500))}`);
+  }
+  return devices;
+}
+
+/** Whether an existing volume already mounts this device as ext4 (after a reboot the device may differ). */
+export function volumeMatches(options: Record<string, string> | null | undefined, device: string): boolean {
+  return options?.type === 'ext4' && options.device === device;
+}
+
+export const VOLUME_OPTIONS = 'nosuid,nodev,discard';
+
+export function volumeName(instance: string, group: string, kind: 'workspace' | 'claude'): string {
+  return `carapace-${instance}-${group}-${kind}`;
+}
+
+/** Bytes in a folder tree (apparent sizes; links not followed). */
+export function treeBytes(dir: string): number {
+  let total = 0;
+  const stack = [dir];
+  while (stack.length) {
+    const current = stack.pop()!;
+    for (const entry of readdirSync(current, { withFileTypes: true })) {
+      const path = join(current, entry.name);
+      if (entry.isDirectory()) stack.push(path);
+      else total += lstatSync(path).size;
+    }
+  }
+  return total;
+}
+
+export class LoopStorage implements GroupStorage {
+  readonly mode = 'loop' as const;
+  private readonly ready = new Map<string, Promise<MountSpec[]>>();
+
+  constructor(
+    private readonly engine: Engine,
+    private readonly paths: StoragePaths,
+    private readonly settings: Pick<AgentSettings, 'image' | 'disk_quota_mb' | 'state_quota_mb'>,
+  ) {}
+
+  describe(): Record<string, unknown> {
+    return { mode: this.mode, workspace_mb: this.settings.disk_quota_mb, claude_state_mb: this.settings.state_quota_mb };
+  }
+
+  /** Once per group per core run: after that the loop device and volume stay as they are. */
+  mounts(group: string): Promise<MountSpec[]> {
+    let pending = this.ready.get(group);
+    if (!pending) {
+      pending = this.prepare(group);
+      this.ready.set(group, pending);
+      pending.catch(() => this.ready.delete(group));
+    }
+    return pending;
+  }
+
+  plans(group: string): DiskPlan[] {
+    const claudeDir = join(this.paths.stateDir, 'claude');
+    const plan = (dir: string, quotaMb: number, kind: 'workspace' | 'claude', target: string): DiskPlan => {
+      const image = join(dir, `${group}.img`);
+      const old = join(dir, group);
+      const seed = !existsSync(image) && existsSync(old) ? old : null;
+      return { image, bytes: imageBytes(quotaMb, seed ? treeBytes(seed) : 0), seed, volume: volumeName(this.paths.instance, group, kind), target };
+    };
+    return [
+      plan(this.paths.groupsDir, this.settings.disk_quota_mb, 'workspace', '/workspace/group'),
+      plan(claudeDir, this.settings.state_quota_mb, 'claude', '/home/node/.claude'),
+    ];
+  }
+
+  private async prepare(group: string): Promise<MountSpec[]> {
+    mkdirSync(this.paths.groupsDir, { recursive: true });
+    mkdirSync(join(this.paths.stateDir, 'claude'), { recursive: true });
+    const plans = this.plans(group);
+    const args: string[] = [];
+    for (const p of plans) args.push(await this.engine.hostPath(p.image), String(p.bytes), p.seed ? await this.engine.hostPath(p.seed) : '-');
+    const devices = parseDevices(await this.helper(group, HELPER_SCRIPT, args), plans.length);
+    for (const [i, p] of plans.entries()) {
+      await this.ensureVolume(p.volume, devices[i]!, group);
+      // Migrated: the old folder is kept, renamed, never deleted (group names have no dots).
+      if (p.seed) renameSync(p.seed, freeName(`${p.seed}.pre-quota`));
+    }
+    return plans.map((p) => ({ source: p.volume, target: p.target, readOnly: false, volume: true }));
+  }
+
+  private async ensureVolume(name: string, device: string, group: string): Promise<void> {
+    const volume = this.engine.docker.getVolume(name);
+    const info = await volume.inspect().catch((err: { statusCode?: number }) => {
+      if (err.statusCode === 404) return null;
+      throw err;
+    });
+    if (info && volumeMatches(info.Options, device)) return;
+    if (info) await volume.remove();
+    await this.engine.docker.createVolume({
+      Name: name,
+      Driver: 'local',
+      DriverOpts: { type: 'ext4', device, o: VOLUME_OPTIONS },
+      Labels: { [LABELS.managed]: 'true', [LABELS.instance]: this.paths.instance, [LABELS.group]: group },
+    });
+  }
+
+  /**
+   * Runs `script` (sh, root) in a one-shot container from the agent image, with the
+   * image folders at their host paths; its stdout, or an error with its stderr.
+   */
+  private async helper(group: string, script: string, args: string[]): Promise<string> {
+    const binds = ['/dev:/dev'];
+    // Mounted at their host paths, so that the paths in `args` mean the same inside.
+    for (const dir of [this.paths.groupsDir, join(this.paths.stateDir, 'claude')]) {
+      const host = await this.engine.hostPath(dir);
+      binds.push(`${host}:${host}:rw`);
+    }
+    const docker = this.engine.docker;
+    const container = await docker.createContainer({
+      Image: this.settings.image,
+      User: '0:0',
+      Entrypoint: ['sh', '-c', script, 'carapace-disk'],
+      Cmd: args,
+      NetworkDisabled: true,
+      Labels: { [LABELS.managed]: 'true', [LABELS.instance]: this.paths.instance, [LABELS.group]: group, 'carapace.role': 'disk-helper' },
+      HostConfig: {
+        Binds: binds,
+        NetworkMode: 'none',
+        ReadonlyRootfs: true,
+        // Not --privileged: losetup needs only CAP_SYS_ADMIN, the loop devices (block major
+        // 7) and /dev/loop-control (char 10:237); DAC_OVERRIDE writes the images into the
+        // core's folders and reads old workspaces to seed them, CHOWN hands those to uid
+        // 1000. /dev is the host's, so a loop device the kernel creates meanwhile is there.
+        CapDrop: ['ALL'],
+        CapAdd: ['SYS_ADMIN', 'DAC_OVERRIDE', 'CHOWN'],
+        DeviceCgroupRules: ['b 7:* rwm', 'c 10:237 rwm'],
+        SecurityOpt: ['no-new-privileges'],
+        AutoRemove: false,
+      },
+    });
+    try {
+      const stream = await container.attach({ stream: true, stdout: true, stderr: true });
+      const stdout = new PassThrough();
+      const stderr = new PassThrough();
+      let out = '';
+      let err = '';
+      stdout.on('data', (c: Buffer) => (out = (out + c.toString('utf8')).slice(-4000)));
+      stderr.on('data', (c: Buffer) => (err = (err + c.toString('utf8')).slice(-2000)));
+      docker.modem.demuxStream(stream, stdout, stderr);
+      const ended = new Promise<void>((resolve) => {
+        stream.on('end', resolve);
+        stream.on('close', resolve);
+        stream.on('error', resolve);
+      });
+      await container.start();
+      const result = (await container.wait()) as { StatusCode?: number };
+      await ended;
+      if (result.StatusCode !== 0) throw new Error(`disk quota helper failed (exit ${result.StatusCode}): ${err.trim() || out.trim()}`);
+      return out;
+    } finally {
+      await container.remove({ force: true }).catch(() => undefined);
+    }
+  }
+
+  /**
+   * Removes a group's volumes and detaches its loop devices; with `images`, deletes the
+   * image files too (its data). For tests and for removing a group for good.
+   */
+  async destroy(group: string, images: boolean): Promise<void> {
+    const plans = this.plans(group);
+    for (const p of plans) await this.engine.docker.getVolume(p.volume).remove().catch(() => undefined);
+    this.ready.delete(group);
+    const args: string[] = [];
+    for (const p of plans) args.push(await this.engine.hostPath(p.image));
+    const script = `for img in "$@"; do for dev in $(losetup -j "$img" | cut -d: -f1); do losetup -d "$dev"; done; ${images ? 'rm -f "$img";' : ''} done`;
+    await this.helper(group, script, args);
+  }
+}
+
+/** `path`, or `path.1`, `path.2`, ... whichever does not exist yet. */
+function freeName(path: string): string {
+  let candidate = path;
+  for (let i = 1; existsSync(candidate); i++) candidate = `${path}.${i}`;
+  return candidate;
+}
+
+/** A directory the unprivileged agent user can write. */
+function ownedDir(path: string): string {
+  if (!existsSync(path)) mkdirSync(path, { recursive: true });
+  if (process.getuid?.() === 0) chownSync(path, AGENT_UID, AGENT_UID);
+  return path;
+}
+
+/** The engine behind a runtime that has one (DockerRuntime); fakes in tests have none. */
+export function engineOf(runtime: object): Engine | null {
+  const candidate = runtime as Partial<Engine>;
+  return candidate.docker && typeof candidate.hostPath === 'function' ? (candidate as Engine) : null;
+}
+
+/** The storage the settings ask for: quota 0 turns it off; an engine is needed for the loop kind. */
+export function groupStorage(settings: Pick<AgentSettings, 'image' | 'disk_quota_mb' | 'state_quota_mb'>, paths: StoragePaths, engine: Engine | null): GroupStorage {
+  if (settings.disk_quota_mb === 0 || engine === null) return new BindStorage(paths);
+  return new LoopStorage(engine, paths, settings);
+}

@@ -1,0 +1,80 @@
+// The disk quota's pure parts: image sizes, the helper's answer, when a volume is stale,
+// and which storage the settings choose.
+import { describe, expect, it } from '@jest/globals';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseConfig } from '../../src/config.js';
+import { BindStorage, engineOf, groupStorage, imageBytes, LoopStorage, parseDevices, treeBytes, volumeMatches, volumeName } from '../../src/agents/storage.js';
+
+const MiB = 1024 * 1024;
+const paths = { groupsDir: '/g', stateDir: '/s', instance: 'i' };
+
+describe('imageBytes', () => {
+  it('is the quota for a new group, or a small old workspace', () => {
+    expect(imageBytes(2048, 0)).toBe(2048 * MiB);
+    expect(imageBytes(32, 1000)).toBe(32 * MiB);
+  });
+  it('grows to fit an old workspace larger than the quota, so nothing is lost', () => {
+    const size = imageBytes(32, 100 * MiB);
+    expect(size).toBeGreaterThanOrEqual(125 * MiB);
+    expect(size % MiB).toBe(0);
+  });
+});
+
+describe('parseDevices', () => {
+  it('takes one loop device per image', () => {
+    expect(parseDevices('/dev/loop3\n/dev/loop12\n', 2)).toEqual(['/dev/loop3', '/dev/loop12']);
+  });
+  it('refuses anything else, naming what it got', () => {
+    expect(() => parseDevices('/dev/loop3\n', 2)).toThrow(/expected 2 loop device/);
+    expect(() => parseDevices('/dev/sda\n/dev/loop1', 2)).toThrow(/sda/);
+    expect(() => parseDevices('', 1)).toThrow();
+  });
+});
+
+describe('volumeMatches', () => {
+  it('reuses a volume only when it mounts the same device as ext4 (a reboot renumbers loop devices)', () => {
+    expect(volumeMatches({ type: 'ext4', device: '/dev/loop1', o: 'nosuid' }, '/dev/loop1')).toBe(true);
+    expect(volumeMatches({ type: 'ext4', device: '/dev/loop1' }, '/dev/loop10')).toBe(false);
+    expect(volumeMatches({ type: 'tmpfs', device: '/dev/loop1' }, '/dev/loop1')).toBe(false);
+    expect(volumeMatches(null, '/dev/loop1')).toBe(false);
+  });
+  it('names volumes per instance, group and kind', () => {
+    expect(volumeName('carapace', 'main', 'workspace')).toBe('carapace-carapace-main-workspace');
+  });
+});
+
+describe('groupStorage', () => {
+  const settings = parseConfig({}).agents;
+  it('defaults to a 2 GiB workspace quota and a 512 MiB state quota', () => {
+    expect(settings.disk_quota_mb).toBe(2048);
+    expect(settings.state_quota_mb).toBe(512);
+    expect(() => parseConfig({ agents: { disk_quota_mb: 5 } })).toThrow();
+    expect(parseConfig({ agents: { disk_quota_mb: 0 } }).agents.disk_quota_mb).toBe(0);
+  });
+  it('holds the quota when there is an engine, and is off at 0 or without one', () => {
+    const engine = { docker: {} as never, hostPath: async (p: string) => p };
+    expect(groupStorage(settings, paths, engine)).toBeInstanceOf(LoopStorage);
+    expect(groupStorage({ ...settings, disk_quota_mb: 0 }, paths, engine)).toBeInstanceOf(BindStorage);
+    expect(groupStorage(settings, paths, null)).toBeInstanceOf(BindStorage);
+    expect(engineOf({})).toBeNull();
+    expect(engineOf(engine)).toBe(engine);
+  });
+  it('seeds a new image from the old folder, and never once the image exists', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'storage-'));
+    try {
+      mkdirSync(join(dir, 'groups', 'main', 'a'), { recursive: true });
+      writeFileSync(join(dir, 'groups', 'main', 'a', 'f'), Buffer.alloc(3000));
+      expect(treeBytes(join(dir, 'groups', 'main'))).toBe(3000);
+      const storage = new LoopStorage({ docker: {} as never, hostPath: async (p) => p }, { groupsDir: join(dir, 'groups'), stateDir: join(dir, 'state'), instance: 'i' }, settings);
+      const [workspace, state] = storage.plans('main');
+      expect(workspace).toMatchObject({ image: join(dir, 'groups', 'main.img'), seed: join(dir, 'groups', 'main'), bytes: 2048 * MiB, target: '/workspace/group' });
+      expect(state).toMatchObject({ image: join(dir, 'state', 'claude', 'main.img'), seed: null, bytes: 512 * MiB, target: '/home/node/.claude' });
+      writeFileSync(join(dir, 'groups', 'main.img'), '');
+      expect(storage.plans('main')[0]!.seed).toBeNull();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
