@@ -122,10 +122,25 @@ describe('disk quota', () => {
     }
   }, 120_000);
 
+  it('grows a group\'s file system, data kept, when the quota is raised', async () => {
+    if (!(manager.storage instanceof LoopStorage)) throw new Error('quotas are off');
+    await sh('echo kept > kept.txt');
+    await manager.retire(GROUP);
+    // As a core restarted with a higher agents.disk_quota_mb does on the group's next start.
+    const raised = new LoopStorage(runtime, { groupsDir: join(stack.dir, 'groups'), stateDir: join(stack.dir, 'state'), instance: `quota-${process.pid}` }, { image: process.env.CARAPACE_AGENT_IMAGE || 'carapace-agent:latest', disk_quota_mb: QUOTA_MB * 2, state_quota_mb: STATE_MB });
+    await raised.mounts(GROUP);
+    expect(statSync(join(stack.dir, 'groups', `${GROUP}.img`)).size).toBe(QUOTA_MB * 2 * MiB);
+    expect((await manager.enqueue(GROUP, 'bigger')).ok).toBe(true);
+    expect((await sh('cat kept.txt')).out.trim()).toBe('kept');
+    const size = Number((await sh('df --output=size -B1 /workspace/group | tail -1')).out.trim());
+    expect(size).toBeGreaterThan(QUOTA_MB * MiB);
+    expect(size).toBeLessThanOrEqual(QUOTA_MB * 2 * MiB);
+  }, 120_000);
+
   it('keeps the image files sparse and private on the host', () => {
     const image = join(stack.dir, 'groups', `${GROUP}.img`);
     expect(existsSync(image)).toBe(true);
-    expect(statSync(image).size).toBe(QUOTA_MB * MiB);
+    expect(statSync(image).blocks * 512).toBeLessThan(statSync(image).size);
     expect(statSync(image).mode & 0o777).toBe(0o600);
   });
 });
