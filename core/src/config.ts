@@ -54,6 +54,12 @@ export interface AgentSettings {
   disk_quota_mb: number;
   /** Quota of each group's Claude Code state (~/.claude), a file system of its own. */
   state_quota_mb: number;
+  /**
+   * "loop" (ENOSPC at the quota; needs an engine that can attach loop devices, e.g.
+   * rootful Docker) or "watchdog" (bind mounts measured every few seconds; the agent is
+   * stopped and the user told past the quota; for rootless engines).
+   */
+  disk_quota_mode: 'loop' | 'watchdog';
 }
 
 const policySchema = {
@@ -105,6 +111,7 @@ export const configSchema = {
         pids: { type: 'integer', minimum: 16, default: 256 },
         disk_quota_mb: { anyOf: [{ const: 0 }, { type: 'integer', minimum: 16 }], default: 2048 },
         state_quota_mb: { type: 'integer', minimum: 16, default: 512 },
+        disk_quota_mode: { enum: ['loop', 'watchdog'], default: 'loop' },
       },
     },
   },

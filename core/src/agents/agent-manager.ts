@@ -64,6 +64,8 @@ interface Agent {
   idle: NodeJS.Timeout | null;
   /** Legacy mode, until the first turn ends: the start-up CPU allowance still to be lowered. */
   cpus: StartupCpus | null;
+  /** Watchdog disk quota: stops looking at the group's usage. */
+  unwatch?: () => void;
 }
 
 export interface RunOutcome {
@@ -217,6 +219,7 @@ export class AgentManager {
       }
       const agent: Agent = { session: session.id, container, privateDir, apiDir, runner, idle: null, cpus };
       this.agents.set(group, agent);
+      agent.unwatch = this.storage.watch?.(group, (used, quota) => void this.overQuota(group, agent, used, quota));
       this.core.publish('agent.started', group, { session: session.id });
       return agent;
     } catch (err) {
@@ -274,8 +277,18 @@ export class AgentManager {
     if (!agent) return;
     this.agents.delete(group);
     if (agent.idle) clearTimeout(agent.idle);
+    agent.unwatch?.();
     agent.runner.close();
     await this.teardown(agent);
+  }
+
+  /** Watchdog disk quota: past it the agent is stopped (its turn ends as exited) and the user told. */
+  private async overQuota(group: string, agent: Agent, used: number, quota: number): Promise<void> {
+    if (this.agents.get(group) !== agent) return;
+    const [usedMb, quotaMb] = [Math.round(used / 2 ** 20), Math.round(quota / 2 ** 20)];
+    this.core.audit.record({ group, session: agent.session, source: 'core', topic: null, correlation: null, stage: 'agent', outcome: 'error', severity: 'CRITICAL', reason: `agent disk use ${usedMb} MB passed its quota of ${quotaMb} MB; container stopped` });
+    this.core.publish('user.notify', group, { text: `The agent was stopped: its files use ${usedMb} MB, over the quota of ${quotaMb} MB. Free space in its workspace before its next run.` });
+    await this.retire(group);
   }
 
   /** What a started (or half-started) agent holds, removed in this order. */

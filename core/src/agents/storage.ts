@@ -9,6 +9,10 @@
 //   only). The `local` driver cannot attach a loop device itself: `o=loop` is a mount(8)
 //   option, and moby calls mount(2), which refuses it ("invalid argument") and a plain
 //   file as a device ("block device required").
+// - "watchdog" (agents.disk_quota_mode: "watchdog", for engines that cannot attach a loop
+//   device, e.g. rootless Docker): host bind mounts, and the core measures them every few
+//   seconds while the agent runs; past the quota the agent is stopped and the user told.
+//   Weaker: a fast writer gets ahead of it by whatever it writes between two looks.
 // - "off" (agents.disk_quota_mb: 0): host bind mounts, no limit, as before.
 // Separate file systems for the workspace and the state: a full workspace never starves
 // Claude Code of room for its own state.
@@ -22,7 +26,7 @@ import { LABELS, type MountSpec } from './runtime.js';
 const AGENT_UID = 1000;
 const MiB = 1024 * 1024;
 
-export type QuotaMode = 'loop' | 'off';
+export type QuotaMode = 'loop' | 'watchdog' | 'off';
 
 export interface GroupStorage {
   readonly mode: QuotaMode;
@@ -30,6 +34,11 @@ export interface GroupStorage {
   mounts(group: string): Promise<MountSpec[]>;
   /** What the core logs at start-up. */
   describe(): Record<string, unknown>;
+  /**
+   * Watchdog mode only: looks at the group's usage while its agent runs and calls
+   * `over` once if it passes the quota. Returns the function that stops looking.
+   */
+  watch?(group: string, over: (usedBytes: number, quotaBytes: number) => void): () => void;
 }
 
 export interface StoragePaths {
@@ -40,19 +49,72 @@ export interface StoragePaths {
 
 /** No quota: the host folders themselves, bind-mounted. */
 export class BindStorage implements GroupStorage {
-  readonly mode = 'off' as const;
-  constructor(private readonly paths: StoragePaths) {}
+  readonly mode: QuotaMode = 'off';
+  constructor(protected readonly paths: StoragePaths) {}
 
   async mounts(group: string): Promise<MountSpec[]> {
-    return [
-      { source: ownedDir(join(this.paths.groupsDir, group)), target: '/workspace/group', readOnly: false },
-      { source: ownedDir(join(this.paths.stateDir, 'claude', group)), target: '/home/node/.claude', readOnly: false },
-    ];
+    return this.folders(group).map((dir, i) => ({ source: ownedDir(dir), target: i === 0 ? '/workspace/group' : '/home/node/.claude', readOnly: false }));
+  }
+
+  protected folders(group: string): [string, string] {
+    return [join(this.paths.groupsDir, group), join(this.paths.stateDir, 'claude', group)];
   }
 
   describe(): Record<string, unknown> {
     return { mode: this.mode, warning: 'agents.disk_quota_mb is 0: an agent can fill the host disk' };
   }
+}
+
+/** Bind mounts measured while the agent runs: the fallback where no loop device can be had. */
+export class WatchdogStorage extends BindStorage {
+  override readonly mode: QuotaMode = 'watchdog';
+  private readonly quotaBytes: number;
+
+  constructor(
+    paths: StoragePaths,
+    settings: Pick<AgentSettings, 'disk_quota_mb' | 'state_quota_mb'>,
+    private readonly intervalMs = 5_000,
+  ) {
+    super(paths);
+    this.quotaBytes = (settings.disk_quota_mb + settings.state_quota_mb) * MiB;
+  }
+
+  /** A group already over its quota does not start: it would only be stopped again. */
+  override async mounts(group: string): Promise<MountSpec[]> {
+    const mounts = await super.mounts(group);
+    const used = this.used(group);
+    if (used > this.quotaBytes) throw new Error(`group ${group} uses ${mb(used)} MB of disk, over its quota of ${mb(this.quotaBytes)} MB`);
+    return mounts;
+  }
+
+  override describe(): Record<string, unknown> {
+    return { mode: this.mode, quota_mb: this.quotaBytes / MiB, interval_ms: this.intervalMs, warning: 'watchdog only: a fast writer can pass the quota by what it writes between two looks' };
+  }
+
+  watch(group: string, over: (usedBytes: number, quotaBytes: number) => void): () => void {
+    const timer = setInterval(() => {
+      let used: number;
+      try {
+        used = this.used(group);
+      } catch {
+        return; // a file vanished mid-walk: look again next time
+      }
+      if (used <= this.quotaBytes) return;
+      clearInterval(timer);
+      over(used, this.quotaBytes);
+    }, this.intervalMs);
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+
+  /** Allocated bytes (what fills a disk, fallocate included) of the group's two folders. */
+  used(group: string): number {
+    return this.folders(group).reduce((sum, dir) => sum + (existsSync(dir) ? allocatedBytes(dir) : 0), 0);
+  }
+}
+
+function mb(bytes: number): number {
+  return Math.round(bytes / MiB);
 }
 
 /** What the loop kind needs from the engine: the Docker API, and host paths for the core's paths. */
@@ -150,8 +212,23 @@ export function treeBytes(dir: string): number {
   return total;
 }
 
+/** Bytes allocated on disk under a folder (blocks, not apparent sizes; links not followed). */
+export function allocatedBytes(dir: string): number {
+  let total = 0;
+  const stack = [dir];
+  while (stack.length) {
+    const current = stack.pop()!;
+    for (const entry of readdirSync(current, { withFileTypes: true })) {
+      const path = join(current, entry.name);
+      total += lstatSync(path).blocks * 512;
+      if (entry.isDirectory()) stack.push(path);
+    }
+  }
+  return total;
+}
+
 export class LoopStorage implements GroupStorage {
-  readonly mode = 'loop' as const;
+  readonly mode: QuotaMode = 'loop';
   private readonly ready = new Map<string, Promise<MountSpec[]>>();
 
   constructor(
@@ -314,7 +391,8 @@ export function engineOf(runtime: object): Engine | null {
 }
 
 /** The storage the settings ask for: quota 0 turns it off; an engine is needed for the loop kind. */
-export function groupStorage(settings: Pick<AgentSettings, 'image' | 'disk_quota_mb' | 'state_quota_mb'>, paths: StoragePaths, engine: Engine | null): GroupStorage {
-  if (settings.disk_quota_mb === 0 || engine === null) return new BindStorage(paths);
+export function groupStorage(settings: Pick<AgentSettings, 'image' | 'disk_quota_mb' | 'state_quota_mb' | 'disk_quota_mode'>, paths: StoragePaths, engine: Engine | null): GroupStorage {
+  if (settings.disk_quota_mb === 0) return new BindStorage(paths);
+  if (settings.disk_quota_mode === 'watchdog' || engine === null) return new WatchdogStorage(paths, settings);
   return new LoopStorage(engine, paths, settings);
 }

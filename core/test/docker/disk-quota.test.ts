@@ -4,7 +4,7 @@
 // QUOTA_TEST_MB=0 runs the same attacks with quotas off (the old bind mounts): they must
 // then fail, which is how this suite is shown to be able to fail.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, rmSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AgentManager } from '../../src/agents/agent-manager.js';
 import { DockerRuntime } from '../../src/agents/docker-runtime.js';
@@ -17,10 +17,12 @@ const QUOTA_MB = Number(process.env.QUOTA_TEST_MB ?? 32);
 const STATE_MB = 16;
 const MiB = 1024 * 1024;
 const GROUP = 'quota';
+const WD_GROUP = 'watched';
 let stack: Stack;
 let runtime: DockerRuntime;
 let manager: AgentManager;
 let standIn: AnthropicStandIn;
+let standInUrl: Promise<string>;
 
 /** Bytes really allocated on the host under `dir` (what a filled disk is made of). */
 function allocated(dir: string): number {
@@ -38,9 +40,10 @@ const sh = (script: string) => shIn(runtime, container(), script);
 const hostBytes = () => allocated(join(stack.dir, 'groups')) + allocated(join(stack.dir, 'state'));
 
 beforeAll(async () => {
-  stack = await Stack.start({ plugins: ['echo'], config: { groups: { [GROUP]: {} } } });
+  stack = await Stack.start({ plugins: ['echo'], config: { groups: { [GROUP]: {}, [WD_GROUP]: {} } } });
   standIn = new AnthropicStandIn(() => [{ type: 'text', text: 'ok' }]);
-  const upstream = await standIn.start();
+  standInUrl = standIn.start();
+  const upstream = await standInUrl;
   runtime = new DockerRuntime();
   // A workspace from before quotas: it must come along.
   mkdirSync(join(stack.dir, 'groups', GROUP, 'notes'), { recursive: true });
@@ -143,4 +146,50 @@ describe('disk quota', () => {
     expect(statSync(image).blocks * 512).toBeLessThan(statSync(image).size);
     expect(statSync(image).mode & 0o777).toBe(0o600);
   });
+});
+
+// Where no loop device can be had (rootless engines): the watchdog. Weaker, so the test
+// asks less: the write succeeds, but the agent is stopped and the user told, and the
+// group does not start again until space is freed.
+describe('disk quota, watchdog mode', () => {
+  let watched: AgentManager;
+  const notices: { topic: string; group: string | null; text: unknown }[] = [];
+
+  beforeAll(async () => {
+    const publish = stack.core.publish.bind(stack.core);
+    stack.core.publish = (topic, group, payload, ...rest) => {
+      notices.push({ topic, group, text: payload.text });
+      return publish(topic, group, payload, ...rest);
+    };
+    watched = newAgentManager(stack, {
+      upstream: await standInUrl,
+      apiKey: 'sk-test',
+      agents: { run_timeout_ms: 60_000, disk_quota_mb: QUOTA_MB, state_quota_mb: STATE_MB, disk_quota_mode: 'watchdog' },
+      instance: `quota-wd-${process.pid}`,
+      groups: [WD_GROUP],
+      runtime,
+    });
+    expect((await watched.enqueue(WD_GROUP, 'warm up')).ok).toBe(true);
+  }, 120_000);
+
+  afterAll(async () => {
+    await watched?.stop();
+  });
+
+  it('stops the agent that writes past the quota, tells the user, and does not start it again until space is freed', async () => {
+    expect(watched.storage.mode).toBe('watchdog');
+    const id = watched.live(WD_GROUP)!.container;
+    await shIn(runtime, id, 'fallocate -l 100M /workspace/group/big');
+    // The watchdog looks every 5 s: wait for it (no timing asserted).
+    const gone = () => runtime.inspect(id).then(() => false, (e: { statusCode?: number }) => e.statusCode === 404);
+    for (let i = 0; i < 300 && !(await gone()); i++) await new Promise((r) => setTimeout(r, 100));
+    expect(await gone()).toBe(true);
+    expect(watched.live(WD_GROUP)).toBeNull();
+    const notice = notices.find((n) => n.topic === 'user.notify' && n.group === WD_GROUP);
+    expect(String(notice?.text)).toMatch(/over the quota of \d+ MB/);
+    const full = await watched.enqueue(WD_GROUP, 'still full').then((r) => JSON.stringify(r), (e: Error) => e.message);
+    expect(full).toMatch(/over its quota/);
+    rmSync(join(stack.dir, 'groups', WD_GROUP, 'big'));
+    expect((await watched.enqueue(WD_GROUP, 'room again')).ok).toBe(true);
+  }, 120_000);
 });

@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseConfig } from '../../src/config.js';
-import { BindStorage, engineOf, groupStorage, imageBytes, LoopStorage, parseDevices, treeBytes, volumeMatches, volumeName } from '../../src/agents/storage.js';
+import { allocatedBytes, BindStorage, engineOf, groupStorage, imageBytes, LoopStorage, parseDevices, treeBytes, volumeMatches, volumeName, WatchdogStorage } from '../../src/agents/storage.js';
 
 const MiB = 1024 * 1024;
 const paths = { groupsDir: '/g', stateDir: '/s', instance: 'i' };
@@ -53,11 +53,14 @@ describe('groupStorage', () => {
     expect(() => parseConfig({ agents: { disk_quota_mb: 5 } })).toThrow();
     expect(parseConfig({ agents: { disk_quota_mb: 0 } }).agents.disk_quota_mb).toBe(0);
   });
-  it('holds the quota when there is an engine, and is off at 0 or without one', () => {
+  it('holds the quota with loop devices when there is an engine, a watchdog if asked or without one, none at 0', () => {
     const engine = { docker: {} as never, hostPath: async (p: string) => p };
-    expect(groupStorage(settings, paths, engine)).toBeInstanceOf(LoopStorage);
+    expect(settings.disk_quota_mode).toBe('loop');
+    expect(groupStorage(settings, paths, engine).mode).toBe('loop');
+    expect(groupStorage({ ...settings, disk_quota_mode: 'watchdog' }, paths, engine).mode).toBe('watchdog');
+    expect(groupStorage(settings, paths, null)).toBeInstanceOf(WatchdogStorage);
+    expect(groupStorage({ ...settings, disk_quota_mb: 0 }, paths, engine).mode).toBe('off');
     expect(groupStorage({ ...settings, disk_quota_mb: 0 }, paths, engine)).toBeInstanceOf(BindStorage);
-    expect(groupStorage(settings, paths, null)).toBeInstanceOf(BindStorage);
     expect(engineOf({})).toBeNull();
     expect(engineOf(engine)).toBe(engine);
   });
@@ -73,6 +76,35 @@ describe('groupStorage', () => {
       expect(state).toMatchObject({ image: join(dir, 'state', 'claude', 'main.img'), seed: null, bytes: 512 * MiB, target: '/home/node/.claude' });
       writeFileSync(join(dir, 'groups', 'main.img'), '');
       expect(storage.plans('main')[0]!.seed).toBeNull();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('WatchdogStorage', () => {
+  it('counts allocated bytes (a fallocated or written file), and reports a group past its quota once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'storage-'));
+    try {
+      const storage = new WatchdogStorage({ groupsDir: join(dir, 'groups'), stateDir: join(dir, 'state'), instance: 'i' }, { disk_quota_mb: 16, state_quota_mb: 16 }, 10);
+      const mounts = await storage.mounts('g');
+      expect(mounts.map((m) => [m.source, m.target])).toEqual([[join(dir, 'groups', 'g'), '/workspace/group'], [join(dir, 'state', 'claude', 'g'), '/home/node/.claude']]);
+      writeFileSync(join(dir, 'state', 'claude', 'g', 'small'), Buffer.alloc(MiB));
+      expect(allocatedBytes(join(dir, 'state'))).toBeGreaterThanOrEqual(MiB);
+      const calls: number[] = [];
+      const over = new Promise<void>((resolve) => {
+        storage.watch('g', (used, quota) => {
+          calls.push(used);
+          expect(quota).toBe(32 * MiB);
+          resolve();
+        });
+      });
+      writeFileSync(join(dir, 'groups', 'g', 'big'), Buffer.alloc(33 * MiB, 1));
+      await over;
+      await new Promise((r) => setTimeout(r, 50));
+      expect(calls).toHaveLength(1);
+      expect(calls[0]).toBeGreaterThan(32 * MiB);
+      await expect(storage.mounts('g')).rejects.toThrow(/over its quota of 32 MB/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
