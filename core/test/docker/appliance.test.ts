@@ -13,7 +13,10 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
+import { DockerRuntime } from '../../src/agents/docker-runtime.js';
+import { LoopStorage } from '../../src/agents/storage.js';
 import type { AuditEntry } from '../../src/audit/audit-log.js';
+import { AGENT_IMAGE } from '../support/agents.js';
 import { ROOT, until } from '../harness.js';
 import { bridgeGateway, ComposeProject, type Health } from '../support/compose.js';
 import { expectModelSawMessage, expectPipelineTrail, REPLY, sendUserMessage, startStandIns, type RecordTool, type StandIns } from '../support/milk-scenario.js';
@@ -86,6 +89,8 @@ describe.each<Mode>([
       const left = agentContainers();
       if (left.length > 0) execFileSync(DOCKER, ['rm', '-f', ...left]);
       if (mode === 'api') spawnSync(DOCKER, ['network', 'rm', API_NETWORK], { stdio: 'ignore' });
+      // The group's disk volumes and loop devices (its image files go with the folder).
+      if (project) await new LoopStorage(new DockerRuntime(), { groupsDir: join(project.volumes, 'groups'), stateDir: join(project.volumes, 'data', 'agents'), instance: name }, { image: AGENT_IMAGE, disk_quota_mb: 2048, state_quota_mb: 512 }).destroy('main', true);
       project?.removeVolumes();
       await standIns?.close();
     }
@@ -114,9 +119,14 @@ describe.each<Mode>([
     const info = inspect(id);
     expect(info.HostConfig.ReadonlyRootfs).toBe(true);
     expect(info.HostConfig.CapDrop).toEqual(['ALL']);
-    // Paths on the host, not the core container's own view (/app/volumes/...).
+    // The workspace and Claude state are the quota-held volumes (agents.disk_quota_mb's
+    // default), their images made by the unprivileged containerized core in its groups folder.
     const workspace = info.Mounts.find((m) => m.Destination === '/workspace/group');
-    expect(workspace?.Source).toBe(join(project.volumes, 'groups', 'main'));
+    expect(workspace).toMatchObject({ Type: 'volume', Name: `carapace-${name}-main-workspace`, RW: true });
+    expect(info.Mounts.find((m) => m.Destination === '/home/node/.claude')).toMatchObject({ Type: 'volume', Name: `carapace-${name}-main-claude` });
+    expect(existsSync(join(project.volumes, 'groups', 'main.img'))).toBe(true);
+    // Paths on the host, not the core container's own view (/app/volumes/...).
+    expect(info.Mounts.find((m) => m.Destination === '/home/node/.claude/CLAUDE.md')?.Source.startsWith(join(project.volumes, 'data', 'agents', 'sessions'))).toBe(true);
     expect(info.Mounts.some((m) => m.Source.startsWith('/app/'))).toBe(false);
     expect(info.Config.Env.join('\n')).not.toContain(MODEL_KEY);
     if (mode === 'legacy') {
