@@ -229,7 +229,8 @@ export function allocatedBytes(dir: string): number {
 
 export class LoopStorage implements GroupStorage {
   readonly mode: QuotaMode = 'loop';
-  private readonly ready = new Map<string, Promise<MountSpec[]>>();
+  /** The loop devices of each group's images, found (or attached) once per core run. */
+  private readonly devices = new Map<string, Promise<string[]>>();
 
   constructor(
     private readonly engine: Engine,
@@ -241,15 +242,23 @@ export class LoopStorage implements GroupStorage {
     return { mode: this.mode, workspace_mb: this.settings.disk_quota_mb, claude_state_mb: this.settings.state_quota_mb };
   }
 
-  /** Once per group per core run: after that the loop device and volume stay as they are. */
-  mounts(group: string): Promise<MountSpec[]> {
-    let pending = this.ready.get(group);
+  /**
+   * The helper runs once per group per core run (or again if a device was detached
+   * meanwhile); the volumes are checked at every start: a Bind naming a missing volume
+   * would have the engine create a plain, unlimited one.
+   */
+  async mounts(group: string): Promise<MountSpec[]> {
+    let pending = this.devices.get(group);
+    if (pending && !(await pending.catch(() => [])).every(attached)) pending = undefined;
     if (!pending) {
-      pending = this.prepare(group);
-      this.ready.set(group, pending);
-      pending.catch(() => this.ready.delete(group));
+      pending = this.attach(group);
+      this.devices.set(group, pending);
+      pending.catch(() => this.devices.delete(group));
     }
-    return pending;
+    const devices = await pending;
+    const plans = this.plans(group);
+    for (const [i, p] of plans.entries()) await this.ensureVolume(p.volume, devices[i]!, group);
+    return plans.map((p) => ({ source: p.volume, target: p.target, readOnly: false, volume: true }));
   }
 
   plans(group: string): DiskPlan[] {
@@ -266,19 +275,16 @@ export class LoopStorage implements GroupStorage {
     ];
   }
 
-  private async prepare(group: string): Promise<MountSpec[]> {
+  private async attach(group: string): Promise<string[]> {
     mkdirSync(this.paths.groupsDir, { recursive: true });
     mkdirSync(join(this.paths.stateDir, 'claude'), { recursive: true });
     const plans = this.plans(group);
     const args: string[] = [];
     for (const p of plans) args.push(await this.engine.hostPath(p.image), String(p.bytes), p.seed ? await this.engine.hostPath(p.seed) : '-');
     const devices = parseDevices(await this.helper(group, HELPER_SCRIPT, args), plans.length);
-    for (const [i, p] of plans.entries()) {
-      await this.ensureVolume(p.volume, devices[i]!, group);
-      // Migrated: the old folder is kept, renamed, never deleted (group names have no dots).
-      if (p.seed) renameSync(p.seed, freeName(`${p.seed}.pre-quota`));
-    }
-    return plans.map((p) => ({ source: p.volume, target: p.target, readOnly: false, volume: true }));
+    // Migrated: the old folder is kept, renamed, never deleted (group names have no dots).
+    for (const p of plans) if (p.seed) renameSync(p.seed, freeName(`${p.seed}.pre-quota`));
+    return devices;
   }
 
   private async ensureVolume(name: string, device: string, group: string): Promise<void> {
@@ -362,12 +368,23 @@ export class LoopStorage implements GroupStorage {
   async destroy(group: string, images: boolean): Promise<void> {
     const plans = this.plans(group);
     for (const p of plans) await this.engine.docker.getVolume(p.volume).remove().catch(() => undefined);
-    this.ready.delete(group);
+    this.devices.delete(group);
     const args: string[] = [];
     for (const p of plans) args.push(await this.engine.hostPath(p.image));
     const script = `for img in "$@"; do for dev in $(losetup -j "$img" | cut -d: -f1); do losetup -d "$dev"; done; ${images ? 'rm -f "$img";' : ''} done`;
     await this.helper(group, script, args);
   }
+}
+
+/**
+ * Whether a loop device still has a file behind it (the host's sysfs, visible in a
+ * container too). Where /sys/block cannot be read, assume so: the engine's mount fails
+ * clearly if not.
+ */
+function attached(device: string): boolean {
+  const sys = `/sys/block/${device.replace('/dev/', '')}`;
+  if (!existsSync('/sys/block')) return true;
+  return existsSync(`${sys}/loop/backing_file`);
 }
 
 /** `path`, or `path.1`, `path.2`, ... whichever does not exist yet. */

@@ -140,6 +140,22 @@ describe('disk quota', () => {
     expect(size).toBeLessThanOrEqual(QUOTA_MB * 2 * MiB);
   }, 120_000);
 
+  it('is whole again after its volumes were removed and its loop devices detached behind the core\'s back', async () => {
+    if (!(manager.storage instanceof LoopStorage)) throw new Error('quotas are off');
+    if (!manager.live(GROUP)) await manager.enqueue(GROUP, 'start');
+    await sh('echo kept > kept.txt');
+    await manager.retire(GROUP);
+    // Behind its back: another LoopStorage (as an operator's `docker volume rm` and `losetup -d`).
+    const other = new LoopStorage(runtime, { groupsDir: join(stack.dir, 'groups'), stateDir: join(stack.dir, 'state'), instance: `quota-${process.pid}` }, { image: process.env.CARAPACE_AGENT_IMAGE || 'carapace-agent:latest', disk_quota_mb: QUOTA_MB, state_quota_mb: STATE_MB });
+    await other.destroy(GROUP, false); // volumes gone, devices detached, images kept
+    for (const p of manager.storage.plans(GROUP)) await expect(runtime.docker.getVolume(p.volume).inspect()).rejects.toMatchObject({ statusCode: 404 });
+    expect((await manager.enqueue(GROUP, 'back')).ok).toBe(true);
+    expect((await sh('cat kept.txt')).out.trim()).toBe('kept');
+    const dd = await sh('dd if=/dev/zero of=/workspace/group/big bs=1M count=100');
+    expect(dd.err).toMatch(/No space left on device/);
+    await sh('rm -f /workspace/group/big');
+  }, 120_000);
+
   it('keeps the image files sparse and private on the host', () => {
     const image = join(stack.dir, 'groups', `${GROUP}.img`);
     expect(existsSync(image)).toBe(true);
