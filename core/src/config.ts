@@ -67,6 +67,24 @@ export interface AgentSettings {
   memory_mb: number;
   cpus: number;
   pids: number;
+  /**
+   * Disk quota of each group's workspace, in MiB: an ext4 image of this size, mounted as
+   * a Docker volume (agents/storage.ts). 0 turns quotas off (host bind mounts, no limit).
+   */
+  disk_quota_mb: number;
+  /**
+   * Size of Claude Code's state (~/.claude) in MiB: a tmpfs of the agent's container, new
+   * for each session and gone with it (nothing an agent writes there is read by a later
+   * session), apart from the workspace so a full workspace never starves it. It counts
+   * against memory_mb.
+   */
+  state_quota_mb: number;
+  /**
+   * "loop" (ENOSPC at the quota; needs an engine that can attach loop devices, e.g.
+   * rootful Docker) or "watchdog" (bind mounts measured every few seconds; the agent is
+   * stopped and the user told past the quota; for rootless engines).
+   */
+  disk_quota_mode: 'loop' | 'watchdog';
 }
 
 const policySchema = {
@@ -145,6 +163,9 @@ export const configSchema = {
         memory_mb: { type: 'integer', minimum: 128, default: 1024 },
         cpus: { type: 'number', exclusiveMinimum: 0, default: 1 },
         pids: { type: 'integer', minimum: 16, default: 256 },
+        disk_quota_mb: { anyOf: [{ const: 0 }, { type: 'integer', minimum: 16 }], default: 2048 },
+        state_quota_mb: { type: 'integer', minimum: 16, default: 256 },
+        disk_quota_mode: { enum: ['loop', 'watchdog'], default: 'loop' },
       },
     },
     llm: llmSchema,

@@ -57,7 +57,8 @@ async function main(): Promise<void> {
     { usage: () => llm.usage(Object.keys(config.groups)) },
   );
   const orphans = await swept;
-  log.info({ runDir: paths.runDir, plugins: core.catalog.pluginNames(), orphansRemoved: orphans }, 'core started');
+  log.info({ runDir: paths.runDir, plugins: core.catalog.pluginNames(), orphansRemoved: orphans, diskQuota: agents.storage.describe() }, 'core started');
+  if (agents.storage.mode === 'off') log.warn({ diskQuota: agents.storage.describe() }, 'agent disk quotas are off');
   // Agents take no new turn, but keep their containers until the drain is over: a tool
   // call that finishes during it still reaches the agent that made it.
   const stop = (): void => {

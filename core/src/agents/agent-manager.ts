@@ -27,6 +27,7 @@ import { CLAUDE_COMMAND, ClaudeSession, type TurnRunner } from './claude-session
 import type { AgentRuntime, MountSpec } from './runtime.js';
 import { writeSkills } from './skills.js';
 import { StartupCpus } from './startup-cpus.js';
+import { engineOf, groupStorage, type GroupStorage } from './storage.js';
 
 const AGENT_UID = 1000;
 /** The session's LLM proxy socket, as the container sees it (the session directory is mounted at /run/carapace). */
@@ -69,6 +70,8 @@ interface Agent {
   idle: NodeJS.Timeout | null;
   /** Legacy mode, until the first turn ends: the start-up CPU allowance still to be lowered. */
   cpus: StartupCpus | null;
+  /** Watchdog disk quota: stops looking at the group's usage. */
+  unwatch?: () => void;
 }
 
 export interface RunOutcome {
@@ -88,6 +91,8 @@ export class AgentManager {
     private readonly settings: AgentSettings,
     private readonly paths: AgentPaths,
     private readonly knownGroups: () => string[],
+    /** The workspace and Claude state mounts, held to the disk quota (agents/storage.ts). */
+    readonly storage: GroupStorage = groupStorage(settings, paths, engineOf(runtime)),
   ) {}
 
   /** Removes containers left by an earlier core: their socket mounts point at nothing now. */
@@ -162,20 +167,15 @@ export class AgentManager {
       const nanoCpus = Math.round(this.settings.cpus * 1e9);
       const cpus = api ? null : new StartupCpus(this.runtime, nanoCpus);
       const llm = await this.llm.open(session.id, group, join(sessionDir, 'llm.sock'), cpus ? { beforeFirstAnswer: () => cpus.settle() } : {});
-      const workspace = this.ownedDir(join(this.paths.groupsDir, group));
+      const writable = await this.storage.mounts(group);
       mkdirSync(privateDir, { recursive: true });
-      // Claude Code's state (~/.claude, CLAUDE_CONFIG_DIR) lives and dies with the session:
-      // nothing an agent writes there (commands, agents, rules, plugins, auto memory,
-      // .claude.json...) is ever read by a later session. Conversations are per container.
-      const claudeState = this.ownedDir(join(privateDir, 'claude'));
       const claudeMd = join(privateDir, 'CLAUDE.md');
       writeFileSync(claudeMd, await this.instructions(group));
       const skills = join(privateDir, 'skills');
       writeSkills(skills, this.core.catalog);
       const mounts: MountSpec[] = [
         { source: sessionDir, target: '/run/carapace', readOnly: false },
-        { source: workspace, target: '/workspace/group', readOnly: false },
-        { source: claudeState, target: '/home/node/.claude', readOnly: false },
+        ...writable,
         { source: join(this.paths.agentImageDir, 'settings.json'), target: '/home/node/.claude/settings.json', readOnly: true },
         { source: claudeMd, target: '/home/node/.claude/CLAUDE.md', readOnly: true },
         { source: skills, target: '/home/node/.claude/skills', readOnly: true },
@@ -186,7 +186,10 @@ export class AgentManager {
         instance: this.paths.instance,
         group,
         session: session.id,
-        limits: { memoryBytes: this.settings.memory_mb * 1024 * 1024, nanoCpus, pids: this.settings.pids, ...(cpus ? { startNanoCpus: cpus.startNanoCpus } : {}) },
+        // Claude Code's state (~/.claude) is a tmpfs that lives and dies with the session:
+        // nothing an agent writes there (commands, agents, rules, plugins, auto memory,
+        // .claude.json...) is ever read by a later session. Conversations are per container.
+        limits: { memoryBytes: this.settings.memory_mb * 1024 * 1024, nanoCpus, pids: this.settings.pids, stateMb: this.settings.state_quota_mb, ...(cpus ? { startNanoCpus: cpus.startNanoCpus } : {}) },
       };
       // The image sets DISABLE_AUTOUPDATER and CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC.
       const common = [`ANTHROPIC_API_KEY=${llm.token}`];
@@ -224,6 +227,7 @@ export class AgentManager {
       }
       const agent: Agent = { session: session.id, container, privateDir, apiDir, runner, idle: null, cpus };
       this.agents.set(group, agent);
+      agent.unwatch = this.storage.watch?.(group, (used, quota) => void this.overQuota(group, agent, used, quota));
       this.core.publish('agent.started', group, { session: session.id });
       return agent;
     } catch (err) {
@@ -274,21 +278,24 @@ export class AgentManager {
     return renderInstructions(template, group, await this.core.memoryBrief(group));
   }
 
-  /** A directory the unprivileged agent user can write. */
-  private ownedDir(path: string): string {
-    if (!existsSync(path)) mkdirSync(path, { recursive: true });
-    if (process.getuid?.() === 0) chownSync(path, AGENT_UID, AGENT_UID);
-    return path;
-  }
-
   /** Stops a group's agent: container, LLM endpoint, session socket, overlays. */
   async retire(group: string): Promise<void> {
     const agent = this.agents.get(group);
     if (!agent) return;
     this.agents.delete(group);
     if (agent.idle) clearTimeout(agent.idle);
+    agent.unwatch?.();
     agent.runner.close();
     await this.teardown(agent);
+  }
+
+  /** Watchdog disk quota: past it the agent is stopped (its turn ends as exited) and the user told. */
+  private async overQuota(group: string, agent: Agent, used: number, quota: number): Promise<void> {
+    if (this.agents.get(group) !== agent) return;
+    const [usedMb, quotaMb] = [Math.round(used / 2 ** 20), Math.round(quota / 2 ** 20)];
+    this.core.audit.record({ group, session: agent.session, source: 'core', topic: null, correlation: null, stage: 'agent', outcome: 'error', severity: 'CRITICAL', reason: `agent disk use ${usedMb} MB passed its quota of ${quotaMb} MB; container stopped` });
+    this.core.publish('user.notify', group, { text: `The agent was stopped: its files use ${usedMb} MB, over the quota of ${quotaMb} MB. Free space in its workspace before its next run.` });
+    await this.retire(group);
   }
 
   /** What a started (or half-started) agent holds, removed in this order. */

@@ -49,7 +49,8 @@ function once<T>(cache: Map<string, Promise<T>>, key: string, make: () => Promis
 }
 
 export class DockerRuntime implements AgentRuntime {
-  private readonly docker: Docker;
+  /** Public for agents/storage.ts, which makes the groups' disk volumes. */
+  readonly docker: Docker;
   private own: Promise<OwnContainer | null> | null = null;
   private readonly hostCpus = new Map<string, Promise<number>>();
 
@@ -80,7 +81,7 @@ export class DockerRuntime implements AgentRuntime {
    * A path on none of them would silently bind an unrelated (or new, empty) host path,
    * so that is an error.
    */
-  private async hostPath(local: string): Promise<string> {
+  async hostPath(local: string): Promise<string> {
     const own = await this.self();
     if (!own) return local;
     for (const { dest, source } of own.mounts) {
@@ -125,7 +126,7 @@ export class DockerRuntime implements AgentRuntime {
   private async create(spec: AgentSpec, attached: boolean): Promise<Docker.Container> {
     const { nanoCpus, startNanoCpus } = spec.limits;
     const [binds, cpus] = await Promise.all([
-      Promise.all(spec.mounts.map(async (m) => `${await this.hostPath(m.source)}:${m.target}:${m.readOnly ? 'ro' : 'rw'}`)),
+      Promise.all(spec.mounts.map(async (m) => (m.volume ? `${m.source}:${m.target}:${m.readOnly ? 'ro' : 'rw'},nocopy` : `${await this.hostPath(m.source)}:${m.target}:${m.readOnly ? 'ro' : 'rw'}`))),
       // The engine refuses a limit above the host's CPU count.
       startNanoCpus === undefined ? nanoCpus : this.hostNanoCpus().then((host) => Math.max(nanoCpus, Math.min(startNanoCpus, host))),
     ]);
@@ -149,7 +150,7 @@ export class DockerRuntime implements AgentRuntime {
         Memory: spec.limits.memoryBytes,
         MemorySwap: spec.limits.memoryBytes,
         NanoCpus: cpus,
-        Tmpfs: { '/tmp': 'rw,nosuid,nodev,size=256m' },
+        Tmpfs: { '/tmp': 'rw,nosuid,nodev,size=256m', '/home/node/.claude': `rw,nosuid,nodev,size=${spec.limits.stateMb}m,uid=1000,gid=1000,mode=0700` },
         Init: true,
         AutoRemove: false,
         ...(attached ? { LogConfig: { Type: 'none', Config: {} } } : {}),

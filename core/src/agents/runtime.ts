@@ -5,6 +5,8 @@ export interface MountSpec {
   source: string;
   target: string;
   readOnly: boolean;
+  /** `source` is a Docker volume's name (a quota-held file system, agents/storage.ts), not a path. */
+  volume?: boolean;
 }
 
 export interface AgentSpec {
@@ -26,6 +28,8 @@ export interface AgentSpec {
     memoryBytes: number;
     nanoCpus: number;
     pids: number;
+    /** The size of the tmpfs at /home/node/.claude (Claude Code's state for this container only). */
+    stateMb: number;
     /**
      * A higher CPU limit to start with (capped at the host's CPUs), until the core lowers
      * it to `nanoCpus` with limitCpus().

@@ -14,6 +14,8 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
+import { DockerRuntime } from '../../src/agents/docker-runtime.js';
+import { LoopStorage } from '../../src/agents/storage.js';
 import type { AuditEntry } from '../../src/audit/audit-log.js';
 import { ROOT, until } from '../harness.js';
 import { AGENT_IMAGE } from '../support/agents.js';
@@ -86,6 +88,8 @@ describe.each<Mode>([
       // The core retires its agents when it stops; anything left is removed here.
       const left = agentContainers();
       if (left.length > 0) execFileSync(DOCKER, ['rm', '-f', ...left]);
+      // The group's disk volume and loop device (its image file goes with the folder).
+      if (project) await new LoopStorage(new DockerRuntime(), { groupsDir: join(project.volumes, 'groups'), instance: name }, { image: AGENT_IMAGE, disk_quota_mb: 2048 }).destroy('main', true);
       project?.removeVolumes();
       await standIns?.close();
     }
@@ -114,9 +118,15 @@ describe.each<Mode>([
     const info = inspect(id);
     expect(info.HostConfig.ReadonlyRootfs).toBe(true);
     expect(info.HostConfig.CapDrop).toEqual(['ALL']);
-    // Paths on the host, not the core container's own view (/app/volumes/...).
+    // The workspace is the quota-held volume (agents.disk_quota_mb's default), its image made
+    // by the unprivileged containerized core in its groups folder; Claude Code's state is a
+    // size-limited tmpfs that ends with the container.
     const workspace = info.Mounts.find((m) => m.Destination === '/workspace/group');
-    expect(workspace?.Source).toBe(join(project.volumes, 'groups', 'main'));
+    expect(workspace).toMatchObject({ Type: 'volume', Name: `carapace-${name}-main-workspace`, RW: true });
+    expect(info.HostConfig.Tmpfs?.['/home/node/.claude']).toMatch(/size=\d+m/);
+    expect(existsSync(join(project.volumes, 'groups', 'main.img'))).toBe(true);
+    // Paths on the host, not the core container's own view (/app/volumes/...).
+    expect(info.Mounts.find((m) => m.Destination === '/home/node/.claude/CLAUDE.md')?.Source.startsWith(join(project.volumes, 'data', 'agents', 'sessions'))).toBe(true);
     expect(info.Mounts.some((m) => m.Source.startsWith('/app/'))).toBe(false);
     expect(info.Config.Env.join('\n')).not.toContain(MODEL_KEY);
     expect(info.HostConfig.NetworkMode).toBe('none');

@@ -40,7 +40,9 @@ export function newAgentManager(stack: Stack, options: AgentManagerOptions): Age
     stack.core,
     options.runtime ?? new DockerRuntime(),
     llm,
-    parseConfig({ agents: { image: AGENT_IMAGE, ...options.agents } }).agents,
+    // Disk quotas off unless a test asks (disk-quota.test.ts): each loop-mounted group costs
+    // a helper container and a loop device, and these tests read workspaces on the host.
+    parseConfig({ agents: { image: AGENT_IMAGE, disk_quota_mb: 0, ...options.agents } }).agents,
     { groupsDir: join(stack.dir, 'groups'), stateDir: join(stack.dir, 'state'), agentImageDir: join(ROOT, 'agent-image'), instance: options.instance },
     () => groups,
   );
