@@ -9,7 +9,6 @@
 // to the next that is meant to exist, the memory brief in CLAUDE.md, must not import a
 // workspace file either. Needs `make images`.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AgentManager } from '../../src/agents/agent-manager.js';
@@ -24,8 +23,6 @@ import { attackPolicy, CANARY, MARKER, modelWriterPolicy, PLANT_SCRIPT, PLANTED_
 const MODEL_KEY = 'sk-ant-api03-persistence-model-key-0123456789abcdef';
 const BOT_TOKEN = '123456789:AAPersistenceTestTokenForTheStandIn01';
 const CHAT = 1003;
-const NETWORK = `carapace-agents-persist-${process.pid}`;
-const DOCKER = process.env.DOCKER || 'docker';
 
 let scenario: MilkScenario;
 const runtime = new DockerRuntime();
@@ -40,11 +37,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await current?.stop();
   await scenario?.stop();
-  try {
-    execFileSync(DOCKER, ['network', 'rm', NETWORK], { stdio: 'ignore' });
-  } catch {
-    // never created (legacy only), or already gone
-  }
 });
 
 /** Every file under `dir` (recursively) whose name starts with CANARY-. */
@@ -62,7 +54,7 @@ interface Mode {
 
 describe.each<Mode>([
   { mode: 'legacy', agents: {}, extraMounts: {} },
-  { mode: 'api', agents: { mode: 'api', api_network: NETWORK }, extraMounts: { '/run/api': true } },
+  { mode: 'api', agents: { mode: 'api' }, extraMounts: { '/run/api': true } },
 ])('a compromised agent does not persist into the next session ($mode mode)', ({ mode, agents, extraMounts }) => {
   let manager: AgentManager;
   const workspace = () => join(scenario.stack.dir, 'groups', 'family');

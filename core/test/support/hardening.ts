@@ -2,11 +2,13 @@
 import { expect } from '@jest/globals';
 import type Docker from 'dockerode';
 
-/** The spec's Container Mounts table: destination → writable. */
+/**
+ * The spec's Container Mounts table: destination → writable. (~/.claude itself is a tmpfs
+ * of the container: Claude Code's state, gone with it.)
+ */
 const SPEC_MOUNTS: Record<string, boolean> = {
   '/run/carapace': true,
   '/workspace/group': true,
-  '/home/node/.claude': true,
   '/home/node/.claude/settings.json': false,
   '/home/node/.claude/CLAUDE.md': false,
   '/home/node/.claude/skills': false,
@@ -23,7 +25,8 @@ export function expectLockedDown(info: Docker.ContainerInspectInfo): void {
   expect(host.PidsLimit).toBeGreaterThan(0);
   expect(host.Memory).toBeGreaterThan(0);
   expect(host.NanoCpus).toBeGreaterThan(0);
-  expect(Object.keys(host.Tmpfs ?? {})).toEqual(['/tmp']);
+  expect(Object.keys(host.Tmpfs ?? {}).sort()).toEqual(['/home/node/.claude', '/tmp']);
+  for (const options of Object.values(host.Tmpfs ?? {})) expect(options).toMatch(/(^|,)size=\d+m(,|$)/);
 }
 
 /** Exactly these mounts (the spec's plus `extra`), and never the Docker socket. */
