@@ -28,6 +28,19 @@ export interface CoreConfig {
   shutdown_timeout_ms: number;
   plugins: Record<string, JsonObject>;
   agents: AgentSettings;
+  audit: AuditSettings;
+}
+
+/** The audit log's bounds on disk (core/src/audit/). */
+export interface AuditSettings {
+  /** The current file rotates once it reaches this size. */
+  max_file_mb: number;
+  /** Rotated files kept (audit.jsonl.1 … .N), besides the current one. */
+  keep_files: number;
+  /** Rotated files older than this are removed. */
+  keep_days: number;
+  /** Repeated identical rejections (same session, stage, code) in this window become one summary line. */
+  repeat_window_s: number;
 }
 
 export interface AgentSettings {
@@ -96,6 +109,17 @@ export const configSchema = {
         memory_mb: { type: 'integer', minimum: 128, default: 1024 },
         cpus: { type: 'number', exclusiveMinimum: 0, default: 1 },
         pids: { type: 'integer', minimum: 16, default: 256 },
+      },
+    },
+    audit: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        max_file_mb: { type: 'number', minimum: 0.01, maximum: 10_240, default: 10 },
+        keep_files: { type: 'integer', minimum: 1, maximum: 1000, default: 10 },
+        keep_days: { type: 'number', exclusiveMinimum: 0, default: 30 },
+        repeat_window_s: { type: 'number', minimum: 1, maximum: 3600, default: 10 },
       },
     },
   },

@@ -11,6 +11,8 @@ export const PIPELINE_CODES = [
   'PLUGIN_TIMEOUT',
   'PLUGIN_UNAVAILABLE',
   'PLUGIN_ERROR',
+  // The audit log cannot be written: nothing that would act is done (retriable).
+  'AUDIT_UNAVAILABLE',
 ] as const;
 
 export type PipelineCode = (typeof PIPELINE_CODES)[number];
