@@ -9,7 +9,8 @@
 // then a stdin line "mem" (or "memgc": after a full GC) gets one JSON line of memory figures back.
 // Extra node flags for the plugin host (e.g. --cpu-prof) come from BENCH_HOST_NODE_ARGS.
 // BENCH_AUDIT_DIR puts the audit log elsewhere (a small tmpfs, a directory to measure),
-// BENCH_AUDIT_RETRY_MS probes an unwritable audit log that often, BENCH_ADMIN_PORT also
+// BENCH_AUDIT_REPEAT_WINDOW_S overrides the repeat window (0: no summaries, the audit
+// bench's baseline), BENCH_AUDIT_RETRY_MS probes an unwritable audit log that often, BENCH_ADMIN_PORT also
 // serves the admin API on 127.0.0.1, BENCH_CONFIG_JSON is merged into the configuration.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -98,7 +99,10 @@ async function main(): Promise<void> {
   try {
     const auditDir = process.env.BENCH_AUDIT_DIR || join(dir, 'logs');
     const auditRetryMs = process.env.BENCH_AUDIT_RETRY_MS ? Number(process.env.BENCH_AUDIT_RETRY_MS) : undefined;
-    core = await Core.start({ runDir, pluginsDir, auditFile: join(auditDir, 'audit.jsonl'), config: parseConfig(RAW_CONFIG), auditRetryMs });
+    const config = parseConfig(RAW_CONFIG);
+    // The audit bench's baseline: 0 writes every rejection whole (not a setting users have).
+    if (process.env.BENCH_AUDIT_REPEAT_WINDOW_S) config.audit.repeat_window_s = Number(process.env.BENCH_AUDIT_REPEAT_WINDOW_S);
+    core = await Core.start({ runDir, pluginsDir, auditFile: join(auditDir, 'audit.jsonl'), config, auditRetryMs });
     if (process.env.BENCH_ADMIN_PORT) admin = await startAdminApi(core, '127.0.0.1', Number(process.env.BENCH_ADMIN_PORT));
     const hostArgs = (process.env.BENCH_HOST_NODE_ARGS ?? '').split(' ').filter(Boolean);
     host = spawn(process.execPath, [...hostArgs, HOST_MAIN], {

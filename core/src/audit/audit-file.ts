@@ -31,6 +31,8 @@ export interface AuditFileHealth {
   last_error: string | null;
   /** When the current outage began (null while ok). */
   down_since: string | null;
+  /** Bytes written to the audit files since start-up. */
+  written_bytes: number;
 }
 
 export interface AuditFileEvents {
@@ -47,6 +49,7 @@ export class AuditFile extends EventEmitter<AuditFileEvents> {
   private failures = 0;
   private lost = 0;
   private lastError: string | null = null;
+  private written = 0;
   private pending = 0;
   private waiters: (() => void)[] = [];
   private retry: NodeJS.Timeout | null = null;
@@ -77,7 +80,7 @@ export class AuditFile extends EventEmitter<AuditFileEvents> {
   }
 
   health(): AuditFileHealth {
-    return { ok: this.ok, failures: this.failures, lost_entries: this.lost, last_error: this.lastError, down_since: this.downSince };
+    return { ok: this.ok, failures: this.failures, lost_entries: this.lost, last_error: this.lastError, down_since: this.downSince, written_bytes: this.written };
   }
 
   /** One batch of whole lines. Not written (and counted) while the file is down. */
@@ -94,6 +97,8 @@ export class AuditFile extends EventEmitter<AuditFileEvents> {
       if (err) {
         this.count(lines);
         this.fail(err, true);
+      } else {
+        this.written += Buffer.byteLength(text);
       }
     });
   }
