@@ -17,6 +17,7 @@ const DEFAULTS = {
   shutdown_timeout_ms: 10_000,
   plugins: {},
   agents: { image: 'carapace-agent:latest', mode: 'legacy', idle_timeout_ms: 900_000, run_timeout_ms: 600_000, memory_mb: 1024, cpus: 1, pids: 256, api_network: 'carapace-agents' },
+  audit: { max_file_mb: 10, keep_files: 10, keep_days: 30, repeat_window_s: 10 },
 };
 
 describe('parseConfig', () => {
