@@ -6,11 +6,13 @@
 // Needs root (mount); skipped with a message otherwise.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, mkdtempSync, readFileSync, rmSync, unlinkSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { freePort, IPC_BIN, ROOT, sleep, tryParse, type IpcResult } from '../harness.js';
+import { parseConfig } from '../../src/config.js';
+import { Core } from '../../src/core.js';
+import { freePort, IPC_BIN, ROOT, sleep, tryParse, until, type IpcResult } from '../harness.js';
 
 const isRoot = process.getuid?.() === 0;
 const maybe = isRoot ? describe : describe.skip;
@@ -151,4 +153,50 @@ maybe('a full audit disk', () => {
     clearTimeout(timer);
     expect(result).toBe(0);
   }, 120_000);
+});
+
+maybe('the user is told', () => {
+  it('once per outage, in each group with a live session, and once when it is over', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cp-notify-'));
+    const logs = join(dir, 'logs');
+    mkdirSync(logs);
+    mkdirSync(join(dir, 'plugins'));
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=256k', 'tmpfs', logs]);
+    const core = await Core.start({ runDir: join(dir, 'run'), pluginsDir: join(dir, 'plugins'), auditFile: join(logs, 'audit.jsonl'), config: parseConfig({}), auditRetryMs: 100 });
+    const told: { group: string | null; text: string }[] = [];
+    const publish = core.publish.bind(core);
+    core.publish = (topic, group, payload, ...rest) => {
+      if (topic === 'user.notify') told.push({ group, text: String(payload.text) });
+      return publish(topic, group, payload, ...rest);
+    };
+    try {
+      await core.openSession('family');
+      await core.openSession('work');
+      const big = join(logs, 'filler');
+      const chunk = Buffer.alloc(4096, 0x61);
+      for (;;) {
+        try {
+          appendFileSync(big, chunk);
+        } catch {
+          break;
+        }
+      }
+      for (let i = 0; i < 50; i++) {
+        core.audit.record({ group: 'family', session: null, source: 'test', topic: null, correlation: `n${i}`, stage: 'core', outcome: 'ok', reason: 'x'.repeat(200) });
+        await sleep(5);
+      }
+      await until(() => !core.audit.writable, 5000);
+      await sleep(300); // probes fail again meanwhile: still told once
+      expect(told.map((t) => t.group).sort()).toEqual(['family', 'work']);
+      expect(told[0].text).toMatch(/audit log cannot be written .*ENOSPC/);
+      unlinkSync(big);
+      await until(() => core.audit.writable, 5000);
+      expect(told.length).toBe(4);
+      expect(told[2].text).toMatch(/writable again/);
+    } finally {
+      await core.stop();
+      execFileSync('umount', ['-l', logs]);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
 });
