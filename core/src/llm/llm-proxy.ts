@@ -95,11 +95,15 @@ export class LlmProxy {
     const record = (outcome: 'ok' | 'rejected' | 'error', reason: string) =>
       audit.record({ group, session, source: 'llm-proxy', topic: `llm ${req.method ?? ''} ${(req.url ?? '').split('?')[0]}`.slice(0, 128), correlation: null, stage: 'llm', outcome, reason });
     const refuse = (status: number, message: string) => {
-      record('rejected', message);
+      // A refusal is cheap to repeat: a flood of them is summarised (per session and status).
+      const entry = audit.stamp({ group, session, source: 'llm-proxy', topic: `llm ${req.method ?? ''} ${(req.url ?? '').split('?')[0]}`.slice(0, 128), correlation: null, stage: 'llm', outcome: 'rejected', reason: message, code: `HTTP_${status}` });
+      audit.recordRejection({ group, session, stage: 'llm', code: `HTTP_${status}` }, [entry]);
       res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ type: 'error', error: { type: 'permission_error', message } }));
     };
     if (!this.authorized(req, token)) return refuse(401, 'invalid session token');
     if (!req.url?.startsWith('/v1/')) return refuse(404, 'only /v1/ API paths are proxied');
+    // No unaudited model use: while the audit log cannot be written, nothing is forwarded.
+    if (!audit.writable) return refuse(503, 'audit log unavailable; try again later');
     const released = ready?.();
 
     const chunks: Buffer[] = [];

@@ -73,6 +73,18 @@ describe('LLM proxy', () => {
     expect((await post('/admin', {}, { 'x-api-key': session.token })).status).toBe(404);
     expect(standIn.requests.length).toBe(before);
   });
+
+  it('summarises a flood of refusals: the first written whole, the rest counted', async () => {
+    const flooder = await proxy.open('agent-flood', 'family', join(dir, 'flood.sock'));
+    try {
+      for (let i = 0; i < 200; i++) expect((await post(`/v1/messages?i=${i}`, {}, { 'x-api-key': `guess-${i}` }, flooder.socketPath)).status).toBe(401);
+      const refusals = audit.query({ session: 'agent-flood' }).filter((e) => e.outcome === 'rejected');
+      expect(refusals).toHaveLength(1);
+      expect(refusals[0]).toMatchObject({ stage: 'llm', code: 'HTTP_401', reason: 'invalid session token' });
+    } finally {
+      await proxy.close('agent-flood');
+    }
+  });
 });
 
 describe('LLM proxy: a check before the first answer', () => {
