@@ -8,12 +8,18 @@
 // Stops gracefully on SIGTERM/SIGINT, or (with BENCH_WATCH_STDIN=1) when stdin closes;
 // then a stdin line "mem" (or "memgc": after a full GC) gets one JSON line of memory figures back.
 // Extra node flags for the plugin host (e.g. --cpu-prof) come from BENCH_HOST_NODE_ARGS.
+// BENCH_AUDIT_DIR puts the audit log elsewhere (a small tmpfs, a directory to measure),
+// BENCH_AUDIT_REPEAT_WINDOW_S overrides the repeat window (0: no summaries, the audit
+// bench's baseline), BENCH_AUDIT_RETRY_MS probes an unwritable audit log that often, BENCH_ADMIN_PORT also
+// serves the admin API on 127.0.0.1, BENCH_CONFIG_JSON is merged into the configuration.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createInterface } from 'node:readline';
 import { getHeapStatistics } from 'node:v8';
 import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { startAdminApi } from '../core/src/admin/http-api.js';
 import { parseConfig } from '../core/src/config.js';
 import { Core } from '../core/src/core.js';
 import { FIXTURE_HANDLERS, FIXTURES, HOST_MAIN, sleep } from '../core/test/harness.js';
@@ -23,6 +29,7 @@ const RAW_CONFIG = {
   rate_limit: { per_minute: 100_000_000, burst: 1_000_000 },
   handler_timeout_ms: 10_000,
   shutdown_timeout_ms: 5_000,
+  ...(JSON.parse(process.env.BENCH_CONFIG_JSON || '{}') as Record<string, unknown>),
 };
 
 const log = (msg: string): void => void process.stderr.write(`[core-process] ${msg}\n`);
@@ -42,6 +49,7 @@ async function main(): Promise<void> {
   writeFileSync(configFile, JSON.stringify(RAW_CONFIG));
 
   let core: Core | null = null;
+  let admin: FastifyInstance | null = null;
   let host: ChildProcess | null = null;
   let hostOutput = '';
   let stopping: Promise<void> | null = null;
@@ -49,6 +57,7 @@ async function main(): Promise<void> {
   const stop = (code: number): Promise<void> =>
     (stopping ??= (async () => {
       try {
+        await admin?.close();
         await core?.stop();
       } catch (err) {
         log(`core.stop failed: ${String(err)}`);
@@ -88,7 +97,13 @@ async function main(): Promise<void> {
   }
 
   try {
-    core = await Core.start({ runDir, pluginsDir, auditFile: join(dir, 'logs', 'audit.jsonl'), config: parseConfig(RAW_CONFIG) });
+    const auditDir = process.env.BENCH_AUDIT_DIR || join(dir, 'logs');
+    const auditRetryMs = process.env.BENCH_AUDIT_RETRY_MS ? Number(process.env.BENCH_AUDIT_RETRY_MS) : undefined;
+    const config = parseConfig(RAW_CONFIG);
+    // The audit bench's baseline: 0 writes every rejection whole (not a setting users have).
+    if (process.env.BENCH_AUDIT_REPEAT_WINDOW_S) config.audit.repeat_window_s = Number(process.env.BENCH_AUDIT_REPEAT_WINDOW_S);
+    core = await Core.start({ runDir, pluginsDir, auditFile: join(auditDir, 'audit.jsonl'), config, auditRetryMs });
+    if (process.env.BENCH_ADMIN_PORT) admin = await startAdminApi(core, '127.0.0.1', Number(process.env.BENCH_ADMIN_PORT));
     const hostArgs = (process.env.BENCH_HOST_NODE_ARGS ?? '').split(' ').filter(Boolean);
     host = spawn(process.execPath, [...hostArgs, HOST_MAIN], {
       env: {

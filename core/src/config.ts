@@ -29,6 +29,7 @@ export interface CoreConfig {
   plugins: Record<string, JsonObject>;
   agents: AgentSettings;
   llm: LlmSettings;
+  audit: AuditSettings;
 }
 
 export interface LlmBudget {
@@ -49,6 +50,18 @@ export interface LlmSettings {
   group_budgets: Record<string, Partial<LlmBudget>>;
   /** Model requests one agent session may have in flight at once. */
   max_concurrent_requests: number;
+}
+
+/** The audit log's bounds on disk (core/src/audit/). */
+export interface AuditSettings {
+  /** The current file rotates once it reaches this size. */
+  max_file_mb: number;
+  /** Rotated files kept (audit.jsonl.1 … .N), besides the current one. */
+  keep_files: number;
+  /** Rotated files older than this are removed. */
+  keep_days: number;
+  /** Repeated identical rejections (same session, stage, code) in this window become one summary line. */
+  repeat_window_s: number;
 }
 
 export interface AgentSettings {
@@ -169,6 +182,17 @@ export const configSchema = {
       },
     },
     llm: llmSchema,
+    audit: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        max_file_mb: { type: 'number', minimum: 0.01, maximum: 10_240, default: 10 },
+        keep_files: { type: 'integer', minimum: 1, maximum: 1000, default: 10 },
+        keep_days: { type: 'number', exclusiveMinimum: 0, default: 30 },
+        repeat_window_s: { type: 'number', minimum: 1, maximum: 3600, default: 10 },
+      },
+    },
   },
 };
 

@@ -40,6 +40,8 @@ export interface CoreOptions {
   config: CoreConfig;
   /** Values the core itself holds (model key, ...): never to appear in a response. */
   secrets?: string[];
+  /** How often an unwritable audit file is probed (default 1 s; tests shorten it). */
+  auditRetryMs?: number;
 }
 
 export interface CoreEvents {
@@ -73,7 +75,9 @@ export class Core extends EventEmitter<CoreEvents> {
     // Discovery first: a start-up conflict must stop us before the audit file is opened
     // (pino cannot flush a destination that never became ready).
     const discovery = discoverPlugins(options.pluginsDir, APP_VERSION, INTRINSIC_NAMES);
-    this.audit = new AuditLog(options.auditFile, sanitize.scrub);
+    this.audit = new AuditLog(options.auditFile, sanitize.scrub, undefined, { ...config.audit, retry_ms: options.auditRetryMs });
+    this.audit.on('down', (reason) => this.tellAuditState(`The audit log cannot be written (${reason}): tool calls are refused until it can. Free space on the log volume; it recovers by itself.`));
+    this.audit.on('up', (lost) => this.tellAuditState(`The audit log is writable again (${lost} entries could not be written during the outage).`));
     this.catalog = new ToolCatalog(intrinsicTools, discovery.plugins, discovery.rejected);
     for (const bad of discovery.rejected) this.auditPluginFailure(bad.name, 'CONFIG_ERROR', bad.reason);
     this.authorizer = new GroupAuthorizer(config);
@@ -245,6 +249,12 @@ export class Core extends EventEmitter<CoreEvents> {
     return null;
   }
 
+  /** An audit outage or its end, told once to each group with a live session. */
+  private tellAuditState(text: string): void {
+    const groups = new Set(this.sessions.all().map((s) => s.group));
+    for (const group of groups) this.publish('user.notify', group, { text });
+  }
+
   // ---- shutdown ------------------------------------------------------------------------
 
   /** Drain, shut handlers down (in parallel, bounded), close everything. Idempotent. */
@@ -272,6 +282,6 @@ export class Core extends EventEmitter<CoreEvents> {
     await this.hostLink.close();
     await this.bus.close();
     this.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'core', outcome: 'ok', reason: 'core stopped' });
-    await this.audit.flush();
+    await this.audit.close();
   }
 }

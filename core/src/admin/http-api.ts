@@ -22,7 +22,12 @@ export async function startAdminApi(core: Core, host: string, port: number, toke
       }
     });
   }
-  app.get('/health', async () => ({ status: 'ok', plugins: core.catalog.health(), sessions: core.sessions.all().length }));
+  app.get('/health', async (_request, reply) => {
+    // An unwritable audit log is not ok: tool calls are refused until it recovers.
+    const audit = core.audit.health();
+    if (!audit.ok) void reply.code(503);
+    return { status: audit.ok ? 'ok' : 'degraded', plugins: core.catalog.health(), sessions: core.sessions.all().length, audit };
+  });
   app.get('/confirmations', async () => ({ pending: core.confirmations.list() }));
   const answer = (approve: boolean) => async (request: { params: { id: string } }, reply: { code(n: number): { send(b: unknown): unknown } }) => {
     const ok = core.confirmations.resolve(request.params.id, approve, 'admin-api');

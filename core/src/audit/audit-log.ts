@@ -1,7 +1,12 @@
-// The audit log: JSON Lines through pino to a host-side file, plus a bounded in-memory
-// window that the diagnostics intrinsic and the getAuditLog service query.
+// The audit log: JSON Lines through pino to a host-side file (rotated, retained, and
+// never able to crash or hang the core: see audit-file.ts), plus a bounded in-memory
+// window that the diagnostics intrinsic and the getAuditLog service query. The window
+// holds exactly what the file gets: repeated rejections are summarised in both.
+import { EventEmitter } from 'node:events';
 import pino from 'pino';
+import { AuditFile, type AuditFileEvents, type AuditFileHealth } from './audit-file.js';
 import { BatchedDestination } from './batched-destination.js';
+import { RepeatSummariser, type RepeatKey } from './repeat-summary.js';
 
 export type AuditStage =
   | 'envelope' | 'topic' | 'payload' | 'authorize' | 'rate_limit' | 'confirm' | 'route'
@@ -24,7 +29,24 @@ export interface AuditEntry {
   duration_ms?: number;
   fields?: string[];
   detail?: string;
+  /** A summary line: how many rejections like the burst's first were not written one by one. */
+  repeats?: number;
+  /** A summary line: a few of those rejections' topics. */
+  samples?: string[];
 }
+
+export interface AuditLogOptions {
+  max_file_mb: number;
+  keep_files: number;
+  keep_days: number;
+  repeat_window_s: number;
+  /** How often an unwritable file is probed (tests shorten it). */
+  retry_ms?: number;
+}
+
+export const AUDIT_DEFAULTS: AuditLogOptions = { max_file_mb: 10, keep_files: 10, keep_days: 30, repeat_window_s: 10 };
+/** Open bursts the summariser keeps (sessions × stages × codes) before folding them together. */
+const MAX_BURSTS = 10_000;
 
 export type AuditInput = Omit<AuditEntry, 'timestamp'>;
 
@@ -44,8 +66,10 @@ const LEVEL: Record<AuditOutcome, 'info' | 'warn' | 'error'> = {
   rejected: 'warn', sanitized: 'warn', dropped: 'warn', error: 'error',
 };
 
-export class AuditLog {
+export class AuditLog extends EventEmitter<AuditFileEvents> {
   private readonly logger: pino.Logger;
+  private readonly file: AuditFile;
+  private readonly repeats: RepeatSummariser;
   private readonly window: AuditEntry[] = [];
   private start = 0;
   private lastMs = -1;
@@ -61,14 +85,54 @@ export class AuditLog {
     file: string,
     private readonly scrub: (text: string) => string,
     private readonly capacity = 50_000,
+    options: AuditLogOptions = AUDIT_DEFAULTS,
   ) {
+    super();
+    this.file = new AuditFile(file, { maxFileMb: options.max_file_mb, keepFiles: options.keep_files, keepDays: options.keep_days, retryMs: options.retry_ms });
+    // The operator hears of an outage on the core's own log (stdout), which needs no disk.
+    const operator = pino({ base: { service: 'audit' } });
+    this.file.on('down', (reason) => {
+      operator.error({ file, reason }, 'audit log cannot be written: tool calls are refused until it can');
+      this.emit('down', reason);
+    });
+    this.file.on('up', (lost) => {
+      operator.info({ file, lost }, 'audit log writable again');
+      this.emit('up', lost);
+    });
+    this.repeats = new RepeatSummariser(options.repeat_window_s * 1000, MAX_BURSTS, (summary) => this.record(summary));
     this.logger = pino(
       { base: null, timestamp: false, formatters: { level: (label) => ({ level: label }) } },
-      new BatchedDestination(pino.destination({ dest: file, mkdir: true, sync: false })),
+      new BatchedDestination(this.file),
     );
   }
 
+  /** False while the file cannot be written: callers refuse anything that would act. */
+  get writable(): boolean {
+    return this.file.ok;
+  }
+
+  health(): AuditFileHealth {
+    return this.file.health();
+  }
+
+  /** Writes one entry. */
   record(input: AuditInput): AuditEntry {
+    const entry = this.stamp(input);
+    this.write(entry);
+    return entry;
+  }
+
+  /**
+   * One rejected request's entries: written whole if it opens a burst of rejections like
+   * it (same session, stage and code), otherwise counted into that burst's summary.
+   */
+  recordRejection(key: RepeatKey, entries: AuditEntry[]): void {
+    if (!this.repeats.admit(key, entries[0]?.topic ?? null)) return;
+    for (const entry of entries) this.write(entry);
+  }
+
+  /** Timestamped and scrubbed, not yet written. */
+  stamp(input: AuditInput): AuditEntry {
     // Every entry gets the same shape (absent fields undefined, which pino omits): at six
     // entries per request, one hidden class instead of a spread's many is measurable.
     const entry: AuditEntry = {
@@ -86,12 +150,17 @@ export class AuditLog {
       duration_ms: input.duration_ms,
       fields: input.fields,
       detail: input.detail === undefined ? undefined : this.scrub(input.detail),
+      repeats: input.repeats,
+      samples: input.samples,
     };
+    return entry;
+  }
+
+  write(entry: AuditEntry): void {
     const level = entry.severity === 'CRITICAL' ? 'fatal' : LEVEL[entry.outcome];
     this.logger[level](entry);
     this.recorded++;
     this.remember(entry);
-    return entry;
   }
 
   /** ISO time, formatted once per millisecond: requests log several entries in one. */
@@ -129,8 +198,15 @@ export class AuditLog {
     return q.last_n === undefined ? out : out.slice(-q.last_n);
   }
 
-  /** Best effort: pino's async destination may still be writing when this returns. */
+  /** Resolves once what was recorded so far is on disk, failed, or after a bounded wait. */
   flush(): Promise<void> {
     return new Promise((resolve) => this.logger.flush(() => resolve()));
+  }
+
+  /** At shutdown: open bursts' summaries are written, then the file is closed (bounded). */
+  async close(): Promise<void> {
+    this.repeats.sweep(true);
+    await this.flush();
+    await this.file.close();
   }
 }

@@ -1,27 +1,25 @@
 // pino's file destination (sonic-boom) measures the byte length of its whole pending
 // buffer on every write: at six entries per request that cost more than serializing
 // them. Lines written during one turn of the event loop go to the file as one write.
-import { writeSync } from 'node:fs';
-import pino from 'pino';
-
-type FileDestination = ReturnType<typeof pino.destination>;
+import { appendFileSync } from 'node:fs';
+import type { AuditFile } from './audit-file.js';
 
 export class BatchedDestination {
   private lines: string[] = [];
   private scheduled = false;
 
-  constructor(private readonly file: FileDestination) {
-    // At exit only synchronous writes land: what sonic-boom still holds, then the lines
-    // gathered since the last drain, straight to its file descriptor.
+  constructor(private readonly file: AuditFile) {
+    // At exit only a synchronous write lands: the lines gathered since the last drain get
+    // one attempt, never a retry loop (a full disk must not keep a dying process alive).
     process.once('exit', () => {
-      try {
-        this.file.flushSync();
-        const fd = (this.file as unknown as { fd?: unknown }).fd;
-        if (this.lines.length > 0 && typeof fd === 'number' && fd >= 0) writeSync(fd, this.lines.join(''));
-      } catch {
-        // not open yet, or already closed: nothing more can be done at exit
-      }
+      const lines = this.lines;
       this.lines = [];
+      if (lines.length === 0 || !file.ok) return;
+      try {
+        appendFileSync(file.path, lines.join(''));
+      } catch {
+        // nothing more can be done at exit
+      }
     });
   }
 
@@ -36,14 +34,14 @@ export class BatchedDestination {
   /** Called by pino's logger.flush(). */
   flush(done: (err?: Error) => void): void {
     this.drain();
-    this.file.flush(done);
+    void this.file.flush().then(() => done());
   }
 
   private readonly drain = (): void => {
     this.scheduled = false;
     if (this.lines.length === 0) return;
-    const text = this.lines.join('');
+    const lines = this.lines;
     this.lines = [];
-    this.file.write(text);
+    this.file.write(lines.join(''), lines.length);
   };
 }

@@ -21,6 +21,7 @@ export function formatEntry(line: string, colors = false): string {
     color(OUTCOME_COLOR[outcome] ?? 0, outcome.padEnd(9)),
     e.code ? String(e.code) : '',
     e.reason ? String(e.reason) : '',
+    Array.isArray(e.samples) && e.samples.length > 0 ? color(90, `(e.g. ${e.samples.map(String).join(', ')})`) : '',
     e.correlation ? color(90, `[${String(e.correlation).slice(0, 8)}]`) : '',
     e.duration_ms !== undefined ? color(90, `${String(e.duration_ms)}ms`) : '',
   ];

@@ -8,7 +8,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmod, rm } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
-import type { AuditLog } from '../audit/audit-log.js';
+import type { AuditInput, AuditLog } from '../audit/audit-log.js';
 import { parseConfig, type LlmSettings } from '../config.js';
 import { Budgets, type GroupUsage } from './budgets.js';
 import { checkBody, checkTarget, forwardedHeaders, isRefusal, type ApiErrorType, type Refusal } from './request-policy.js';
@@ -143,7 +143,7 @@ export class LlmProxy {
   }
 
   private audit(state: SessionState, req: IncomingMessage, outcome: 'ok' | 'rejected' | 'error', reason: string, code?: string): void {
-    this.options.audit.record({
+    const input: AuditInput = {
       group: state.group,
       session: state.session,
       source: 'llm-proxy',
@@ -153,7 +153,10 @@ export class LlmProxy {
       outcome,
       reason,
       ...(code ? { code } : {}),
-    });
+    };
+    // A refusal is cheap to repeat: a flood of them is summarised (per session and code).
+    if (outcome === 'rejected') this.options.audit.recordRejection({ group: state.group, session: state.session, stage: 'llm', code: code ?? 'LLM_REQUEST_REFUSED' }, [this.options.audit.stamp(input)]);
+    else this.options.audit.record(input);
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse, state: SessionState): Promise<void> {
@@ -165,6 +168,8 @@ export class LlmProxy {
       sendError(res, refusal, headers);
     };
     if (!this.authorized(req, state.token)) return refuse({ status: 401, type: 'authentication_error', message: 'invalid session token' });
+    // No unaudited model use: while the audit log cannot be written, nothing is forwarded.
+    if (!this.options.audit.writable) return refuse({ status: 503, type: 'api_error', message: 'the audit log cannot be written right now; try again later' }, 'AUDIT_UNAVAILABLE', { 'retry-after': '5' });
     // Every request counts against the budgets, refused ones too: a flood of bad requests
     // is cut off by the rate limit before any more work is done for it.
     const admission = this.budgets.admit(state.group);

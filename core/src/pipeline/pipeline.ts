@@ -14,6 +14,7 @@ import { confirm } from './confirm.js';
 import { constructEnvelope } from './construct-envelope.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { RecentRequests } from './recent-requests.js';
+import { RequestTrail, type AuditRecorder } from './request-trail.js';
 import { route, type RouteDeps } from './route.js';
 import { validatePayload } from './validate-payload.js';
 import { validateTopic } from './validate-topic.js';
@@ -33,11 +34,14 @@ export interface PipelineDeps {
 export async function runPipeline(frames: Buffer[], session: Session, deps: PipelineDeps): Promise<Buffer> {
   const startedAt = performance.now();
   const ctx: ResponseContext = { group: session.group, session: session.id, topic: '', correlation: null, startedAt };
-  const answer = await decide(frames, session, deps, ctx).catch((err: unknown): Answer => {
-    note(deps.audit, ctx, 'core', 'error', { reason: 'pipeline failure', detail: String((err as Error)?.stack ?? err) });
+  const trail = new RequestTrail(deps.audit, session.group, session.id);
+  const answer = await decide(frames, session, deps, ctx, trail).catch((err: unknown): Answer => {
+    trail.proceed();
+    note(trail, ctx, 'core', 'error', { reason: 'pipeline failure', detail: String((err as Error)?.stack ?? err) });
     return { source: 'core', error: pipelineError('PLUGIN_ERROR', PLUGIN_ERROR_MESSAGE, false) };
   });
-  const reply = buildResponse(ctx, answer, deps.sanitize, deps.audit);
+  const reply = buildResponse(ctx, answer, deps.sanitize, trail);
+  trail.finish();
   if (ctx.correlation !== null) deps.recent.weigh(recentKey(ctx.session, ctx.correlation), reply.length);
   return reply;
 }
@@ -47,7 +51,7 @@ function recentKey(session: string, correlation: string): string {
 }
 
 /** Audits one stage decision for the request in `ctx`; the source is its session unless `more` names another. */
-function note(audit: AuditLog, ctx: ResponseContext, stage: AuditInput['stage'], outcome: AuditInput['outcome'], more?: Partial<Pick<AuditInput, 'source' | 'reason' | 'code' | 'detail'>>): void {
+function note(audit: AuditRecorder, ctx: ResponseContext, stage: AuditInput['stage'], outcome: AuditInput['outcome'], more?: Partial<Pick<AuditInput, 'source' | 'reason' | 'code' | 'detail'>>): void {
   audit.record({
     group: ctx.group,
     session: ctx.session,
@@ -63,17 +67,17 @@ function note(audit: AuditLog, ctx: ResponseContext, stage: AuditInput['stage'],
 }
 
 /** Audits a refusal at `stage` and returns it as the answer. */
-function reject(audit: AuditLog, ctx: ResponseContext, stage: AuditInput['stage'], error: ErrorPayload): Answer {
+function reject(audit: RequestTrail, ctx: ResponseContext, stage: AuditInput['stage'], error: ErrorPayload): Answer {
   note(audit, ctx, stage, 'rejected', { reason: `STAGE ${error.stage ?? 6}: ${error.message}`, code: error.code });
+  audit.endsAt(stage, error.code);
   return { source: 'core', error };
 }
 
-function pass(audit: AuditLog, ctx: ResponseContext, stage: AuditInput['stage']): void {
+function pass(audit: AuditRecorder, ctx: ResponseContext, stage: AuditInput['stage']): void {
   note(audit, ctx, stage, 'passed');
 }
 
-async function decide(frames: Buffer[], session: Session, deps: PipelineDeps, ctx: ResponseContext): Promise<Answer> {
-  const { audit } = deps;
+async function decide(frames: Buffer[], session: Session, deps: PipelineDeps, ctx: ResponseContext, audit: RequestTrail): Promise<Answer> {
 
   // Stage 1: construct the envelope from session state.
   const body = frames.filter((f) => f.length > 0);
@@ -93,17 +97,18 @@ async function decide(frames: Buffer[], session: Session, deps: PipelineDeps, ct
   const earlier = deps.recent.get(key, now);
   if (earlier) {
     note(audit, ctx, 'envelope', 'passed', { reason: 'repeat of an earlier request (resent after a reconnect): answered once' });
+    // The first answer is audited in full; a flood of repeats of it is summarised.
+    audit.endsAt('envelope', 'REPEAT');
     return earlier;
   }
   const envelope = constructEnvelope(wire.message, session);
   pass(audit, ctx, 'envelope');
-  const answer = validateAndRoute(envelope, session, deps, ctx);
+  const answer = validateAndRoute(envelope, session, deps, ctx, audit);
   deps.recent.set(key, answer, now);
   return answer;
 }
 
-async function validateAndRoute(envelope: RequestEnvelope, session: Session, deps: PipelineDeps, ctx: ResponseContext): Promise<Answer> {
-  const { audit } = deps;
+async function validateAndRoute(envelope: RequestEnvelope, session: Session, deps: PipelineDeps, ctx: ResponseContext, audit: RequestTrail): Promise<Answer> {
 
   // Stage 2: the topic names a known tool.
   const topic = validateTopic(envelope.topic, deps.catalog);
@@ -126,6 +131,9 @@ async function validateAndRoute(envelope: RequestEnvelope, session: Session, dep
     return reject(audit, ctx, 'rate_limit', pipelineError('RATE_LIMITED', message, true, { stage: 4, retry_after: rate.retryAfter }));
   }
   pass(audit, ctx, 'authorize');
+  audit.proceed();
+  const unaudited = auditUnavailable(tool.owner, deps.audit);
+  if (unaudited) return reject(audit, ctx, 'route', unaudited);
 
   // Stage 5: high-risk tools wait for a person.
   const denied = await confirm(tool, envelope, session, deps.confirmations, (id) =>
@@ -135,6 +143,8 @@ async function validateAndRoute(envelope: RequestEnvelope, session: Session, dep
   if (tool.risk_level === 'high') pass(audit, ctx, 'confirm');
 
   // Stage 6: route to the owner.
+  const unauditedNow = auditUnavailable(tool.owner, deps.audit);
+  if (unauditedNow) return reject(audit, ctx, 'route', unauditedNow);
   note(audit, ctx, 'route', 'routed', { reason: `to ${tool.owner}` });
   const routed = await route(tool, envelope, session, deps.route);
   if ('error' in routed) {
@@ -147,4 +157,13 @@ async function validateAndRoute(envelope: RequestEnvelope, session: Session, dep
     return { source: routed.source, error: routed.error };
   }
   return routed;
+}
+
+/**
+ * No unaudited action: while the audit file cannot be written, a call that would reach a
+ * plugin's handler is refused (retriable). The core's own read-only intrinsics still answer.
+ */
+function auditUnavailable(owner: string, log: AuditLog): ErrorPayload | null {
+  if (owner === 'core' || log.writable) return null;
+  return pipelineError('AUDIT_UNAVAILABLE', 'The audit log cannot be written right now; nothing was done. Try again later.', true, { stage: 6, retry_after: 5 });
 }

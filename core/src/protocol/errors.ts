@@ -13,6 +13,8 @@ export const PIPELINE_CODES = [
   'PLUGIN_ERROR',
   // The plugin host went away while a handler had the request: it may have acted.
   'RESULT_UNKNOWN',
+  // The audit log cannot be written: nothing that would act is done (retriable).
+  'AUDIT_UNAVAILABLE',
 ] as const;
 
 export type PipelineCode = (typeof PIPELINE_CODES)[number];

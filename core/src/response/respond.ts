@@ -1,5 +1,5 @@
 // The response path: sanitize, log, forward. Every answer takes it, errors included.
-import type { AuditLog } from '../audit/audit-log.js';
+import type { AuditInput } from '../audit/audit-log.js';
 import type { ErrorPayload } from '../protocol/errors.js';
 import { newId, now, PROTOCOL_VERSION, type ResponseEnvelope } from '../protocol/envelope.js';
 import type { Sanitizer } from './sanitize.js';
@@ -14,7 +14,7 @@ export interface ResponseContext {
 
 export type Answer = { source: string; result: unknown } | { source: string; error: ErrorPayload };
 
-export function buildResponse(ctx: ResponseContext, answer: Answer, sanitize: Sanitizer, audit: AuditLog): Buffer {
+export function buildResponse(ctx: ResponseContext, answer: Answer, sanitize: Sanitizer, audit: { record(input: AuditInput): unknown }): Buffer {
   const payload = 'error' in answer ? { result: null, error: answer.error } : { result: answer.result, error: null };
   const { value, redactedPaths } = sanitize(payload);
   const { group, session, topic, correlation } = ctx;

@@ -161,6 +161,18 @@ describe('LLM proxy', () => {
     expect(standIn.requests.length).toBe(before);
     expect(audit.query({ session: 'agent-1' }).at(-1)).toMatchObject({ stage: 'llm', outcome: 'rejected', code: 'LLM_REQUEST_REFUSED' });
   });
+
+  it('summarises a flood of refusals: the first written whole, the rest counted', async () => {
+    const flooder = await proxy.open('agent-flood', 'family', join(dir, 'flood.sock'));
+    try {
+      for (let i = 0; i < 200; i++) expect((await post(`/v1/messages?i=${i}`, {}, { 'x-api-key': `guess-${i}` }, flooder.socketPath)).status).toBe(401);
+      const refusals = audit.query({ session: 'agent-flood' }).filter((e) => e.outcome === 'rejected');
+      expect(refusals).toHaveLength(1);
+      expect(refusals[0]).toMatchObject({ stage: 'llm', code: 'LLM_REQUEST_REFUSED', reason: 'invalid session token' });
+    } finally {
+      await proxy.close('agent-flood');
+    }
+  });
 });
 
 describe('LLM proxy: a check before the first answer', () => {

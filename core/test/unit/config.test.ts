@@ -24,6 +24,7 @@ const DEFAULTS = {
     group_budgets: {},
     max_concurrent_requests: 4,
   },
+  audit: { max_file_mb: 10, keep_files: 10, keep_days: 30, repeat_window_s: 10 },
 };
 
 describe('parseConfig', () => {
