@@ -159,7 +159,8 @@ describe('LLM proxy', () => {
     expect((await post('/v1/messages', { model: MODEL, max_tokens: 128_001, messages: [] }, { 'x-api-key': session.token })).status).toBe(400);
     expect((await call(session.socketPath, 'POST', '/v1/messages', 'model=claude-haiku-4-5', { 'x-api-key': session.token })).status).toBe(400);
     expect(standIn.requests.length).toBe(before);
-    expect(audit.query({ session: 'agent-1' }).at(-1)).toMatchObject({ stage: 'llm', outcome: 'rejected', code: 'LLM_REQUEST_REFUSED' });
+    // Audited (the first of a run of refusals whole; the rest summarised when the window ends).
+    expect(audit.query({ session: 'agent-1' }).filter((e) => e.stage === 'llm' && e.outcome === 'rejected' && e.code === 'LLM_REQUEST_REFUSED').length).toBeGreaterThan(0);
   });
 
   it('summarises a flood of refusals: the first written whole, the rest counted', async () => {
@@ -275,7 +276,7 @@ describe('LLM proxy: budgets per group', () => {
       expect((await ask('work')).status).toBe(200);
       expect(p.usage().find((u) => u.group === 'family')).toMatchObject({ input_tokens: 36, output_tokens: 21, tokens: 57, tokens_per_day: 40 });
       const entries = audit.query({ group: 'family' }).filter((e) => e.code === 'LLM_BUDGET_EXHAUSTED');
-      expect(entries.length).toBe(4);
+      expect(entries.length).toBe(1); // the three refusals after it are summarised
       expect(entries[0]).toMatchObject({ stage: 'llm', outcome: 'rejected', reason: 'tokens_per_day exhausted; the user was told' });
     });
   });
