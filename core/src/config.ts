@@ -28,6 +28,27 @@ export interface CoreConfig {
   shutdown_timeout_ms: number;
   plugins: Record<string, JsonObject>;
   agents: AgentSettings;
+  sessions: SessionLimits;
+}
+
+/**
+ * What one agent session may cost the core, whatever it sends (see boundary/session-guard.ts).
+ * A legitimate agent runs ipc one or a few calls at a time and never comes near these.
+ */
+export interface SessionLimits {
+  /** Requests of any kind, valid or not, refilled continuously; beyond it RATE_LIMITED. */
+  requests_per_minute: number;
+  burst: number;
+  /** Refusals (rate or in-flight) a session may collect per minute before it is quarantined. */
+  refusals_per_minute: number;
+  /** Requests being processed at once; more are refused (and count as refusals). */
+  max_in_flight: number;
+  /** Simultaneous connections to the session socket; one more quarantines. */
+  max_connections: number;
+  /** Replies libzmq holds per connection for a peer that is not reading (ZMQ_SNDHWM). */
+  reply_high_water_mark: number;
+  /** A reply that cannot be queued for this long means the peer does not read: quarantine. */
+  reply_timeout_ms: number;
 }
 
 export interface AgentSettings {
@@ -96,6 +117,20 @@ export const configSchema = {
         memory_mb: { type: 'integer', minimum: 128, default: 1024 },
         cpus: { type: 'number', exclusiveMinimum: 0, default: 1 },
         pids: { type: 'integer', minimum: 16, default: 256 },
+      },
+    },
+    sessions: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        requests_per_minute: { type: 'number', exclusiveMinimum: 0, default: 600 },
+        burst: { type: 'integer', minimum: 1, default: 120 },
+        refusals_per_minute: { type: 'integer', minimum: 1, default: 300 },
+        max_in_flight: { type: 'integer', minimum: 1, maximum: 1024, default: 32 },
+        max_connections: { type: 'integer', minimum: 1, maximum: 1024, default: 16 },
+        reply_high_water_mark: { type: 'integer', minimum: 1, maximum: 1000, default: 4 },
+        reply_timeout_ms: { type: 'integer', minimum: 100, default: 10_000 },
       },
     },
   },
