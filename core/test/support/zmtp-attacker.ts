@@ -11,7 +11,8 @@
 //   connections  opens up to ATTACK_COUNT connections (each completes the handshake)
 //                and holds them
 // Runs until the core closes every connection or ATTACK_DURATION_MS passes; prints one
-// JSON line: {mode, sent, replies, codes, opened, closed, ms}.
+// JSON line: {mode, sent, replies, codes, opened, closed, ms}, also written to ATTACK_OUT
+// (if set) on the first RATE_LIMITED and when the core hangs up.
 import { spawn } from 'node:child_process';
 
 export type AttackMode = 'flood' | 'unread' | 'connections';
@@ -63,10 +64,17 @@ function request(i) {
     : JSON.stringify({ topic: 'tool.invoke.no_such_tool', correlation: 'f' + i, arguments: {} });
   return frame(0, Buffer.from(body));
 }
+// In a container that may be stopped under it: what it saw so far, written as it happens.
+function record() {
+  out.ms = Date.now() - t0;
+  const fs = require('node:fs');
+  // Written aside and renamed: a container stopped mid-write leaves the last whole record.
+  if (env.ATTACK_OUT) try { fs.writeFileSync(env.ATTACK_OUT + '.tmp', JSON.stringify(out)); fs.renameSync(env.ATTACK_OUT + '.tmp', env.ATTACK_OUT); } catch {}
+}
 function finish() {
   if (finished) return;
   finished = true;
-  out.ms = Date.now() - t0;
+  record();
   for (const s of sockets) s.destroy();
   process.stdout.write(JSON.stringify(out) + '\n', () => process.exit(0));
 }
@@ -105,6 +113,7 @@ function connect(onReady, onMessage) {
     if (finished) return;
     out.closed++;
     if (up) live--;
+    if (mode !== 'connections') record();
     // Done once the core has closed everything we held (or refuses us outright).
     if (live === 0 && (mode !== 'connections' || out.opened > 0 || !require('node:fs').existsSync(path))) setTimeout(finish, 50);
   });
@@ -124,7 +133,7 @@ if (mode === 'flood') {
     pump();
   }, (body) => {
     out.replies++;
-    try { const r = JSON.parse(body.toString()); const code = r.payload && r.payload.error ? r.payload.error.code : 'ok'; out.codes[code] = (out.codes[code] || 0) + 1; } catch { out.codes.unparsed = (out.codes.unparsed || 0) + 1; }
+    try { const r = JSON.parse(body.toString()); const code = r.payload && r.payload.error ? r.payload.error.code : 'ok'; out.codes[code] = (out.codes[code] || 0) + 1; if (code === 'RATE_LIMITED' && out.codes[code] === 1) record(); } catch { out.codes.unparsed = (out.codes.unparsed || 0) + 1; }
   });
 } else if (mode === 'unread') {
   let i = 0;
