@@ -142,6 +142,8 @@ describe('attacks on the session socket from inside an agent container', () => {
   }, 120_000);
 
   it("the group's next message starts a fresh agent on a fresh session", async () => {
+    // One quarantined session per attack above, and none of them is the one now live.
+    expect(new Set(quarantines.map((q) => q.session)).size).toBe(3);
     const r = await manager.enqueue('family', 'hello again');
     expect(r.ok).toBe(true);
     const live = manager.live('family')!;
