@@ -28,7 +28,7 @@ const RAW_CONFIG = {
   shutdown_timeout_ms: 5_000,
   ...(process.env.BENCH_SESSION_DEFAULTS === '1'
     ? {}
-    : { sessions: { requests_per_minute: 100_000_000, burst: 1_000_000, refusals_per_minute: 1_000_000, max_in_flight: 1024, max_connections: 1024, reply_high_water_mark: 1000 } }),
+    : { sessions: { requests_per_minute: 100_000_000, burst: 1_000_000, bytes_per_minute: 1e12, burst_bytes: 1e11, refusals_per_minute: 1_000_000, max_in_flight: 1024, max_connections: 1024, reply_high_water_mark: 1000 } }),
 };
 
 const log = (msg: string): void => void process.stderr.write(`[core-process] ${msg}\n`);

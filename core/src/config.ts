@@ -39,7 +39,13 @@ export interface SessionLimits {
   /** Requests of any kind, valid or not, refilled continuously; beyond it RATE_LIMITED. */
   requests_per_minute: number;
   burst: number;
-  /** Refusals (rate or in-flight) a session may collect per minute before it is quarantined. */
+  /** Request bytes, counted the same way: a 1 MB request costs the core far more than a small one. */
+  bytes_per_minute: number;
+  burst_bytes: number;
+  /**
+   * Refusals (rate or in-flight) a session may collect per minute before it is quarantined;
+   * a refused frame counts once per 64 KiB it holds.
+   */
   refusals_per_minute: number;
   /** Requests being processed at once; more are refused (and count as refusals). */
   max_in_flight: number;
@@ -124,9 +130,12 @@ export const configSchema = {
       additionalProperties: false,
       default: {},
       properties: {
-        requests_per_minute: { type: 'number', exclusiveMinimum: 0, default: 600 },
-        burst: { type: 'integer', minimum: 1, default: 120 },
-        refusals_per_minute: { type: 'integer', minimum: 1, default: 300 },
+        requests_per_minute: { type: 'number', exclusiveMinimum: 0, default: 1200 },
+        burst: { type: 'integer', minimum: 1, default: 200 },
+        // At least one request of the largest size (1 MB) must fit in a burst.
+        bytes_per_minute: { type: 'integer', minimum: 1_048_576, default: 16 * 1024 * 1024 },
+        burst_bytes: { type: 'integer', minimum: 1_114_112, default: 2 * 1024 * 1024 },
+        refusals_per_minute: { type: 'integer', minimum: 1, default: 600 },
         max_in_flight: { type: 'integer', minimum: 1, maximum: 1024, default: 32 },
         max_connections: { type: 'integer', minimum: 1, maximum: 1024, default: 16 },
         reply_high_water_mark: { type: 'integer', minimum: 1, maximum: 1000, default: 4 },

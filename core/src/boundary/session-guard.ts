@@ -1,9 +1,13 @@
 // What one session may cost the core. Every frame that arrives on a session socket, valid
-// or not, is admitted here before any parsing: a token bucket of requests, a bound on
-// requests in flight, a count of connections, and a second bucket of refusals. A session
-// that keeps being refused, holds too many connections or does not read its replies has
-// shown it is not a legitimate agent: the guard trips once and the core quarantines it.
+// or not, is admitted here before any parsing: token buckets of requests and of request
+// bytes, a bound on requests in flight, a count of connections, and a bucket of refusals.
+// A session that keeps being refused, holds too many connections or does not read its
+// replies has shown it is not a legitimate agent: the guard trips once and the core
+// quarantines it.
 import type { SessionLimits } from '../config.js';
+
+/** Refused bytes are counted as refusals, one per this many bytes started. */
+const REFUSAL_UNIT_BYTES = 64 * 1024;
 
 export type AbuseKind = 'request_flood' | 'connection_flood' | 'unread_replies';
 
@@ -28,22 +32,23 @@ class Bucket {
     this.updated = now;
   }
 
-  take(now: number): boolean {
+  take(now: number, n = 1): boolean {
     this.tokens = Math.min(this.capacity, this.tokens + (now - this.updated) * this.perMs);
     this.updated = now;
-    if (this.tokens < 1) return false;
-    this.tokens -= 1;
+    if (this.tokens < n) return false;
+    this.tokens -= n;
     return true;
   }
 
-  /** Seconds until one token exists again. */
-  wait(): number {
-    return Math.max(1, Math.ceil((1 - this.tokens) / this.perMs / 1000));
+  /** Seconds until `n` tokens exist again. */
+  wait(n = 1): number {
+    return Math.max(1, Math.ceil((n - this.tokens) / this.perMs / 1000));
   }
 }
 
 export class SessionGuard {
   private readonly requests: Bucket;
+  private readonly bytes: Bucket;
   private readonly refusals: Bucket;
   private inFlight = 0;
   private connections = 0;
@@ -57,6 +62,7 @@ export class SessionGuard {
   ) {
     const t = now();
     this.requests = new Bucket(limits.burst, limits.requests_per_minute / 60_000, t);
+    this.bytes = new Bucket(limits.burst_bytes, limits.bytes_per_minute / 60_000, t);
     this.refusals = new Bucket(limits.refusals_per_minute, limits.refusals_per_minute / 60_000, t);
   }
 
@@ -73,17 +79,21 @@ export class SessionGuard {
    * One frame arrived. Admitted frames are in flight until `settled`; a refusal is
    * answered (cheaply) but is also a strike, and enough strikes quarantine.
    */
-  admit(): Admission {
+  admit(frameBytes: number): Admission {
     const t = this.now();
+    // Counted whatever the frame holds: libzmq already bounds its size (see session-socket.ts).
+    const size = Math.min(frameBytes, this.limits.burst_bytes);
     let refusal: Admission | null = null;
     if (!this.requests.take(t)) refusal = { ok: false, retryAfter: this.requests.wait(), why: 'rate' };
+    else if (!this.bytes.take(t, size)) refusal = { ok: false, retryAfter: this.bytes.wait(size), why: 'rate' };
     else if (this.inFlight >= this.limits.max_in_flight) refusal = { ok: false, retryAfter: 1, why: 'in_flight' };
     if (refusal === null) {
       this.inFlight++;
       return { ok: true };
     }
-    if (!this.refusals.take(t)) {
-      this.trip('request_flood', `more than ${this.limits.refusals_per_minute} refused requests in a minute (limit ${this.limits.requests_per_minute}/min, burst ${this.limits.burst}, ${this.limits.max_in_flight} in flight)`);
+    // A big refused frame has cost the core more than a small one: one strike per 64 KiB started.
+    if (!this.refusals.take(t, Math.min(Math.ceil(Math.max(1, frameBytes) / REFUSAL_UNIT_BYTES), this.limits.refusals_per_minute))) {
+      this.trip('request_flood', `more than ${this.limits.refusals_per_minute} refused requests in a minute (limits: ${this.limits.requests_per_minute}/min, burst ${this.limits.burst}; ${this.limits.bytes_per_minute} bytes/min, burst ${this.limits.burst_bytes}; ${this.limits.max_in_flight} in flight)`);
     }
     return refusal;
   }

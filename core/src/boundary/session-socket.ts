@@ -63,7 +63,9 @@ export class SessionSocket {
     try {
       for await (const [identity, ...frames] of this.router) {
         if (this.guard.tripped) continue; // being closed: nothing more is processed
-        const admission = this.guard.admit();
+        let bytes = 0;
+        for (const f of frames) bytes += f.length;
+        const admission = this.guard.admit(bytes);
         if (!admission.ok) {
           if (!this.guard.tripped) void this.send([identity, refuse(frames, admission)]);
           continue;

@@ -8,7 +8,7 @@ import type { Session } from '../../src/boundary/session-table.js';
 import { Stack, until } from '../harness.js';
 import { attackLocally } from '../support/zmtp-attacker.js';
 
-const LIMITS = { requests_per_minute: 60, burst: 20, refusals_per_minute: 30, max_in_flight: 4, max_connections: 8, reply_high_water_mark: 2, reply_timeout_ms: 1000 };
+const LIMITS = { requests_per_minute: 60, burst: 20, bytes_per_minute: 64 << 20, burst_bytes: 16 << 20, refusals_per_minute: 30, max_in_flight: 4, max_connections: 8, reply_high_water_mark: 2, reply_timeout_ms: 1000 };
 
 let stack: Stack;
 let quarantined: { session: string; group: string; abuse: Abuse }[] = [];
