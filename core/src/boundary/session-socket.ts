@@ -1,7 +1,11 @@
 // One ZeroMQ ROUTER per agent session, each on its own unix socket in its own directory,
-// so a container given that directory can reach nothing else. Each has its own ZeroMQ
-// context (its own I/O thread), so a session flooding its socket with connections or
-// frames keeps only its own thread busy, not every other session's.
+// so a container given that directory can reach nothing else. All session sockets share
+// one ZeroMQ context of their own (one I/O thread), apart from the default context that
+// carries the plugin-host link and the event bus: a session flooding its socket cannot
+// slow the core's own traffic. (A context per session isolated sessions from each other
+// a little better under a connection flood, but zeromq.js frees a context's threads only
+// when it is garbage-collected, and in practice they accumulated: two threads per session
+// ever opened. The guard's connection bound is what keeps a flood short.)
 import { chmod, mkdir, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import * as zmq from 'zeromq';
@@ -14,6 +18,8 @@ export type FrameHandler = (frames: Buffer[], reply: Reply) => void;
 /** The answer to a frame the guard refused: must stay cheap, it is not budgeted. */
 export type Refusal = (frames: Buffer[], admission: Extract<Admission, { ok: false }>) => Buffer;
 
+const SESSION_CONTEXT = new zmq.Context({ ioThreads: 1 });
+
 /** Frames libzmq holds per connection while the core has not read them. */
 const RECEIVE_HIGH_WATER_MARK = 4;
 
@@ -21,6 +27,7 @@ export class SessionSocket {
   private readonly router: zmq.Router;
   private readonly queue: SendQueue;
   private loop: Promise<void> = Promise.resolve();
+  private watching: Promise<void> = Promise.resolve();
 
   constructor(
     readonly socketPath: string,
@@ -28,7 +35,7 @@ export class SessionSocket {
   ) {
     const { reply_high_water_mark, reply_timeout_ms } = guard.limits;
     this.router = new zmq.Router({
-      context: new zmq.Context({ ioThreads: 1 }),
+      context: SESSION_CONTEXT,
       linger: 0,
       mandatory: true,
       heartbeatInterval: 5000,
@@ -51,12 +58,27 @@ export class SessionSocket {
     await mkdir(dir, { recursive: true, mode: 0o755 });
     await chmod(dir, 0o755);
     // Counted from the first accept: the observer must exist before the socket listens.
-    this.router.events.on('accept', () => this.guard.connected());
-    this.router.events.on('disconnect', () => this.guard.disconnected());
+    this.watching = this.watch(this.router.events);
     await this.router.bind(`ipc://${this.socketPath}`);
     // The agent runs as a different, unprivileged user: it must be able to connect.
     await chmod(this.socketPath, 0o666);
     this.loop = this.receive(onFrames, refuse);
+  }
+
+  /**
+   * Connections in and out, for the guard's count. A receive loop rather than the
+   * observer's event-emitter mode, which requires 'events' lazily, once per process.
+   */
+  private async watch(events: zmq.Observer): Promise<void> {
+    try {
+      while (!events.closed) {
+        const event = await events.receive();
+        if (event.type === 'accept') this.guard.connected();
+        else if (event.type === 'disconnect') this.guard.disconnected();
+      }
+    } catch {
+      // The observer closes with the socket.
+    }
   }
 
   private async receive(onFrames: FrameHandler, refuse: Refusal): Promise<void> {
@@ -97,6 +119,7 @@ export class SessionSocket {
   async close(): Promise<void> {
     this.router.close(); // its event observer goes with it
     await this.loop.catch(() => undefined);
+    await this.watching;
     await rm(dirname(this.socketPath), { recursive: true, force: true });
   }
 }

@@ -45,7 +45,9 @@ describe('request budget', () => {
     const session = await stack.openSession('family');
     const attack = await attackLocally(session.socketPath, 'flood', { ATTACK_DURATION_MS: 5000 });
     // The first `burst` got through to stage 2 (unknown tool); then refusals; then the door shut.
-    expect(attack.codes.UNKNOWN_TOOL).toBe(LIMITS.burst);
+    // (Replies still queued when the socket closes are dropped: at most the burst arrives.)
+    expect(attack.codes.UNKNOWN_TOOL).toBeGreaterThan(0);
+    expect(attack.codes.UNKNOWN_TOOL).toBeLessThanOrEqual(LIMITS.burst);
     expect(attack.codes.RATE_LIMITED).toBeGreaterThan(0);
     expect(attack.closed).toBe(1);
     // Bounded: a flood costs the core at most the burst plus the refusals before quarantine.
