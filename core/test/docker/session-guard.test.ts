@@ -12,7 +12,7 @@ import type { Abuse, AbuseKind } from '../../src/boundary/session-guard.js';
 import type { JsonObject } from '../../src/protocol/envelope.js';
 import { sleep, Stack } from '../harness.js';
 import { newAgentManager, sh } from '../support/agents.js';
-import { AnthropicStandIn } from '../support/anthropic-standin.js';
+import { AnthropicStandIn, toolResults, type Policy } from '../support/anthropic-standin.js';
 import { ATTACKER_SOURCE, type AttackMode, type AttackResult } from '../support/zmtp-attacker.js';
 
 let stack: Stack;
@@ -25,7 +25,7 @@ const told: { topic: string; group: string | null; payload: JsonObject }[] = [];
 
 beforeAll(async () => {
   // Defaults throughout, but a peer that does not read is caught after 2 s rather than 10.
-  stack = await Stack.start({ plugins: ['echo'], config: { groups: { family: {}, other: {} }, sessions: { reply_timeout_ms: 2000 } } });
+  stack = await Stack.start({ plugins: ['echo', 'guarded'], config: { groups: { family: {}, other: {} }, sessions: { reply_timeout_ms: 2000 } } });
   const publish = stack.core.publish.bind(stack.core);
   stack.core.publish = (topic, group, payload, source, except) => {
     if (topic === 'user.notify' || topic === 'agent.error') told.push({ topic, group, payload });
@@ -141,9 +141,30 @@ describe('attacks on the session socket from inside an agent container', () => {
     await expectQuarantined(session, container, 'connection_flood');
   }, 120_000);
 
+  it('quarantined in the middle of a turn: the turn ends, and the user still gets one message, no apology', async () => {
+    // The model has the agent wait on a high-risk call (a person must confirm it) while the attack runs.
+    const quiet = standIn.policy;
+    const waiting: Policy = (request) =>
+      toolResults(request).length === 0
+        ? [{ type: 'tool_use', name: 'Bash', input: { command: `ipc tool.invoke.delete_everything '{"target":"all"}'`, description: 'Delete' } }]
+        : [{ type: 'text', text: 'done' }];
+    standIn.policy = waiting;
+    try {
+      const turn = manager.enqueue('family', 'delete everything');
+      await stack.pendingConfirmation('family', (p) => p.tool === 'delete_everything');
+      const { kind, session, container } = await attackFromInside('flood', {});
+      // A flooder busy writing reads its replies slowly: either bound may catch it first.
+      expect(['request_flood', 'unread_replies']).toContain(kind);
+      expect((await turn).ok).toBe(false);
+      await expectQuarantined(session, container, kind);
+    } finally {
+      standIn.policy = quiet;
+    }
+  }, 120_000);
+
   it("the group's next message starts a fresh agent on a fresh session", async () => {
     // One quarantined session per attack above, and none of them is the one now live.
-    expect(new Set(quarantines.map((q) => q.session)).size).toBe(3);
+    expect(new Set(quarantines.map((q) => q.session)).size).toBe(4);
     const r = await manager.enqueue('family', 'hello again');
     expect(r.ok).toBe(true);
     const live = manager.live('family')!;
