@@ -137,7 +137,7 @@ export const configSchema = {
         burst_bytes: { type: 'integer', minimum: 1_114_112, default: 2 * 1024 * 1024 },
         refusals_per_minute: { type: 'integer', minimum: 1, default: 600 },
         max_in_flight: { type: 'integer', minimum: 1, maximum: 1024, default: 32 },
-        max_connections: { type: 'integer', minimum: 1, maximum: 1024, default: 16 },
+        max_connections: { type: 'integer', minimum: 1, maximum: 1024, default: 64 },
         reply_high_water_mark: { type: 'integer', minimum: 1, maximum: 1000, default: 4 },
         reply_timeout_ms: { type: 'integer', minimum: 100, default: 10_000 },
       },

@@ -17,7 +17,7 @@ const DEFAULTS = {
   shutdown_timeout_ms: 10_000,
   plugins: {},
   agents: { image: 'carapace-agent:latest', mode: 'legacy', idle_timeout_ms: 900_000, run_timeout_ms: 600_000, memory_mb: 1024, cpus: 1, pids: 256, api_network: 'carapace-agents' },
-  sessions: { requests_per_minute: 1200, burst: 200, bytes_per_minute: 16_777_216, burst_bytes: 2_097_152, refusals_per_minute: 600, max_in_flight: 32, max_connections: 16, reply_high_water_mark: 4, reply_timeout_ms: 10_000 },
+  sessions: { requests_per_minute: 1200, burst: 200, bytes_per_minute: 16_777_216, burst_bytes: 2_097_152, refusals_per_minute: 600, max_in_flight: 32, max_connections: 64, reply_high_water_mark: 4, reply_timeout_ms: 10_000 },
 };
 
 describe('parseConfig', () => {
