@@ -83,17 +83,20 @@ function ipcOnce(socketPath: string): Promise<{ ms: number; ok: boolean }> {
  * The victim's calls, one at a time, one every VICTIM_PERIOD_MS at most for `ms`: a busy
  * agent, well inside its own session's budget (20 a second).
  */
-async function victim(socketPath: string, ms: number): Promise<{ stats: Stats; failed: number }> {
+async function victim(socketPath: string, ms: number): Promise<{ stats: Stats; failed: number; calls: { at: number; ms: number }[] }> {
   const latencies: number[] = [];
+  const calls: { at: number; ms: number }[] = [];
   let failed = 0;
   const end = performance.now() + ms;
   while (performance.now() < end) {
+    const at = Date.now();
     const r = await ipcOnce(socketPath);
+    calls.push({ at, ms: r.ms });
     if (r.ok) latencies.push(r.ms);
     else failed++;
     await sleep(Math.max(0, VICTIM_PERIOD_MS - r.ms));
   }
-  return { stats: stats(latencies), failed };
+  return { stats: stats(latencies), failed, calls };
 }
 
 /** When the core quarantined the attacker, from its audit file. */
@@ -116,6 +119,8 @@ interface AttackFigures {
   p50Ratio: number;
   p99Ratio: number;
   quarantineMs: number | null;
+  /** The slowest victim call started before the quarantine (or in the attack's first second). */
+  slowestWhileAttackedMs: number;
   quarantineReason: string | null;
   attacker: AttackResult;
   coreRssBeforeMb: number;
@@ -144,6 +149,7 @@ async function runAttack(mode: AttackMode): Promise<AttackFigures> {
       p50Ratio: r3(during.stats.p50 / baseline.stats.p50),
       p99Ratio: r3(during.stats.p99 / baseline.stats.p99),
       quarantineMs: q ? q.at - startedAt : null,
+      slowestWhileAttackedMs: r3(Math.max(0, ...during.calls.filter((c) => c.at <= (q?.at ?? startedAt + 1000)).map((c) => c.ms))),
       quarantineReason: q?.reason ?? null,
       attacker,
       coreRssBeforeMb: rssBefore,
@@ -161,7 +167,7 @@ async function main(): Promise<void> {
     const f = await runAttack(mode);
     all.push(f);
     out(`  ${mode.padEnd(12)} victim p50 ${f.baseline.p50} → ${f.underAttack.p50} ms (x${f.p50Ratio}), p99 ${f.baseline.p99} → ${f.underAttack.p99} ms (x${f.p99Ratio}, goal ≤ 2), ${f.underAttack.n} calls, ${f.victimFailed} failed`);
-    out(`  ${''.padEnd(12)} attacker quarantined after ${f.quarantineMs ?? 'never'} ms (${f.quarantineReason ?? '-'}); it sent ${f.attacker.sent} frames, opened ${f.attacker.opened} connections`);
+    out(`  ${''.padEnd(12)} attacker quarantined after ${f.quarantineMs ?? 'never'} ms (${f.quarantineReason ?? '-'}); it sent ${f.attacker.sent} frames, opened ${f.attacker.opened} connections; slowest victim call until then ${f.slowestWhileAttackedMs} ms`);
     out(`  ${''.padEnd(12)} core RSS ${f.coreRssBeforeMb} MB before, ${f.coreRssAfterMb} MB after the attack window (goal ≤ 200 MB)`);
   }
   out(JSON.stringify({ sessionGuard: all }));

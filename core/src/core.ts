@@ -53,7 +53,6 @@ export class Core extends EventEmitter<CoreEvents> {
   readonly confirmations: Confirmations;
   readonly sessions = new SessionTable();
   private readonly sockets = new Map<string, SessionSocket>();
-  private readonly quarantined = new Set<string>();
   private readonly early = new Map<string, { topic: string; event: PublishedEvent }[]>();
   private readonly hostLink = new PluginHostLink();
   private readonly bus = new EventBus();
@@ -156,7 +155,6 @@ export class Core extends EventEmitter<CoreEvents> {
     this.sockets.delete(id);
     this.sessions.delete(id);
     this.limiter.forgetSession(id);
-    this.quarantined.delete(id);
     await socket?.close();
     if (session) this.audit.record({ group: session.group, session: id, source: 'core', topic: null, correlation: null, stage: 'session', outcome: 'ok', reason: 'session closed' });
   }
@@ -169,8 +167,7 @@ export class Core extends EventEmitter<CoreEvents> {
    */
   async quarantine(id: string, abuse: Abuse): Promise<void> {
     const session = this.sessions.get(id);
-    if (!session || this.quarantined.has(id)) return;
-    this.quarantined.add(id);
+    if (!session) return; // gone already (closeSession forgets it at once): one quarantine per session
     this.audit.record({ group: session.group, session: id, source: 'core', topic: null, correlation: null, stage: 'session', outcome: 'error', severity: 'CRITICAL', code: 'QUARANTINED', reason: `session quarantined: ${abuse.kind}`, detail: abuse.detail });
     this.publish('user.notify', session.group, { text: quarantineNotice(abuse) });
     this.emit('quarantined', { session: id, group: session.group, abuse });

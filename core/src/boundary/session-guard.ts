@@ -12,7 +12,8 @@ const REFUSAL_UNIT_BYTES = 64 * 1024;
 export type AbuseKind = 'request_flood' | 'connection_flood' | 'unread_replies';
 
 export interface Abuse {
-  kind: AbuseKind;
+  /** The guard's own kinds; other bounds (an LLM budget, ...) may quarantine with theirs. */
+  kind: AbuseKind | (string & {});
   detail: string;
 }
 
@@ -128,10 +129,11 @@ export class SessionGuard {
 
 /** The one message the user gets on the group's channel when a session is quarantined. */
 export function quarantineNotice(abuse: Abuse): string {
-  const what: Record<AbuseKind, string> = {
+  const what: Record<string, string> = {
     request_flood: 'flooded Carapace with requests',
     connection_flood: 'opened too many connections to Carapace',
     unread_replies: 'stopped reading the answers Carapace sent it',
   };
-  return `Carapace stopped this chat's agent: it ${what[abuse.kind]}, which a working agent never does. Its session is closed for good; your next message starts a fresh agent.`;
+  const why = Object.hasOwn(what, abuse.kind) ? `it ${what[abuse.kind]}, which a working agent never does` : `it went past one of its limits (${abuse.kind})`;
+  return `Carapace stopped this chat's agent: ${why}. Its session is closed for good; your next message starts a fresh agent.`;
 }

@@ -8,7 +8,7 @@ import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AgentManager } from '../../src/agents/agent-manager.js';
 import { DockerRuntime } from '../../src/agents/docker-runtime.js';
-import type { Abuse, AbuseKind } from '../../src/boundary/session-guard.js';
+import type { Abuse } from '../../src/boundary/session-guard.js';
 import type { JsonObject } from '../../src/protocol/envelope.js';
 import { sleep, Stack } from '../harness.js';
 import { newAgentManager, sh } from '../support/agents.js';
@@ -73,7 +73,7 @@ async function otherGroupCalls(n: number): Promise<void> {
  * the core to quarantine the session, checking another group along the way. Bounded: on
  * code without the guard nothing is quarantined and this fails after 30 s.
  */
-async function attackFromInside(mode: AttackMode, env: Record<string, string | number>): Promise<{ result: AttackResult | null; kind: AbuseKind; session: string; container: string }> {
+async function attackFromInside(mode: AttackMode, env: Record<string, string | number>): Promise<{ result: AttackResult | null; kind: Abuse['kind']; session: string; container: string }> {
   const family = manager.live('family')!;
   const name = `attack-${mode}-${family.session}.json`;
   const vars = Object.entries({ ATTACK_MODE: mode, ATTACK_OUT: `/workspace/group/${name}`, ATTACK_DURATION_MS: 25_000, ...env }).map(([k, v]) => `${k}=${v}`);
@@ -89,7 +89,7 @@ async function attackFromInside(mode: AttackMode, env: Record<string, string | n
 }
 
 /** Quarantine's aftermath: container gone, one CRITICAL entry, one notice, the other group served. */
-async function expectQuarantined(session: string, container: string, kind: AbuseKind): Promise<void> {
+async function expectQuarantined(session: string, container: string, kind: Abuse['kind']): Promise<void> {
   await eventually(async () => !(await runtime.isRunning(container)), 30_000);
   expect(manager.live('family')?.session).not.toBe(session);
   expect(quarantines.filter((q) => q.session === session).map((q) => q.abuse.kind)).toEqual([kind]);
