@@ -51,6 +51,7 @@ bench: build images
 	DOCKER=$(DOCKER) node dist/bench/agent-start.js
 	node dist/bench/memory-bench.js
 	node dist/bench/audit-flood.js
+	node dist/bench/session-guard-bench.js
 
 # Follow the JSONL audit log in a form a person can read.
 logs:

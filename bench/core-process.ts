@@ -24,11 +24,17 @@ import { parseConfig } from '../core/src/config.js';
 import { Core } from '../core/src/core.js';
 import { FIXTURE_HANDLERS, FIXTURES, HOST_MAIN, sleep } from '../core/test/harness.js';
 
-/** High enough that the bench measures the pipeline, not the limiter. */
+/**
+ * High enough that the bench measures the pipeline, not the limiter; the session guard's
+ * own defaults with BENCH_SESSION_DEFAULTS=1 (bench/session-guard-bench.ts).
+ */
 const RAW_CONFIG = {
   rate_limit: { per_minute: 100_000_000, burst: 1_000_000 },
   handler_timeout_ms: 10_000,
   shutdown_timeout_ms: 5_000,
+  ...(process.env.BENCH_SESSION_DEFAULTS === '1'
+    ? {}
+    : { sessions: { requests_per_minute: 100_000_000, burst: 1_000_000, bytes_per_minute: 1e12, burst_bytes: 1e11, refusals_per_minute: 1_000_000, max_in_flight: 1024, max_connections: 1024, reply_high_water_mark: 1000 } }),
   ...(JSON.parse(process.env.BENCH_CONFIG_JSON || '{}') as Record<string, unknown>),
 };
 

@@ -30,6 +30,7 @@ export interface CoreConfig {
   agents: AgentSettings;
   llm: LlmSettings;
   audit: AuditSettings;
+  sessions: SessionLimits;
 }
 
 export interface LlmBudget {
@@ -62,6 +63,32 @@ export interface AuditSettings {
   keep_days: number;
   /** Repeated identical rejections (same session, stage, code) in this window become one summary line. */
   repeat_window_s: number;
+}
+
+/**
+ * What one agent session may cost the core, whatever it sends (see boundary/session-guard.ts).
+ * A legitimate agent runs ipc one or a few calls at a time and never comes near these.
+ */
+export interface SessionLimits {
+  /** Requests of any kind, valid or not, refilled continuously; beyond it RATE_LIMITED. */
+  requests_per_minute: number;
+  burst: number;
+  /** Request bytes, counted the same way: a 1 MB request costs the core far more than a small one. */
+  bytes_per_minute: number;
+  burst_bytes: number;
+  /**
+   * Refusals (rate or in-flight) a session may collect per minute before it is quarantined;
+   * a refused frame counts once per 64 KiB it holds.
+   */
+  refusals_per_minute: number;
+  /** Requests being processed at once; more are refused (and count as refusals). */
+  max_in_flight: number;
+  /** Simultaneous connections to the session socket; one more quarantines. */
+  max_connections: number;
+  /** Replies libzmq holds per connection for a peer that is not reading (ZMQ_SNDHWM). */
+  reply_high_water_mark: number;
+  /** A reply that cannot be queued for this long means the peer does not read: quarantine. */
+  reply_timeout_ms: number;
 }
 
 export interface AgentSettings {
@@ -191,6 +218,23 @@ export const configSchema = {
         keep_files: { type: 'integer', minimum: 1, maximum: 1000, default: 10 },
         keep_days: { type: 'number', exclusiveMinimum: 0, default: 30 },
         repeat_window_s: { type: 'number', minimum: 1, maximum: 3600, default: 10 },
+      },
+    },
+    sessions: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        requests_per_minute: { type: 'number', exclusiveMinimum: 0, default: 1200 },
+        burst: { type: 'integer', minimum: 1, default: 200 },
+        // At least one request of the largest size (1 MB) must fit in a burst.
+        bytes_per_minute: { type: 'integer', minimum: 1_048_576, default: 16 * 1024 * 1024 },
+        burst_bytes: { type: 'integer', minimum: 1_114_112, default: 2 * 1024 * 1024 },
+        refusals_per_minute: { type: 'integer', minimum: 1, default: 600 },
+        max_in_flight: { type: 'integer', minimum: 1, maximum: 1024, default: 32 },
+        max_connections: { type: 'integer', minimum: 1, maximum: 1024, default: 64 },
+        reply_high_water_mark: { type: 'integer', minimum: 1, maximum: 1000, default: 4 },
+        reply_timeout_ms: { type: 'integer', minimum: 100, default: 10_000 },
       },
     },
   },

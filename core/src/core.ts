@@ -4,6 +4,7 @@ import { EventEmitter } from 'node:events';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { AuditLog } from './audit/audit-log.js';
+import { quarantineNotice, SessionGuard, type Abuse } from './boundary/session-guard.js';
 import { SessionSocket } from './boundary/session-socket.js';
 import { GROUP_NAME_PATTERN, SessionTable, type Session } from './boundary/session-table.js';
 import { EventBus } from './bus/event-bus.js';
@@ -12,7 +13,7 @@ import type { CoreConfig } from './config.js';
 import { Confirmations } from './confirm/confirmations.js';
 import { INTRINSIC_NAMES, intrinsicTools } from './intrinsics/intrinsics.js';
 import { GroupAuthorizer } from './pipeline/authorize.js';
-import { runPipeline, type PipelineDeps } from './pipeline/pipeline.js';
+import { refuseOverBudget, runPipeline, type PipelineDeps } from './pipeline/pipeline.js';
 import { RateLimiter } from './pipeline/rate-limit.js';
 import { RecentRequests } from './pipeline/recent-requests.js';
 import { ToolCatalog } from './plugins/catalog.js';
@@ -47,6 +48,8 @@ export interface CoreOptions {
 export interface CoreEvents {
   /** An event the core accepted from the bus, for the agent dispatcher. */
   event: [EventEnvelope];
+  /** A session was quarantined: its socket is closed; its container must go (agent manager). */
+  quarantined: [{ session: string; group: string; abuse: Abuse }];
 }
 
 export class Core extends EventEmitter<CoreEvents> {
@@ -135,12 +138,16 @@ export class Core extends EventEmitter<CoreEvents> {
   async openSession(group: string): Promise<Session> {
     if (this.stopping) throw new Error('core is stopping');
     const session = this.sessions.create(group, (id) => join(this.options.runDir, SOCKETS.sessions, id, 'carapace.sock'));
-    const socket = new SessionSocket(session.socketPath);
+    const guard = new SessionGuard(this.options.config.sessions, (abuse) => void this.quarantine(session.id, abuse));
+    const socket = new SessionSocket(session.socketPath, guard);
     try {
-      await socket.open((frames, reply) => {
-        // runPipeline never rejects; a reply to a peer that has gone is dropped.
-        void runPipeline(frames, session, this.deps).then(reply).catch(() => undefined);
-      });
+      await socket.open(
+        (frames, reply) => {
+          // runPipeline never rejects; a reply to a peer that has gone is dropped.
+          void runPipeline(frames, session, this.deps).then(reply).catch(() => undefined);
+        },
+        (frames, refusal) => refuseOverBudget(frames, session, refusal.retryAfter, refusal.why, this.deps),
+      );
     } catch (err) {
       this.sessions.delete(session.id);
       throw err;
@@ -158,6 +165,21 @@ export class Core extends EventEmitter<CoreEvents> {
     this.limiter.forgetSession(id);
     await socket?.close();
     if (session) this.audit.record({ group: session.group, session: id, source: 'core', topic: null, correlation: null, stage: 'session', outcome: 'ok', reason: 'session closed' });
+  }
+
+  /**
+   * Ends a session that abused its budget (request or connection flood, unread replies,
+   * or any caller's own bound): its socket closes at once and is never reopened, one
+   * CRITICAL audit entry, one notice to the user, and a `quarantined` event for whoever
+   * owns its container. Other sessions are untouched. Idempotent.
+   */
+  async quarantine(id: string, abuse: Abuse): Promise<void> {
+    const session = this.sessions.get(id);
+    if (!session) return; // gone already (closeSession forgets it at once): one quarantine per session
+    this.audit.record({ group: session.group, session: id, source: 'core', topic: null, correlation: null, stage: 'session', outcome: 'error', severity: 'CRITICAL', code: 'QUARANTINED', reason: `session quarantined: ${abuse.kind}`, detail: abuse.detail });
+    this.publish('user.notify', session.group, { text: quarantineNotice(abuse) });
+    this.emit('quarantined', { session: id, group: session.group, abuse });
+    await this.closeSession(id);
   }
 
   // ---- events --------------------------------------------------------------------------

@@ -82,6 +82,8 @@ export interface RunOutcome {
 export class AgentManager {
   private readonly agents = new Map<string, Agent>();
   private readonly queues = new Map<string, Promise<unknown>>();
+  /** Sessions the core quarantined: their agent is retired, and says nothing more to the user. */
+  private readonly quarantined = new Set<string>();
   private stopped = false;
 
   constructor(
@@ -93,7 +95,19 @@ export class AgentManager {
     private readonly knownGroups: () => string[],
     /** The workspace and Claude state mounts, held to the disk quota (agents/storage.ts). */
     readonly storage: GroupStorage = groupStorage(settings, paths, engineOf(runtime)),
-  ) {}
+  ) {
+    core.on('quarantined', ({ session, group }) => this.onQuarantined(session, group));
+  }
+
+  /**
+   * The core has closed an abusive session's socket (and told the user, once): its
+   * container goes now. The group's next message starts a fresh agent.
+   */
+  private onQuarantined(session: string, group: string): void {
+    this.quarantined.add(session);
+    const agent = this.agents.get(group);
+    if (agent?.session === session) void this.retire(group);
+  }
 
   /** Removes containers left by an earlier core: their socket mounts point at nothing now. */
   async removeOrphans(): Promise<number> {
@@ -134,6 +148,11 @@ export class AgentManager {
     const agent = this.agents.get(group) ?? (await this.spawn(group, trigger));
     if (agent.idle) clearTimeout(agent.idle);
     const result = await agent.runner.turn(prompt, this.settings.run_timeout_ms);
+    if (this.quarantined.has(agent.session)) {
+      // Its container was stopped under it; the user has had the one notice already.
+      await this.retire(group);
+      return { ok: false, output: 'session quarantined' };
+    }
     if (agent.cpus) {
       // Normally lowered before the first model answer; a turn can also end without one.
       // If it fails the container is gone, and the next turn finds the agent exited.
@@ -226,13 +245,18 @@ export class AgentManager {
         runner = new ClaudeSession(started.process);
       }
       const agent: Agent = { session: session.id, container, privateDir, apiDir, runner, idle: null, cpus };
+      // Quarantined while it started (the event found no agent to retire yet).
+      if (this.quarantined.has(session.id)) {
+        runner.close();
+        throw new Error('session quarantined while the agent started');
+      }
       this.agents.set(group, agent);
       agent.unwatch = this.storage.watch?.(group, (used, quota) => void this.overQuota(group, agent, used, quota));
       this.core.publish('agent.started', group, { session: session.id });
       return agent;
     } catch (err) {
       await this.teardown({ session: session.id, container, apiDir, privateDir });
-      this.core.publish('agent.error', group, { session: session.id, reason: 'the agent could not be started', ...trigger });
+      if (!this.quarantined.has(session.id)) this.core.publish('agent.error', group, { session: session.id, reason: 'the agent could not be started', ...trigger });
       this.core.audit.record({ group, session: session.id, source: 'core', topic: null, correlation: null, stage: 'agent', outcome: 'error', reason: 'agent container failed to start', detail: String((err as Error)?.message ?? err) });
       throw err;
     }

@@ -46,6 +46,31 @@ export async function runPipeline(frames: Buffer[], session: Session, deps: Pipe
   return reply;
 }
 
+/** Frames up to this size are parsed for the correlation a refusal must carry; bigger ones are not worth it. */
+const REFUSAL_PARSE_LIMIT = 64 * 1024;
+
+/**
+ * The answer to a frame the session guard refused before stage 1: RATE_LIMITED, retriable,
+ * through the usual response path. Cheap on purpose (small frames parsed for the
+ * correlation only); refusals are strikes, so a session gets only so many.
+ */
+export function refuseOverBudget(frames: Buffer[], session: Session, retryAfter: number, why: 'rate' | 'in_flight', deps: Pick<PipelineDeps, 'audit' | 'sanitize'>): Buffer {
+  const ctx: ResponseContext = { group: session.group, session: session.id, topic: '', correlation: null, startedAt: performance.now() };
+  const body = frames.filter((f) => f.length > 0);
+  if (body.length === 1 && body[0].length <= REFUSAL_PARSE_LIMIT) {
+    const wire = parseWire(body[0]);
+    ctx.correlation = wire.ok ? wire.message.correlation : wire.correlation;
+    ctx.topic = wire.ok ? wire.message.topic : wire.topic;
+  }
+  const message = why === 'rate' ? 'Too many requests from this session' : 'Too many requests in flight for this session';
+  // A refusal like any other rejection: summarised when it repeats.
+  const trail = new RequestTrail(deps.audit, session.group, session.id);
+  const answer = reject(trail, ctx, 'rate_limit', pipelineError('RATE_LIMITED', message, true, { stage: 1, retry_after: retryAfter }));
+  const reply = buildResponse(ctx, answer, deps.sanitize, trail);
+  trail.finish();
+  return reply;
+}
+
 function recentKey(session: string, correlation: string): string {
   return `${session} ${correlation}`;
 }

@@ -10,7 +10,14 @@ let session: Session;
 let dealer: zmq.Dealer;
 
 beforeAll(async () => {
-  stack = await Stack.start({ plugins: ['echo'], config: { rate_limit: { per_minute: 1_000_000, burst: 100_000 } } });
+  stack = await Stack.start({
+    plugins: ['echo'],
+    config: {
+      rate_limit: { per_minute: 1_000_000, burst: 100_000 },
+      // The session guard would (rightly) quarantine the burst below: this suite tests the pipeline.
+      sessions: { requests_per_minute: 1_000_000, burst: 100_000, bytes_per_minute: 1e12, burst_bytes: 1e11, max_in_flight: 1024, refusals_per_minute: 100_000 },
+    },
+  });
   session = await stack.openSession('family');
   dealer = new zmq.Dealer({ linger: 0, receiveTimeout: 5000 });
   dealer.connect(`ipc://${session.socketPath}`);

@@ -25,6 +25,7 @@ const DEFAULTS = {
     max_concurrent_requests: 4,
   },
   audit: { max_file_mb: 10, keep_files: 10, keep_days: 30, repeat_window_s: 10 },
+  sessions: { requests_per_minute: 1200, burst: 200, bytes_per_minute: 16_777_216, burst_bytes: 2_097_152, refusals_per_minute: 600, max_in_flight: 32, max_connections: 64, reply_high_water_mark: 4, reply_timeout_ms: 10_000 },
 };
 
 describe('parseConfig', () => {
