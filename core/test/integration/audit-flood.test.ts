@@ -15,7 +15,13 @@ let dealer: zmq.Dealer;
 beforeAll(async () => {
   stack = await Stack.start({
     plugins: ['echo'],
-    config: { rate_limit: { per_minute: 1_000_000, burst: 100_000 }, audit: { repeat_window_s: 2 } },
+    // The session guard would refuse (and quarantine) such a flood long before this: its
+    // budget is raised so the rejections reach the stages whose audit is summarised.
+    config: {
+      rate_limit: { per_minute: 1_000_000, burst: 100_000 },
+      audit: { repeat_window_s: 2 },
+      sessions: { requests_per_minute: 1_000_000, burst: 100_000, bytes_per_minute: 1e12, burst_bytes: 1e11, max_in_flight: 1024, refusals_per_minute: 100_000 },
+    },
   });
   session = await stack.openSession('family');
   dealer = new zmq.Dealer({ linger: 0, receiveTimeout: 10_000 });
