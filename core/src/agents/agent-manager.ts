@@ -93,7 +93,7 @@ export class AgentManager {
     private readonly settings: AgentSettings,
     private readonly paths: AgentPaths,
     private readonly knownGroups: () => string[],
-    /** The workspace and Claude state mounts, held to the disk quota (agents/storage.ts). */
+    /** The workspace mount, held to the disk quota (agents/storage.ts). */
     readonly storage: GroupStorage = groupStorage(settings, paths, engineOf(runtime)),
   ) {
     core.on('quarantined', ({ session, group }) => this.onQuarantined(session, group));
