@@ -8,6 +8,7 @@ import { quarantineNotice, SessionGuard, type Abuse } from './boundary/session-g
 import { SessionSocket } from './boundary/session-socket.js';
 import { GROUP_NAME_PATTERN, SessionTable, type Session } from './boundary/session-table.js';
 import { EventBus } from './bus/event-bus.js';
+import { Metrics } from './metrics/metrics.js';
 import { SeenKeys } from './bus/seen-keys.js';
 import type { CoreConfig } from './config.js';
 import { Confirmations } from './confirm/confirmations.js';
@@ -56,6 +57,7 @@ export class Core extends EventEmitter<CoreEvents> {
   readonly audit: AuditLog;
   readonly catalog: ToolCatalog;
   readonly confirmations: Confirmations;
+  readonly metrics: Metrics;
   readonly sessions = new SessionTable();
   private readonly sockets = new Map<string, SessionSocket>();
   private readonly early = new Map<string, { topic: string; event: PublishedEvent }[]>();
@@ -93,7 +95,9 @@ export class Core extends EventEmitter<CoreEvents> {
       this.publish('confirmation.resolved', p.group, { id: p.id, tool: p.tool, decision, by });
       this.audit.record({ group: p.group, session: p.session, source: by, topic: `tool.invoke.${p.tool}`, correlation: p.correlation, stage: 'confirm', outcome: decision === 'approved' ? 'passed' : 'rejected', reason: `confirmation ${decision} by ${by}` });
     });
+    this.metrics = new Metrics({ catalog: this.catalog, audit: () => this.audit.health(), pendingConfirmations: () => this.confirmations.list().length });
     this.deps = {
+      metrics: this.metrics,
       catalog: this.catalog,
       authorizer: this.authorizer,
       limiter: this.limiter,

@@ -39,6 +39,8 @@ async function main(): Promise<void> {
     instance: process.env.CARAPACE_INSTANCE || 'carapace',
     apiKeyDir: paths.apiKeyDir,
   }, () => Object.keys(config.groups));
+  core.metrics.agents(() => agents.counts());
+  core.metrics.llmTokens(() => llm.usage(Object.keys(config.groups)));
   // Plugins may publish (a Telegram message waiting since the last run) as soon as the
   // plugin host connects: take events from now on, with no await since Core.start, or
   // they are lost. Each runs once an earlier run's orphaned agents are gone (a sweep after

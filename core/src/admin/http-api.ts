@@ -1,4 +1,4 @@
-// The local admin API: health and pending confirmations, for the dashboard and the CLI.
+// The local admin API: health, metrics, usage and pending confirmations, for the dashboard and the CLI.
 // It listens on loopback by default; with CARAPACE_ADMIN_TOKEN set, every call needs it.
 import Fastify, { type FastifyInstance } from 'fastify';
 import { timingSafeEqual } from 'node:crypto';
@@ -35,6 +35,8 @@ export async function startAdminApi(core: Core, host: string, port: number, toke
   };
   app.post<{ Params: { id: string } }>('/confirmations/:id/approve', answer(true));
   app.post<{ Params: { id: string } }>('/confirmations/:id/deny', answer(false));
+  // Prometheus's text format, behind the admin token like everything here.
+  app.get('/metrics', async (_request, reply) => reply.type(core.metrics.contentType).send(await core.metrics.text()));
   const usage = sources.usage;
   if (usage) app.get('/usage', async () => ({ groups: usage() }));
   await app.listen({ host, port });

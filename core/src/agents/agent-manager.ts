@@ -28,6 +28,7 @@ import type { AgentRuntime, MountSpec } from './runtime.js';
 import { writeSkills } from './skills.js';
 import { StartupCpus } from './startup-cpus.js';
 import { engineOf, groupStorage, type GroupStorage } from './storage.js';
+import type { AgentCounts } from '../metrics/metrics.js';
 
 const AGENT_UID = 1000;
 /** The session's LLM proxy socket, as the container sees it (the session directory is mounted at /run/carapace). */
@@ -85,6 +86,7 @@ export class AgentManager {
   /** Sessions the core quarantined: their agent is retired, and says nothing more to the user. */
   private readonly quarantined = new Set<string>();
   private stopped = false;
+  private starting = 0;
 
   constructor(
     private readonly core: Core,
@@ -175,7 +177,24 @@ export class AgentManager {
     return { ok, output: result.output };
   }
 
+  /** Agent containers running, and being started now (for /metrics). */
+  counts(): AgentCounts {
+    return { running: this.agents.size, starting: this.starting };
+  }
+
   private async spawn(group: string, trigger: Record<string, string>): Promise<Agent> {
+    this.starting++;
+    const startedAt = performance.now();
+    try {
+      const agent = await this.startAgent(group, trigger);
+      this.core.metrics.coldStart((performance.now() - startedAt) / 1000);
+      return agent;
+    } finally {
+      this.starting--;
+    }
+  }
+
+  private async startAgent(group: string, trigger: Record<string, string>): Promise<Agent> {
     const session = await this.core.openSession(group);
     const sessionDir = join(session.socketPath, '..');
     const privateDir = join(this.paths.stateDir, 'sessions', session.id);

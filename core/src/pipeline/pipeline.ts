@@ -4,8 +4,9 @@ import type { AuditInput, AuditLog } from '../audit/audit-log.js';
 import type { Session } from '../boundary/session-table.js';
 import { parseWire } from '../boundary/wire.js';
 import type { Confirmations } from '../confirm/confirmations.js';
+import type { Metrics } from '../metrics/metrics.js';
 import type { ToolCatalog } from '../plugins/catalog.js';
-import type { RequestEnvelope } from '../protocol/envelope.js';
+import { TOOL_TOPIC_PREFIX, type RequestEnvelope } from '../protocol/envelope.js';
 import { pipelineError, PLUGIN_ERROR_MESSAGE, type ErrorPayload } from '../protocol/errors.js';
 import { buildResponse, type Answer, type ResponseContext } from '../response/respond.js';
 import type { Sanitizer } from '../response/sanitize.js';
@@ -20,6 +21,7 @@ import { validatePayload } from './validate-payload.js';
 import { validateTopic } from './validate-topic.js';
 
 export interface PipelineDeps {
+  metrics?: Pick<Metrics, 'request'>;
   catalog: ToolCatalog;
   authorizer: GroupAuthorizer;
   limiter: RateLimiter;
@@ -43,6 +45,8 @@ export async function runPipeline(frames: Buffer[], session: Session, deps: Pipe
   const reply = buildResponse(ctx, answer, deps.sanitize, trail);
   trail.finish();
   if (ctx.correlation !== null) deps.recent.weigh(recentKey(ctx.session, ctx.correlation), reply.length);
+  const tool = ctx.topic.startsWith(TOOL_TOPIC_PREFIX) ? (deps.catalog.lookup(ctx.topic.slice(TOOL_TOPIC_PREFIX.length))?.name ?? null) : null;
+  deps.metrics?.request(tool, 'error' in answer ? answer.error.code : 'ok', (performance.now() - startedAt) / 1000);
   return reply;
 }
 
@@ -54,7 +58,7 @@ const REFUSAL_PARSE_LIMIT = 64 * 1024;
  * through the usual response path. Cheap on purpose (small frames parsed for the
  * correlation only); refusals are strikes, so a session gets only so many.
  */
-export function refuseOverBudget(frames: Buffer[], session: Session, retryAfter: number, why: 'rate' | 'in_flight', deps: Pick<PipelineDeps, 'audit' | 'sanitize'>): Buffer {
+export function refuseOverBudget(frames: Buffer[], session: Session, retryAfter: number, why: 'rate' | 'in_flight', deps: Pick<PipelineDeps, 'audit' | 'sanitize' | 'metrics'>): Buffer {
   const ctx: ResponseContext = { group: session.group, session: session.id, topic: '', correlation: null, startedAt: performance.now() };
   const body = frames.filter((f) => f.length > 0);
   if (body.length === 1 && body[0].length <= REFUSAL_PARSE_LIMIT) {
@@ -68,6 +72,7 @@ export function refuseOverBudget(frames: Buffer[], session: Session, retryAfter:
   const answer = reject(trail, ctx, 'rate_limit', pipelineError('RATE_LIMITED', message, true, { stage: 1, retry_after: retryAfter }));
   const reply = buildResponse(ctx, answer, deps.sanitize, trail);
   trail.finish();
+  deps.metrics?.request(null, 'RATE_LIMITED', (performance.now() - ctx.startedAt) / 1000);
   return reply;
 }
 

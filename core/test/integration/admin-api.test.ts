@@ -45,4 +45,30 @@ describe('admin API', () => {
     const again = await fetch(`${base}/confirmations/${list[0].id}/deny`, { method: 'POST', headers: auth });
     expect(again.status).toBe(404);
   });
+
+  it('serves Prometheus metrics behind the token: requests by tool and outcome, latency, pending confirmations, plugins, audit, the process', async () => {
+    expect((await fetch(`${base}/metrics`)).status).toBe(401);
+    const session = await stack.openSession('metrics');
+    expect((await stack.ipc(session, 'tool.invoke.get_session_info', {})).code).toBe(0);
+    for (let i = 0; i < 3; i++) expect((await stack.ipc(session, `tool.invoke.made_up_${i}`, {})).err?.code).toBe('UNKNOWN_TOOL');
+    const pending = stack.ipc(session, 'tool.invoke.delete_everything', { target: 'metrics' });
+    await stack.pendingConfirmation('metrics', (p) => p.tool === 'delete_everything');
+    const r = await fetch(`${base}/metrics`, { headers: auth });
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toContain('text/plain');
+    const text = await r.text();
+    const value = (series: string): number => Number(new RegExp(`^${series.replace(/[{}"]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1]);
+    expect(value('carapace_requests_total{tool="get_session_info",outcome="ok"}')).toBeGreaterThanOrEqual(1);
+    // Whatever an agent makes up, one label: the series cannot be multiplied from outside.
+    expect(value('carapace_requests_total{tool="unknown",outcome="UNKNOWN_TOOL"}')).toBe(3);
+    expect(text).not.toContain('made_up');
+    expect(value('carapace_pipeline_duration_seconds_count{tool="get_session_info"}')).toBeGreaterThanOrEqual(1);
+    expect(value('carapace_confirmations_pending')).toBe(1);
+    expect(value('carapace_plugin_healthy{plugin="guarded"}')).toBe(1);
+    expect(value('carapace_audit_writable')).toBe(1);
+    expect(value('process_resident_memory_bytes')).toBeGreaterThan(0);
+    expect(text).toMatch(/^nodejs_eventloop_lag_seconds /m);
+    stack.core.confirmations.denyAll('test');
+    await pending;
+  });
 });
