@@ -20,6 +20,12 @@ export const HOST_MAIN = join(ROOT, 'dist/core/plugin-host/main.js');
 
 export const FAULTY_TOKEN = 'faulty-secret-token-5f2c9a7e';
 
+/**
+ * carapace.json's `sessions`, raised out of the way, for suites that flood a session on
+ * purpose to test what comes after the session guard (which would quarantine them).
+ */
+export const UNGUARDED_SESSIONS = { requests_per_minute: 1_000_000, burst: 100_000, bytes_per_minute: 1e12, burst_bytes: 1e11, max_in_flight: 1024, refusals_per_minute: 100_000 };
+
 export interface IpcResult {
   code: number;
   stdout: string;

@@ -15,7 +15,7 @@
 //   seconds while the agent runs; past the quota the agent is stopped and the user told.
 //   Weaker: a fast writer gets ahead of it by whatever it writes between two looks.
 // - "off" (agents.disk_quota_mb: 0): host bind mounts, no limit, as before.
-import { existsSync, mkdirSync, readdirSync, chownSync, lstatSync, renameSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, chownSync, lstatSync, renameSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import type Docker from 'dockerode';
@@ -196,34 +196,29 @@ export function volumeName(instance: string, group: string): string {
   return `carapace-${instance}-${group}-workspace`;
 }
 
-/** Bytes in a folder tree (apparent sizes; links not followed). */
-export function treeBytes(dir: string): number {
+/** `measure` summed over everything under a folder (links not followed). */
+function sumTree(dir: string, measure: (stat: Stats) => number): number {
   let total = 0;
   const stack = [dir];
   while (stack.length) {
     const current = stack.pop()!;
     for (const entry of readdirSync(current, { withFileTypes: true })) {
       const path = join(current, entry.name);
+      total += measure(lstatSync(path));
       if (entry.isDirectory()) stack.push(path);
-      else total += lstatSync(path).size;
     }
   }
   return total;
 }
 
-/** Bytes allocated on disk under a folder (blocks, not apparent sizes; links not followed). */
+/** Bytes in a folder tree (apparent sizes of what is not a folder). */
+export function treeBytes(dir: string): number {
+  return sumTree(dir, (stat) => (stat.isDirectory() ? 0 : stat.size));
+}
+
+/** Bytes allocated on disk under a folder (blocks, not apparent sizes). */
 export function allocatedBytes(dir: string): number {
-  let total = 0;
-  const stack = [dir];
-  while (stack.length) {
-    const current = stack.pop()!;
-    for (const entry of readdirSync(current, { withFileTypes: true })) {
-      const path = join(current, entry.name);
-      total += lstatSync(path).blocks * 512;
-      if (entry.isDirectory()) stack.push(path);
-    }
-  }
-  return total;
+  return sumTree(dir, (stat) => stat.blocks * 512);
 }
 
 export class LoopStorage implements GroupStorage {

@@ -4,7 +4,7 @@
 // once, then summarised; the real call is audited in full.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import * as zmq from 'zeromq';
-import { Stack, until } from '../harness.js';
+import { Stack, UNGUARDED_SESSIONS, until } from '../harness.js';
 import type { AuditEntry } from '../../src/audit/audit-log.js';
 import type { Session } from '../../src/boundary/session-table.js';
 
@@ -20,7 +20,7 @@ beforeAll(async () => {
     config: {
       rate_limit: { per_minute: 1_000_000, burst: 100_000 },
       audit: { repeat_window_s: 2 },
-      sessions: { requests_per_minute: 1_000_000, burst: 100_000, bytes_per_minute: 1e12, burst_bytes: 1e11, max_in_flight: 1024, refusals_per_minute: 100_000 },
+      sessions: UNGUARDED_SESSIONS,
     },
   });
   session = await stack.openSession('family');

@@ -2,7 +2,7 @@
 // crashes, everything is audited. Uses a raw ZeroMQ DEALER, as a compromised agent would.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import * as zmq from 'zeromq';
-import { Stack } from '../harness.js';
+import { Stack, UNGUARDED_SESSIONS } from '../harness.js';
 import type { Session } from '../../src/boundary/session-table.js';
 
 let stack: Stack;
@@ -15,7 +15,7 @@ beforeAll(async () => {
     config: {
       rate_limit: { per_minute: 1_000_000, burst: 100_000 },
       // The session guard would (rightly) quarantine the burst below: this suite tests the pipeline.
-      sessions: { requests_per_minute: 1_000_000, burst: 100_000, bytes_per_minute: 1e12, burst_bytes: 1e11, max_in_flight: 1024, refusals_per_minute: 100_000 },
+      sessions: UNGUARDED_SESSIONS,
     },
   });
   session = await stack.openSession('family');
