@@ -4,7 +4,9 @@ import type { AuditInput, AuditLog } from '../audit/audit-log.js';
 import type { Session } from '../boundary/session-table.js';
 import { parseWire } from '../boundary/wire.js';
 import type { Confirmations } from '../confirm/confirmations.js';
+import { WaitingCalls, type CallHandle, type Send } from '../confirm/waiting-calls.js';
 import type { ToolCatalog } from '../plugins/catalog.js';
+import type { ToolEntry } from '../plugins/discovery.js';
 import type { RequestEnvelope } from '../protocol/envelope.js';
 import { pipelineError, PLUGIN_ERROR_MESSAGE, type ErrorPayload } from '../protocol/errors.js';
 import { buildResponse, type Answer, type ResponseContext } from '../response/respond.js';
@@ -27,13 +29,18 @@ export interface PipelineDeps {
   sanitize: Sanitizer;
   route: RouteDeps;
   recent: RecentRequests<Answer>;
+  /** High-risk calls waiting for a person: joins retries, keeps callers informed. */
+  calls?: WaitingCalls;
 }
 
-/** Processes one message from a session's socket and returns the reply frame. */
-export async function runPipeline(frames: Buffer[], session: Session, deps: PipelineDeps): Promise<Buffer> {
+/**
+ * Processes one message from a session's socket and returns the reply frame. `send`
+ * reaches the same caller before that (the interim "pending confirmation" frames).
+ */
+export async function runPipeline(frames: Buffer[], session: Session, deps: PipelineDeps, send?: Send): Promise<Buffer> {
   const startedAt = performance.now();
   const ctx: ResponseContext = { group: session.group, session: session.id, topic: '', correlation: null, startedAt };
-  const answer = await decide(frames, session, deps, ctx).catch((err: unknown): Answer => {
+  const answer = await decide(frames, session, deps, ctx, send).catch((err: unknown): Answer => {
     note(deps.audit, ctx, 'core', 'error', { reason: 'pipeline failure', detail: String((err as Error)?.stack ?? err) });
     return { source: 'core', error: pipelineError('PLUGIN_ERROR', PLUGIN_ERROR_MESSAGE, false) };
   });
@@ -72,7 +79,7 @@ function pass(audit: AuditLog, ctx: ResponseContext, stage: AuditInput['stage'])
   note(audit, ctx, stage, 'passed');
 }
 
-async function decide(frames: Buffer[], session: Session, deps: PipelineDeps, ctx: ResponseContext): Promise<Answer> {
+async function decide(frames: Buffer[], session: Session, deps: PipelineDeps, ctx: ResponseContext, send?: Send): Promise<Answer> {
   const { audit } = deps;
 
   // Stage 1: construct the envelope from session state.
@@ -93,16 +100,17 @@ async function decide(frames: Buffer[], session: Session, deps: PipelineDeps, ct
   const earlier = deps.recent.get(key, now);
   if (earlier) {
     note(audit, ctx, 'envelope', 'passed', { reason: 'repeat of an earlier request (resent after a reconnect): answered once' });
+    if (send) deps.calls?.rejoin(key, { correlation: wire.message.correlation, send });
     return earlier;
   }
   const envelope = constructEnvelope(wire.message, session);
   pass(audit, ctx, 'envelope');
-  const answer = validateAndRoute(envelope, session, deps, ctx);
-  deps.recent.set(key, answer, now);
+  const answer = validateAndRoute(envelope, session, deps, ctx, send);
+  deps.recent.set(key, answer);
   return answer;
 }
 
-async function validateAndRoute(envelope: RequestEnvelope, session: Session, deps: PipelineDeps, ctx: ResponseContext): Promise<Answer> {
+async function validateAndRoute(envelope: RequestEnvelope, session: Session, deps: PipelineDeps, ctx: ResponseContext, send?: Send): Promise<Answer> {
   const { audit } = deps;
 
   // Stage 2: the topic names a known tool.
@@ -127,10 +135,28 @@ async function validateAndRoute(envelope: RequestEnvelope, session: Session, dep
   }
   pass(audit, ctx, 'authorize');
 
+  if (tool.risk_level === 'high' && deps.calls && send) {
+    const caller = { correlation: envelope.correlation, send };
+    const joinKey = WaitingCalls.joinKey(session.id, tool.name, envelope.payload.arguments);
+    const joined = deps.calls.join(joinKey, recentKey(session.id, envelope.correlation), caller);
+    if (joined) {
+      note(audit, ctx, 'confirm', 'pending', { reason: 'same tool and arguments as a request already waiting: joined it (one prompt, one action)' });
+      return joined;
+    }
+    const calls = deps.calls;
+    return calls.run(joinKey, recentKey(session.id, envelope.correlation), caller, (handle) =>
+      confirmAndRoute(tool, envelope, session, deps, ctx, { handle, keepaliveMs: calls.keepaliveMs }),
+    );
+  }
+  return confirmAndRoute(tool, envelope, session, deps, ctx);
+}
+
+async function confirmAndRoute(tool: ToolEntry, envelope: RequestEnvelope, session: Session, deps: PipelineDeps, ctx: ResponseContext, call?: { handle: CallHandle; keepaliveMs: number }): Promise<Answer> {
+  const { audit } = deps;
   // Stage 5: high-risk tools wait for a person.
   const denied = await confirm(tool, envelope, session, deps.confirmations, (id) =>
     note(audit, ctx, 'confirm', 'pending', { reason: `awaiting user confirmation ${id}` }),
-  );
+  call);
   if (denied) return reject(audit, ctx, 'confirm', denied);
   if (tool.risk_level === 'high') pass(audit, ctx, 'confirm');
 
