@@ -88,13 +88,17 @@ export class WaitingCalls {
     if (!call.pending) return true;
     const waitMs = Math.max(0, call.pending.expiresAt - Date.now()) + this.handlerTimeoutMs;
     const frame = Buffer.from(JSON.stringify({ correlation: caller.correlation, pending: { confirmation: call.pending.id, wait_ms: waitMs } }));
-    try {
-      await caller.send(frame);
-      return true;
-    } catch {
-      call.callers.delete(caller); // its connection is gone
-      return false;
-    }
+    // A send to a peer that is gone either fails (EHOSTUNREACH) or, seen with a killed
+    // ipc, never completes: both mean this caller can no longer be reached.
+    let timer: NodeJS.Timeout | undefined;
+    const stuck = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), this.keepaliveMs)));
+    const sent = caller.send(frame).then(
+      () => true,
+      () => false,
+    );
+    const reached = await Promise.race([sent, stuck]).finally(() => clearTimeout(timer));
+    if (!reached) call.callers.delete(caller);
+    return reached;
   }
 }
 
