@@ -114,4 +114,20 @@ describe('Confirmations', () => {
     expect(c.list('main').map((p) => p.id)).toEqual([d.pending.id]);
     c.denyAll('cleanup');
   });
+
+  it('shutdown and a caller gone withdraw (not deny); at most maxPerGroup wait per group', async () => {
+    const c = new Confirmations(60_000, 2);
+    const a = c.request(input('main'))!;
+    const b = c.request(input('main'))!;
+    expect(c.request(input('main'))).toBeNull();
+    const other = c.request(input('family'))!;
+    c.withdrawSession('sess-1', 'core: session ended');
+    await expect(a.answer).resolves.toEqual({ decision: 'withdrawn', by: 'core: session ended' });
+    await expect(b.answer).resolves.toEqual({ decision: 'withdrawn', by: 'core: session ended' });
+    await expect(other.answer).resolves.toEqual({ decision: 'withdrawn', by: 'core: session ended' });
+    const d = c.request(input('main'))!;
+    c.withdrawAll('core: shutting down');
+    await expect(d.answer).resolves.toEqual({ decision: 'withdrawn', by: 'core: shutting down' });
+    expect(c.list()).toEqual([]);
+  });
 });
