@@ -25,6 +25,7 @@ export interface CoreConfig {
   tool_rate_limits: Record<string, RateLimit>;
   handler_timeout_ms: number;
   confirmation_timeout_ms: number;
+  confirmations: ConfirmationSettings;
   shutdown_timeout_ms: number;
   plugins: Record<string, JsonObject>;
   agents: AgentSettings;
@@ -89,6 +90,13 @@ export interface SessionLimits {
   reply_high_water_mark: number;
   /** A reply that cannot be queued for this long means the peer does not read: quarantine. */
   reply_timeout_ms: number;
+}
+
+export interface ConfirmationSettings {
+  /** At most this many confirmations wait for a person per group; more are refused (CONFIRMATION_LIMIT). */
+  max_pending_per_group: number;
+  /** How often a waiting caller is told "still pending"; a caller that cannot be reached withdraws its request. */
+  keepalive_ms: number;
 }
 
 export interface AgentSettings {
@@ -189,6 +197,15 @@ export const configSchema = {
     tool_rate_limits: { type: 'object', additionalProperties: rateSchema, default: {} },
     handler_timeout_ms: { type: 'integer', minimum: 1, default: 30_000 },
     confirmation_timeout_ms: { type: 'integer', minimum: 1, default: 300_000 },
+    confirmations: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        max_pending_per_group: { type: 'integer', minimum: 1, maximum: 100, default: 3 },
+        keepalive_ms: { type: 'integer', minimum: 100, maximum: 60_000, default: 10_000 },
+      },
+    },
     shutdown_timeout_ms: { type: 'integer', minimum: 1, default: 10_000 },
     plugins: { type: 'object', additionalProperties: { type: 'object' }, default: {} },
     agents: {

@@ -12,6 +12,7 @@ import { Metrics } from './metrics/metrics.js';
 import { SeenKeys } from './bus/seen-keys.js';
 import type { CoreConfig } from './config.js';
 import { Confirmations } from './confirm/confirmations.js';
+import { WaitingCalls } from './confirm/waiting-calls.js';
 import { INTRINSIC_NAMES, intrinsicTools } from './intrinsics/intrinsics.js';
 import { GroupAuthorizer } from './pipeline/authorize.js';
 import { refuseOverBudget, runPipeline, type PipelineDeps } from './pipeline/pipeline.js';
@@ -87,7 +88,7 @@ export class Core extends EventEmitter<CoreEvents> {
     for (const bad of discovery.rejected) this.auditPluginFailure(bad.name, 'CONFIG_ERROR', bad.reason);
     this.authorizer = new GroupAuthorizer(config);
     this.limiter = new RateLimiter(config.rate_limit, config.tool_rate_limits);
-    this.confirmations = new Confirmations(config.confirmation_timeout_ms);
+    this.confirmations = new Confirmations(config.confirmation_timeout_ms, config.confirmations.max_pending_per_group);
     this.confirmations.on('requested', (p) =>
       this.publish('confirmation.requested', p.group, { id: p.id, tool: p.tool, arguments: p.arguments, expires_at: p.expires_at }),
     );
@@ -105,6 +106,7 @@ export class Core extends EventEmitter<CoreEvents> {
       audit: this.audit,
       sanitize,
       recent: new RecentRequests(),
+      calls: new WaitingCalls(config.handler_timeout_ms, config.confirmations.keepalive_ms),
       route: {
         catalog: this.catalog,
         hostLink: this.hostLink,
@@ -148,7 +150,7 @@ export class Core extends EventEmitter<CoreEvents> {
       await socket.open(
         (frames, reply) => {
           // runPipeline never rejects; a reply to a peer that has gone is dropped.
-          void runPipeline(frames, session, this.deps).then(reply).catch(() => undefined);
+          void runPipeline(frames, session, this.deps, reply).then(reply).catch(() => undefined);
         },
         (frames, refusal) => refuseOverBudget(frames, session, refusal.retryAfter, refusal.why, this.deps),
       );
@@ -167,6 +169,8 @@ export class Core extends EventEmitter<CoreEvents> {
     this.sockets.delete(id);
     this.sessions.delete(id);
     this.limiter.forgetSession(id);
+    // Its caller is gone: what it asked a person for must not run any more.
+    this.confirmations.withdrawSession(id, 'core: session ended');
     await socket?.close();
     if (session) this.audit.record({ group: session.group, session: id, source: 'core', topic: null, correlation: null, stage: 'session', outcome: 'ok', reason: 'session closed' });
   }
@@ -294,7 +298,7 @@ export class Core extends EventEmitter<CoreEvents> {
     const live = this.catalog.pluginNames().filter((n) => this.catalog.state(n) === 'healthy');
     for (const name of live) this.publish('plugin.stopping', null, { plugin: name });
     for (const name of live) this.catalog.setState(name, 'draining');
-    this.confirmations.denyAll('core shutdown');
+    this.confirmations.withdrawAll('core: shutting down');
     const deadline = Date.now() + drainMs;
     while (live.some((n) => this.hostLink.inFlightFor(n) > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     const report = await this.hostLink.shutdown(0, shutdownMs);

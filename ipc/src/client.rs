@@ -18,10 +18,21 @@ const MAX_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_RESENDS: u32 = 3;
 
 /// Sends `request` and waits for the reply carrying `correlation`.
+/// The longest a pending confirmation may move the deadline (as CARAPACE_IPC_TIMEOUT_MS).
+const MAX_WAIT: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// What the core sent us: the answer, or word that the request waits for a
+/// person and how long the core may still take.
+enum Reply {
+    Done(Outcome),
+    Pending(Duration),
+}
+
 pub fn call(path: &Path, request: &[u8], correlation: &str, timeout: Duration) -> Result<Outcome, Failure> {
-    let deadline = Instant::now() + timeout;
+    let started = Instant::now();
+    let mut deadline = started + timeout;
     let timed_out = || {
-        let message = format!("No response from core within {} ms", timeout.as_millis());
+        let message = format!("No response from core within {} ms", started.elapsed().as_millis());
         Failure::new("IPC_TIMEOUT", message, true, EXIT_ERROR)
     };
     let message = zmtp::message(request);
@@ -44,7 +55,7 @@ pub fn call(path: &Path, request: &[u8], correlation: &str, timeout: Duration) -
         };
 
         sends += 1;
-        match exchange(&mut conn, &message, correlation) {
+        match exchange(&mut conn, &message, correlation, &mut deadline) {
             Ok(outcome) => return Ok(outcome),
             Err(_) if Instant::now() >= deadline => return Err(timed_out()),
             Err(e) => fatal(e)?,
@@ -62,18 +73,29 @@ pub fn call(path: &Path, request: &[u8], correlation: &str, timeout: Duration) -
 /// Sends the request on an established connection and reads replies until
 /// one carries our correlation. Others are stale (an earlier request's
 /// answer) and are skipped.
-fn exchange(conn: &mut Conn, message: &[u8], correlation: &str) -> Result<Outcome, Error> {
+/// A "pending" reply moves the deadline to what the core says it may still
+/// take (never earlier, at most MAX_WAIT from now).
+fn exchange(conn: &mut Conn, message: &[u8], correlation: &str, deadline: &mut Instant) -> Result<Outcome, Error> {
     conn.send(message)?;
     loop {
         let body = conn.recv_message()?;
-        if let Some(outcome) = parse_reply(&body, correlation) {
-            return outcome;
+        match parse_reply(&body, correlation) {
+            Some(Ok(Reply::Done(outcome))) => return Ok(outcome),
+            Some(Ok(Reply::Pending(wait))) => {
+                let until = Instant::now() + wait.min(MAX_WAIT);
+                if until > *deadline {
+                    *deadline = until;
+                    conn.extend(until);
+                }
+            }
+            Some(Err(e)) => return Err(e),
+            None => {}
         }
     }
 }
 
 /// The outcome a reply carries, or None if it is not a reply to us.
-fn parse_reply(body: &[u8], correlation: &str) -> Option<Result<Outcome, Error>> {
+fn parse_reply(body: &[u8], correlation: &str) -> Option<Result<Reply, Error>> {
     // RawValue: check the JSON, but keep the exact bytes of what we print.
     // Option: a JSON null reads as absent.
     let envelope: BTreeMap<String, Option<&RawValue>> = serde_json::from_slice(body).ok()?;
@@ -83,6 +105,7 @@ fn parse_reply(body: &[u8], correlation: &str) -> Option<Result<Outcome, Error>>
     }
     let payload = match envelope.get("payload").copied().flatten() {
         Some(p) => p,
+        None if envelope.contains_key("pending") => return pending(envelope.get("pending").copied().flatten()),
         None => return Some(Err(Error::Protocol("reply from core has no payload".into()))),
     };
     let payload: BTreeMap<String, Option<&RawValue>> = serde_json::from_str(payload.get()).ok()?;
@@ -91,7 +114,20 @@ fn parse_reply(body: &[u8], correlation: &str) -> Option<Result<Outcome, Error>>
     // Room for the newline it is printed with.
     let mut out = Vec::with_capacity(raw.len() + 1);
     json::compact(raw, &mut out);
-    Some(Ok(if error.is_some() { Outcome::Error(out) } else { Outcome::Result(out) }))
+    Some(Ok(Reply::Done(if error.is_some() { Outcome::Error(out) } else { Outcome::Result(out) })))
+}
+
+/// {"pending":{"wait_ms":N,...}}: the request waits for a person's confirmation.
+fn pending(body: Option<&RawValue>) -> Option<Result<Reply, Error>> {
+    let bad = || Some(Err(Error::Protocol("malformed pending notice from core".into())));
+    let fields: BTreeMap<String, Option<&RawValue>> = match body.map(|b| serde_json::from_str(b.get())) {
+        Some(Ok(fields)) => fields,
+        _ => return bad(),
+    };
+    match fields.get("wait_ms").copied().flatten().map(|v| serde_json::from_str::<u64>(v.get())) {
+        Some(Ok(ms)) => Some(Ok(Reply::Pending(Duration::from_millis(ms)))),
+        _ => bad(),
+    }
 }
 
 /// A failure for errors that retrying can't fix; Ok for those it might
@@ -115,7 +151,25 @@ mod tests {
     use super::*;
 
     fn outcome(body: &str) -> Option<Result<Outcome, Error>> {
-        parse_reply(body.as_bytes(), "c-1")
+        parse_reply(body.as_bytes(), "c-1").map(|r| {
+            r.and_then(|r| match r {
+                Reply::Done(o) => Ok(o),
+                Reply::Pending(_) => Err(Error::Protocol("pending".into())),
+            })
+        })
+    }
+
+    #[test]
+    fn reads_a_pending_notice_and_refuses_a_malformed_one() {
+        let wait = |body: &str| match parse_reply(body.as_bytes(), "c-1") {
+            Some(Ok(Reply::Pending(d))) => Some(d),
+            _ => None,
+        };
+        assert_eq!(wait(r#"{"correlation":"c-1","pending":{"confirmation":"x","wait_ms":330000}}"#), Some(Duration::from_millis(330_000)));
+        assert!(parse_reply(br#"{"correlation":"c-2","pending":{"wait_ms":1}}"#, "c-1").is_none());
+        for bad in [r#"{"correlation":"c-1","pending":{"wait_ms":-1}}"#, r#"{"correlation":"c-1","pending":5}"#, r#"{"correlation":"c-1","pending":null}"#] {
+            assert!(matches!(parse_reply(bad.as_bytes(), "c-1"), Some(Err(Error::Protocol(_)))), "{}", bad);
+        }
     }
 
     #[test]

@@ -115,6 +115,12 @@ impl Conn {
         Ok(conn)
     }
 
+    /// Moves the deadline every read and write is bounded by (a request
+    /// pending a person's confirmation waits longer).
+    pub fn extend(&mut self, deadline: Instant) {
+        self.link.get_mut().deadline = deadline;
+    }
+
     /// Sends a message made by `message`.
     pub fn send(&mut self, message: &[u8]) -> Result<(), Error> {
         Ok(self.link.get_mut().write_all(message)?)

@@ -24,7 +24,9 @@ const HISTORY_PER_CHAT = 200;
 /** 429 handling for one tool call: at most this many retries, and this much waiting in all. */
 const MAX_RETRIES = 3;
 const RETRY_BUDGET_MS = 20_000;
-const ARGUMENTS_PREVIEW = 1000;
+// Telegram allows 4,096 characters per message: a prompt's arguments are shown whole,
+// in as many messages of this size as they need, all before the one with the buttons.
+const PROMPT_CHUNK = 3500;
 const TRACKED_PROMPTS = 200;
 const CALLBACK = /^c:([A-Za-z0-9-]{1,58}):([ad])$/;
 
@@ -142,6 +144,7 @@ export default class TelegramChannel implements PluginHandler {
   async handleEvent(envelope: EventEnvelope): Promise<void> {
     if (envelope.group === null) return;
     if (envelope.topic === 'confirmation.requested') await this.announceConfirmation(envelope.group, envelope.payload);
+    else if (envelope.topic === 'confirmation.resolved') await this.settleConfirmation(envelope.payload);
     else if (envelope.topic === 'agent.error') await this.apologize(envelope.group, envelope.payload);
     else if (envelope.topic === 'user.notify' && typeof envelope.payload.text === 'string') await this.notify(envelope.group, envelope.payload.text);
   }
@@ -235,7 +238,13 @@ export default class TelegramChannel implements PluginHandler {
     if (!id) return;
     const expires = Date.parse(String(payload.expires_at ?? ''));
     const minutes = Number.isFinite(expires) ? Math.max(1, Math.round((expires - Date.now()) / 60_000)) : null;
-    const text = `Approve ${tool}? ${truncate(JSON.stringify(payload.arguments ?? {}), ARGUMENTS_PREVIEW)}${minutes ? `\n(expires in ${minutes} min)` : ''}`;
+    // Everything that will be approved: tool, group and the complete arguments, pretty-printed.
+    const shown = JSON.stringify(payload.arguments ?? {}, null, 2);
+    const parts = chunks(shown, PROMPT_CHUNK);
+    const total = parts.length;
+    const head = `Approve ${tool} for group "${group}"?${total > 1 ? ` Arguments in ${total} parts.` : ''}`;
+    const before = parts.slice(0, -1).map((part, i) => `${head}\n(part ${i + 1}/${total})\n${part}`);
+    const text = `${total > 1 ? `(part ${total}/${total}, last)\n` : `${head}\n`}${parts.at(-1) ?? ''}${minutes ? `\n(expires in ${minutes} min)` : ''}`;
     const buttons = Buffer.byteLength(`c:${id}:a`) <= 64 && CALLBACK.test(`c:${id}:a`);
     const extra: JsonObject = buttons
       ? { reply_markup: { inline_keyboard: [[{ text: 'Approve', callback_data: `c:${id}:a` }, { text: 'Deny', callback_data: `c:${id}:d` }]] } }
@@ -243,7 +252,11 @@ export default class TelegramChannel implements PluginHandler {
     const sent: Prompt[] = [];
     for (const chat of this.chatsOf(group)) {
       try {
-        const message = await this.exclusive(chat, () => this.send(chat, buttons ? text : `${text}\n(answer on the dashboard)`, extra));
+        const message = await this.exclusive(chat, async () => {
+          const budget = { waitedMs: 0 };
+          for (const part of before) await this.send(chat, part, {}, budget);
+          return this.send(chat, buttons ? text : `${text}\n(answer on the dashboard)`, extra, budget);
+        });
         sent.push({ chat, message_id: message.message_id, text });
       } catch (err) {
         log.error({ chat, err: describe(err) }, 'could not send a confirmation request');
@@ -252,6 +265,25 @@ export default class TelegramChannel implements PluginHandler {
     if (sent.length === 0) return;
     this.prompts.set(id, sent);
     while (this.prompts.size > TRACKED_PROMPTS) this.prompts.delete(this.prompts.keys().next().value as string);
+  }
+
+  /** Any outcome not pressed here (timed out, withdrawn, answered elsewhere) is edited into the prompt. */
+  private async settleConfirmation(payload: JsonObject): Promise<void> {
+    const id = String(payload.id ?? '');
+    const by = String(payload.by ?? 'unknown');
+    if (by.startsWith('telegram:')) return; // a press here: onCallback edits the prompts
+    const prompts = this.prompts.get(id);
+    if (!prompts) return;
+    this.prompts.delete(id);
+    const note =
+      payload.decision === 'withdrawn' ? `Withdrawn (${by}): nothing ran`
+      : payload.decision === 'timeout' ? 'Timed out: nothing ran'
+      : `${payload.decision === 'approved' ? 'Approved' : 'Denied'} by ${by}`;
+    for (const prompt of prompts) {
+      await this.api
+        .call('editMessageText', { chat_id: prompt.chat, message_id: prompt.message_id, text: `${prompt.text}\n\n${note}` }, { signal: this.abort.signal })
+        .catch((err: unknown) => log.warn({ err: describe(err) }, 'could not update a confirmation message'));
+    }
   }
 
   private async apologize(group: string, payload: JsonObject): Promise<void> {
@@ -396,6 +428,14 @@ export default class TelegramChannel implements PluginHandler {
         .catch((err: unknown) => log.warn({ err: describe(err) }, 'could not update a confirmation message'));
     }
   }
+}
+
+/** `text` in pieces of at most `size` characters (never splitting a surrogate pair). */
+function chunks(text: string, size: number): string[] {
+  const out: string[] = [];
+  const chars = Array.from(text);
+  for (let i = 0; i < chars.length; i += size) out.push(chars.slice(i, i + size).join(''));
+  return out.length ? out : [''];
 }
 
 function describe(err: unknown): string {

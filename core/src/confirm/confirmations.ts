@@ -1,10 +1,12 @@
 // Stage 5's waiting room: high-risk requests are held here until a person answers on
 // the dashboard, the CLI or the group's channel. Nothing here survives a restart:
-// a stopping core denies everything still pending.
+// a stopping core withdraws everything still pending. At most `maxPerGroup` wait at once
+// per group: more are refused before they reach a person (approval fatigue, floods).
 import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
 
-export type Decision = 'approved' | 'denied' | 'timeout';
+/** withdrawn: the caller went away or the core is stopping; nothing runs. */
+export type Decision = 'approved' | 'denied' | 'timeout' | 'withdrawn';
 
 export interface PendingConfirmation {
   id: string;
@@ -30,14 +32,19 @@ export interface ConfirmationEvents {
 export class Confirmations extends EventEmitter<ConfirmationEvents> {
   private readonly waiting = new Map<string, Waiting>();
 
-  constructor(private readonly timeoutMs: number) {
+  constructor(
+    readonly timeoutMs: number,
+    private readonly maxPerGroup = Number.POSITIVE_INFINITY,
+  ) {
     super();
   }
 
+  /** null when the group already has `maxPerGroup` confirmations waiting. */
   request(input: Omit<PendingConfirmation, 'id' | 'requested_at' | 'expires_at'>): {
     pending: PendingConfirmation;
     answer: Promise<{ decision: Decision; by: string }>;
-  } {
+  } | null {
+    if (this.list(input.group).length >= this.maxPerGroup) return null;
     const now = Date.now();
     const pending: PendingConfirmation = {
       ...input,
@@ -77,5 +84,21 @@ export class Confirmations extends EventEmitter<ConfirmationEvents> {
 
   denyAll(by: string): void {
     for (const waiting of [...this.waiting.values()]) waiting.settle('denied', by);
+  }
+
+  /** The caller is gone (or the core is stopping): nothing will run. */
+  withdraw(id: string, by: string): boolean {
+    const waiting = this.waiting.get(id);
+    if (!waiting) return false;
+    waiting.settle('withdrawn', by);
+    return true;
+  }
+
+  withdrawSession(session: string, by: string): void {
+    for (const waiting of [...this.waiting.values()]) if (waiting.pending.session === session) waiting.settle('withdrawn', by);
+  }
+
+  withdrawAll(by: string): void {
+    for (const waiting of [...this.waiting.values()]) waiting.settle('withdrawn', by);
   }
 }

@@ -1,6 +1,9 @@
-// Stage 5: a high-risk tool waits for a person's yes.
+// Stage 5: a high-risk tool waits for a person's yes, while its callers are told it is
+// pending (see confirm/waiting-calls.ts). If no caller can be reached any more, the
+// confirmation is withdrawn: an answer after that runs nothing.
 import type { Session } from '../boundary/session-table.js';
 import type { Confirmations } from '../confirm/confirmations.js';
+import type { CallHandle } from '../confirm/waiting-calls.js';
 import type { ToolEntry } from '../plugins/discovery.js';
 import { pipelineError, type ErrorPayload } from '../protocol/errors.js';
 import type { RequestEnvelope } from '../protocol/envelope.js';
@@ -11,18 +14,36 @@ export async function confirm(
   session: Session,
   confirmations: Confirmations,
   onPending: (id: string) => void,
+  call?: { handle: CallHandle; keepaliveMs: number },
 ): Promise<ErrorPayload | null> {
   if (tool.risk_level !== 'high') return null;
-  const { pending, answer } = confirmations.request({
+  const requested = confirmations.request({
     group: session.group,
     session: session.id,
     tool: tool.name,
     correlation: envelope.correlation,
     arguments: envelope.payload.arguments,
   });
+  if (!requested) {
+    const message = `Too many confirmations are already waiting for a person in group "${session.group}"; try again once they are answered`;
+    return pipelineError('CONFIRMATION_LIMIT', message, true, { stage: 5, retry_after: 30 });
+  }
+  const { pending, answer } = requested;
   onPending(pending.id);
-  const { decision } = await answer;
+  let timer: NodeJS.Timeout | undefined;
+  if (call) {
+    call.handle.pending(pending.id, Date.parse(pending.expires_at));
+    timer = setInterval(() => {
+      void call.handle.keepalive().then((reached) => {
+        if (reached === 0) confirmations.withdraw(pending.id, 'core: caller gone');
+      });
+    }, call.keepaliveMs);
+  }
+  const { decision, by } = await answer.finally(() => clearInterval(timer));
   if (decision === 'approved') return null;
   if (decision === 'denied') return pipelineError('CONFIRMATION_DENIED', `User denied ${tool.name} request`, false, { stage: 5 });
+  if (decision === 'withdrawn') {
+    return pipelineError('CONFIRMATION_WITHDRAWN', `The ${tool.name} request was withdrawn before anyone answered (${by}); nothing ran`, true, { stage: 5 });
+  }
   return pipelineError('CONFIRMATION_TIMEOUT', `User did not approve ${tool.name} in time`, true, { stage: 5 });
 }

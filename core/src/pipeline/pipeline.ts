@@ -4,8 +4,10 @@ import type { AuditInput, AuditLog } from '../audit/audit-log.js';
 import type { Session } from '../boundary/session-table.js';
 import { parseWire } from '../boundary/wire.js';
 import type { Confirmations } from '../confirm/confirmations.js';
+import { WaitingCalls, type CallHandle, type Send } from '../confirm/waiting-calls.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { ToolCatalog } from '../plugins/catalog.js';
+import type { ToolEntry } from '../plugins/discovery.js';
 import { TOOL_TOPIC_PREFIX, type RequestEnvelope } from '../protocol/envelope.js';
 import { pipelineError, PLUGIN_ERROR_MESSAGE, type ErrorPayload } from '../protocol/errors.js';
 import { buildResponse, type Answer, type ResponseContext } from '../response/respond.js';
@@ -30,14 +32,19 @@ export interface PipelineDeps {
   sanitize: Sanitizer;
   route: RouteDeps;
   recent: RecentRequests<Answer>;
+  /** High-risk calls waiting for a person: joins retries, keeps callers informed. */
+  calls?: WaitingCalls;
 }
 
-/** Processes one message from a session's socket and returns the reply frame. */
-export async function runPipeline(frames: Buffer[], session: Session, deps: PipelineDeps): Promise<Buffer> {
+/**
+ * Processes one message from a session's socket and returns the reply frame. `send`
+ * reaches the same caller before that (the interim "pending confirmation" frames).
+ */
+export async function runPipeline(frames: Buffer[], session: Session, deps: PipelineDeps, send?: Send): Promise<Buffer> {
   const startedAt = performance.now();
   const ctx: ResponseContext = { group: session.group, session: session.id, topic: '', correlation: null, startedAt };
   const trail = new RequestTrail(deps.audit, session.group, session.id);
-  const answer = await decide(frames, session, deps, ctx, trail).catch((err: unknown): Answer => {
+  const answer = await decide(frames, session, deps, ctx, trail, send).catch((err: unknown): Answer => {
     trail.proceed();
     note(trail, ctx, 'core', 'error', { reason: 'pipeline failure', detail: String((err as Error)?.stack ?? err) });
     return { source: 'core', error: pipelineError('PLUGIN_ERROR', PLUGIN_ERROR_MESSAGE, false) };
@@ -107,7 +114,7 @@ function pass(audit: AuditRecorder, ctx: ResponseContext, stage: AuditInput['sta
   note(audit, ctx, stage, 'passed');
 }
 
-async function decide(frames: Buffer[], session: Session, deps: PipelineDeps, ctx: ResponseContext, audit: RequestTrail): Promise<Answer> {
+async function decide(frames: Buffer[], session: Session, deps: PipelineDeps, ctx: ResponseContext, audit: RequestTrail, send?: Send): Promise<Answer> {
 
   // Stage 1: construct the envelope from session state.
   const body = frames.filter((f) => f.length > 0);
@@ -129,16 +136,17 @@ async function decide(frames: Buffer[], session: Session, deps: PipelineDeps, ct
     note(audit, ctx, 'envelope', 'passed', { reason: 'repeat of an earlier request (resent after a reconnect): answered once' });
     // The first answer is audited in full; a flood of repeats of it is summarised.
     audit.endsAt('envelope', 'REPEAT');
+    if (send) deps.calls?.rejoin(key, { correlation: wire.message.correlation, send });
     return earlier;
   }
   const envelope = constructEnvelope(wire.message, session);
   pass(audit, ctx, 'envelope');
-  const answer = validateAndRoute(envelope, session, deps, ctx, audit);
-  deps.recent.set(key, answer, now);
+  const answer = validateAndRoute(envelope, session, deps, ctx, audit, send);
+  deps.recent.set(key, answer);
   return answer;
 }
 
-async function validateAndRoute(envelope: RequestEnvelope, session: Session, deps: PipelineDeps, ctx: ResponseContext, audit: RequestTrail): Promise<Answer> {
+async function validateAndRoute(envelope: RequestEnvelope, session: Session, deps: PipelineDeps, ctx: ResponseContext, audit: RequestTrail, send?: Send): Promise<Answer> {
 
   // Stage 2: the topic names a known tool.
   const topic = validateTopic(envelope.topic, deps.catalog);
@@ -165,10 +173,27 @@ async function validateAndRoute(envelope: RequestEnvelope, session: Session, dep
   const unaudited = auditUnavailable(tool.owner, deps.audit);
   if (unaudited) return reject(audit, ctx, 'route', unaudited);
 
+  if (tool.risk_level === 'high' && deps.calls && send) {
+    const caller = { correlation: envelope.correlation, send };
+    const joinKey = WaitingCalls.joinKey(session.id, tool.name, envelope.payload.arguments);
+    const joined = deps.calls.join(joinKey, recentKey(session.id, envelope.correlation), caller);
+    if (joined) {
+      note(audit, ctx, 'confirm', 'pending', { reason: 'same tool and arguments as a request already waiting: joined it (one prompt, one action)' });
+      return joined;
+    }
+    const calls = deps.calls;
+    return calls.run(joinKey, recentKey(session.id, envelope.correlation), caller, (handle) =>
+      confirmAndRoute(tool, envelope, session, deps, ctx, audit, { handle, keepaliveMs: calls.keepaliveMs }),
+    );
+  }
+  return confirmAndRoute(tool, envelope, session, deps, ctx, audit);
+}
+
+async function confirmAndRoute(tool: ToolEntry, envelope: RequestEnvelope, session: Session, deps: PipelineDeps, ctx: ResponseContext, audit: RequestTrail, call?: { handle: CallHandle; keepaliveMs: number }): Promise<Answer> {
   // Stage 5: high-risk tools wait for a person.
   const denied = await confirm(tool, envelope, session, deps.confirmations, (id) =>
     note(audit, ctx, 'confirm', 'pending', { reason: `awaiting user confirmation ${id}` }),
-  );
+  call);
   if (denied) return reject(audit, ctx, 'confirm', denied);
   if (tool.risk_level === 'high') pass(audit, ctx, 'confirm');
 

@@ -9,6 +9,12 @@ interface Entry<T> {
 
 export class RecentRequests<T> {
   private readonly entries = new Map<string, Entry<T>>();
+  /**
+   * Requests not yet answered. They never expire: a call waiting minutes for a person is
+   * resent by ipc after a reconnect and must join, not run again. The window of an entry
+   * starts when its answer is sent (weigh). Their number is bounded by what is in flight.
+   */
+  private readonly unanswered = new Map<string, Promise<T>>();
   /** When the first entry in the map was set: eviction is only looked at once it is due. */
   private oldestAt = 0;
   private bytes = 0;
@@ -23,6 +29,8 @@ export class RecentRequests<T> {
   ) {}
 
   get(key: string, now = Date.now()): Promise<T> | undefined {
+    const waiting = this.unanswered.get(key);
+    if (waiting) return waiting;
     const entry = this.entries.get(key);
     if (!entry) return undefined;
     if (now - entry.at > this.ttlMs) {
@@ -33,7 +41,11 @@ export class RecentRequests<T> {
     return entry.value;
   }
 
-  set(key: string, value: Promise<T>, now = Date.now()): void {
+  set(key: string, value: Promise<T>): void {
+    this.unanswered.set(key, value);
+  }
+
+  private put(key: string, value: Promise<T>, now: number): void {
     if (this.entries.size === 0) this.oldestAt = now;
     const previous = this.entries.get(key);
     if (previous) {
@@ -47,6 +59,11 @@ export class RecentRequests<T> {
 
   /** Counts the size of the answer sent for `key` against the byte budget. */
   weigh(key: string, bytes: number, now = Date.now()): void {
+    const waiting = this.unanswered.get(key);
+    if (waiting) {
+      this.unanswered.delete(key);
+      this.put(key, waiting, now); // its window starts now
+    }
     const entry = this.entries.get(key);
     if (!entry) return;
     this.bytes += bytes - entry.bytes;

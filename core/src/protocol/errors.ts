@@ -8,6 +8,10 @@ export const PIPELINE_CODES = [
   'RATE_LIMITED',
   'CONFIRMATION_TIMEOUT',
   'CONFIRMATION_DENIED',
+  // Too many confirmations already wait for a person in this group (retriable).
+  'CONFIRMATION_LIMIT',
+  // The request was withdrawn before anyone answered (caller gone, core stopping): nothing ran.
+  'CONFIRMATION_WITHDRAWN',
   'PLUGIN_TIMEOUT',
   'PLUGIN_UNAVAILABLE',
   'PLUGIN_ERROR',

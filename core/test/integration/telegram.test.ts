@@ -165,7 +165,7 @@ describe('get_telegram_history', () => {
 
 describe('confirmations', () => {
   const promptIn = (chat: number, target: string) => () =>
-    tg.sentTo(chat).find((m) => m.text.startsWith('Approve delete_everything?') && m.text.includes(`"target":"${target}"`));
+    tg.sentTo(chat).find((m) => m.text.startsWith('Approve delete_everything for group') && m.reply_markup !== undefined && m.text.includes(`"target": "${target}"`));
   const answerFor = (id: string) => () => tg.callbackAnswers.find((a) => a.callback_query_id === id);
 
   it('puts Approve/Deny buttons in the group\'s chats; only an owner\'s press approves', async () => {
@@ -208,6 +208,42 @@ describe('confirmations', () => {
     expect((await until(answerFor(first.id))).text).toBe('Denied');
     const second = tg.queueCallback({ chatId: MAIN_CHAT, messageId: prompt.message_id, fromId: OWNER, data });
     expect((await until(answerFor(second.id))).text).toBe('Already answered');
+  });
+});
+
+describe('confirmation prompts show everything and how they ended', () => {
+  it('a 20,000-character argument is shown whole, pretty-printed, in messages before the one with the buttons', async () => {
+    const target = Array.from({ length: 20_000 }, (_, i) => String.fromCharCode(97 + (i % 26))).join('') + '-end';
+    const before = tg.sentTo(MAIN_CHAT).length;
+    const call = stack.ipc(main, 'tool.invoke.delete_everything', { target }, { timeoutMs: 25000 });
+    const buttons = await until(() => tg.sentTo(MAIN_CHAT).slice(before).find((m) => m.reply_markup !== undefined), 10000);
+    const messages = tg.sentTo(MAIN_CHAT).slice(before);
+    const upTo = messages.indexOf(buttons);
+    expect(upTo).toBeGreaterThan(0);
+    for (const m of messages.slice(0, upTo)) {
+      expect(m.reply_markup).toBeUndefined();
+      expect(m.text.length).toBeLessThanOrEqual(TEXT_LIMIT);
+    }
+    expect(messages[0].text).toMatch(/^Approve delete_everything for group "main"\? Arguments in \d+ parts\./);
+    const body = messages
+      .slice(0, upTo + 1)
+      .map((m, i) => (i < upTo ? m.text.split('\n').slice(2).join('\n') : m.text.split('\n').slice(1).join('\n').replace(/\n\(expires in \d+ min\)$/, '')))
+      .join('');
+    expect(body).toBe(JSON.stringify({ target }, null, 2));
+    const pending = stack.core.confirmations.list('main').find((p) => p.arguments.target === target)!;
+    stack.core.confirmations.resolve(pending.id, false, 'test');
+    expectError(await call, 'CONFIRMATION_DENIED', { stage: 5 });
+  });
+
+  it('the caller gone before anyone answers: the prompt is edited to say withdrawn, nothing ran', async () => {
+    const session = await stack.openSession('main');
+    const call = stack.ipc(session, 'tool.invoke.delete_everything', { target: 'gone-away' }, { timeoutMs: 25000 });
+    const prompt = await until(() => tg.sentTo(MAIN_CHAT).find((m) => m.reply_markup !== undefined && m.text.includes('"target": "gone-away"')), 10000);
+    await stack.core.closeSession(session.id);
+    const edit = await until(() => tg.edits.find((e) => e.chat_id === String(MAIN_CHAT) && e.message_id === prompt.message_id));
+    expect(edit.text).toMatch(/Withdrawn \(core: session ended\): nothing ran$/);
+    expect(edit.reply_markup).toBeUndefined();
+    void call; // its socket is gone with the session: ipc gives up on its own
   });
 });
 

@@ -11,7 +11,7 @@ describe('Confirmations', () => {
     const seen: PendingConfirmation[] = [];
     c.on('requested', (p) => seen.push(p));
     const before = Date.now();
-    const { pending, answer } = c.request(input());
+    const { pending, answer } = c.request(input())!;
     const after = Date.now();
     expect(seen).toEqual([pending]);
     expect(pending.id).toMatch(/^[0-9a-f-]{36}$/);
@@ -28,8 +28,8 @@ describe('Confirmations', () => {
 
   it('gives every request a distinct id', () => {
     const c = new Confirmations(60_000);
-    const a = c.request(input());
-    const b = c.request(input());
+    const a = c.request(input())!;
+    const b = c.request(input())!;
     expect(a.pending.id).not.toBe(b.pending.id);
     c.denyAll('cleanup');
   });
@@ -38,7 +38,7 @@ describe('Confirmations', () => {
     const c = new Confirmations(60_000);
     const resolved: Array<[string, Decision, string]> = [];
     c.on('resolved', (p, d, by) => resolved.push([p.id, d, by]));
-    const { pending, answer } = c.request(input());
+    const { pending, answer } = c.request(input())!;
     expect(c.resolve(pending.id, true, 'dashboard:alice')).toBe(true);
     await expect(answer).resolves.toEqual({ decision: 'approved', by: 'dashboard:alice' });
     expect(resolved).toEqual([[pending.id, 'approved', 'dashboard:alice']]);
@@ -48,7 +48,7 @@ describe('Confirmations', () => {
 
   it('resolve(deny) settles with "denied"', async () => {
     const c = new Confirmations(60_000);
-    const { pending, answer } = c.request(input());
+    const { pending, answer } = c.request(input())!;
     expect(c.resolve(pending.id, false, 'cli')).toBe(true);
     await expect(answer).resolves.toEqual({ decision: 'denied', by: 'cli' });
   });
@@ -62,7 +62,7 @@ describe('Confirmations', () => {
     const c = new Confirmations(60_000);
     let resolvedCount = 0;
     c.on('resolved', () => resolvedCount++);
-    const { pending, answer } = c.request(input());
+    const { pending, answer } = c.request(input())!;
     expect(c.resolve(pending.id, false, 'first')).toBe(true);
     expect(c.resolve(pending.id, true, 'second')).toBe(false);
     await expect(answer).resolves.toEqual({ decision: 'denied', by: 'first' });
@@ -73,7 +73,7 @@ describe('Confirmations', () => {
     const c = new Confirmations(20);
     const resolved: Decision[] = [];
     c.on('resolved', (_p, d) => resolved.push(d));
-    const { pending, answer } = c.request(input());
+    const { pending, answer } = c.request(input())!;
     await expect(answer).resolves.toEqual({ decision: 'timeout', by: 'core' });
     expect(resolved).toEqual(['timeout']);
     expect(c.get(pending.id)).toBeUndefined();
@@ -84,7 +84,7 @@ describe('Confirmations', () => {
     const c = new Confirmations(20);
     const resolved: Decision[] = [];
     c.on('resolved', (_p, d) => resolved.push(d));
-    const { pending, answer } = c.request(input());
+    const { pending, answer } = c.request(input())!;
     c.resolve(pending.id, true, 'quick');
     await expect(answer).resolves.toEqual({ decision: 'approved', by: 'quick' });
     await new Promise((r) => setTimeout(r, 40));
@@ -93,8 +93,8 @@ describe('Confirmations', () => {
 
   it('denyAll denies every pending confirmation', async () => {
     const c = new Confirmations(60_000);
-    const a = c.request(input('main'));
-    const b = c.request(input('family'));
+    const a = c.request(input('main'))!;
+    const b = c.request(input('family'))!;
     c.denyAll('shutdown');
     await expect(a.answer).resolves.toEqual({ decision: 'denied', by: 'shutdown' });
     await expect(b.answer).resolves.toEqual({ decision: 'denied', by: 'shutdown' });
@@ -103,9 +103,9 @@ describe('Confirmations', () => {
 
   it('list filters by group', () => {
     const c = new Confirmations(60_000);
-    const a = c.request(input('main', 't1'));
-    const b = c.request(input('family', 't2'));
-    const d = c.request(input('main', 't3'));
+    const a = c.request(input('main', 't1'))!;
+    const b = c.request(input('family', 't2'))!;
+    const d = c.request(input('main', 't3'))!;
     expect(c.list().map((p) => p.id).sort()).toEqual([a.pending.id, b.pending.id, d.pending.id].sort());
     expect(c.list('main').map((p) => p.id).sort()).toEqual([a.pending.id, d.pending.id].sort());
     expect(c.list('family').map((p) => p.id)).toEqual([b.pending.id]);
@@ -113,5 +113,21 @@ describe('Confirmations', () => {
     c.resolve(a.pending.id, true, 'x');
     expect(c.list('main').map((p) => p.id)).toEqual([d.pending.id]);
     c.denyAll('cleanup');
+  });
+
+  it('shutdown and a caller gone withdraw (not deny); at most maxPerGroup wait per group', async () => {
+    const c = new Confirmations(60_000, 2);
+    const a = c.request(input('main'))!;
+    const b = c.request(input('main'))!;
+    expect(c.request(input('main'))).toBeNull();
+    const other = c.request(input('family'))!;
+    c.withdrawSession('sess-1', 'core: session ended');
+    await expect(a.answer).resolves.toEqual({ decision: 'withdrawn', by: 'core: session ended' });
+    await expect(b.answer).resolves.toEqual({ decision: 'withdrawn', by: 'core: session ended' });
+    await expect(other.answer).resolves.toEqual({ decision: 'withdrawn', by: 'core: session ended' });
+    const d = c.request(input('main'))!;
+    c.withdrawAll('core: shutting down');
+    await expect(d.answer).resolves.toEqual({ decision: 'withdrawn', by: 'core: shutting down' });
+    expect(c.list()).toEqual([]);
   });
 });
