@@ -148,9 +148,9 @@ export class Core extends EventEmitter<CoreEvents> {
     const socket = new SessionSocket(session.socketPath, guard);
     try {
       await socket.open(
-        (frames, reply) => {
+        (frames, reply, interim) => {
           // runPipeline never rejects; a reply to a peer that has gone is dropped.
-          void runPipeline(frames, session, this.deps, reply).then(reply).catch(() => undefined);
+          void runPipeline(frames, session, this.deps, interim).then(reply).catch(() => undefined);
         },
         (frames, refusal) => refuseOverBudget(frames, session, refusal.retryAfter, refusal.why, this.deps),
       );

@@ -14,7 +14,11 @@ import { SendQueue } from './send-queue.js';
 import { MAX_MESSAGE_BYTES } from './wire.js';
 
 export type Reply = (frame: Buffer) => Promise<void>;
-export type FrameHandler = (frames: Buffer[], reply: Reply) => void;
+/**
+ * `reply` sends the answer (once; it ends the request's time in flight); `interim` sends
+ * frames before it to the same caller (the "pending confirmation" keep-alives), never after.
+ */
+export type FrameHandler = (frames: Buffer[], reply: Reply, interim: Reply) => void;
 /** The answer to a frame the guard refused: must stay cheap, it is not budgeted. */
 export type Refusal = (frames: Buffer[], admission: Extract<Admission, { ok: false }>) => Buffer;
 
@@ -98,7 +102,9 @@ export class SessionSocket {
           settled = true;
           return this.send([identity, frame]).finally(() => this.guard.settled());
         };
-        onFrames(frames, reply);
+        // Its failure is the caller's to see: a peer that is gone is a caller that is gone.
+        const interim: Reply = (frame) => (settled ? Promise.resolve() : this.queue.push([identity, frame]));
+        onFrames(frames, reply, interim);
       }
     } catch (err) {
       // Closing the socket ends the loop; anything else is unexpected but must not crash the core.

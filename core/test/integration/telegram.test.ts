@@ -296,6 +296,7 @@ describe('restarts', () => {
 
   it('a corrupt offset file is moved aside, and what waits at Telegram is skipped, not replayed', async () => {
     await stack.killHost();
+    await until(() => stack.core.catalog.state('telegram') !== 'healthy', 10_000);
     const file = join(stack.dir, 'data', 'telegram', 'offset.json');
     writeFileSync(file, '{"offset": 12'); // torn write
     const old = tg.queueMessage({ chatId: MAIN_CHAT, text: 'already handled, they say' });
