@@ -52,6 +52,8 @@ export interface CoreEvents {
   event: [EventEnvelope];
   /** A session was quarantined: its socket is closed; its container must go (agent manager). */
   quarantined: [{ session: string; group: string; abuse: Abuse }];
+  /** The plugin host's plugins have all answered their init: what they subscribe to reaches them. */
+  'plugins-settled': [];
 }
 
 export class Core extends EventEmitter<CoreEvents> {
@@ -258,6 +260,7 @@ export class Core extends EventEmitter<CoreEvents> {
       this.auditPluginFailure(message.plugin, message.category, message.detail);
       this.releaseEarly(message.plugin); // now dropped, each audited
     }
+    if (!this.catalog.pluginNames().some((name) => this.catalog.state(name) === 'starting')) this.emit('plugins-settled');
   }
 
   private auditPluginFailure(plugin: string, category: string, detail: string): void {

@@ -9,6 +9,7 @@ import { LlmProxy } from './llm/llm-proxy.js';
 import { UsageStore } from './llm/usage-store.js';
 import { loadConfig } from './config.js';
 import { Core } from './core.js';
+import { notHandledNotice, UnfinishedTurns, type UnfinishedTurn } from './agents/unfinished-turns.js';
 import { StartupError } from './protocol/errors.js';
 import { auditFile, coreSecrets, pathsFromEnv } from './settings.js';
 
@@ -32,13 +33,21 @@ async function main(): Promise<void> {
     }),
     notify: (group, text) => void core.publish('user.notify', group, { text }),
   });
+  const unfinished = new UnfinishedTurns(
+    join(paths.dataDir, 'unfinished-turns.sqlite'),
+    (problem) => {
+      log.error(problem, 'the unfinished-turns file was unreadable: moved aside; messages a crash interrupted before it cannot be reported');
+      core.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'agent', outcome: 'error', reason: `unfinished-turns file unreadable (${problem.error}); moved to ${problem.movedTo}` });
+    },
+    (err) => log.error({ err: err.message }, 'could not record an accepted message: it is handled, but a crash now would drop it without a notice'),
+  );
   const agents = new AgentManager(core, new DockerRuntime(), llm, config.agents, {
     groupsDir: paths.groupsDir,
     stateDir: join(paths.dataDir, 'agents'),
     agentImageDir: paths.agentImageDir,
     instance: process.env.CARAPACE_INSTANCE || 'carapace',
     apiKeyDir: paths.apiKeyDir,
-  }, () => Object.keys(config.groups));
+  }, () => Object.keys(config.groups), undefined, unfinished);
   core.metrics.agents(() => agents.counts());
   core.metrics.llmTokens(() => llm.usage(Object.keys(config.groups)));
   // Plugins may publish (a Telegram message waiting since the last run) as soon as the
@@ -46,6 +55,15 @@ async function main(): Promise<void> {
   // they are lost. Each runs once an earlier run's orphaned agents are gone (a sweep after
   // a new agent started would remove it).
   const swept = agents.removeOrphans();
+  // What an earlier run accepted and never finished: told once the channels can say it.
+  core.on('plugins-settled', () => {
+    const byGroup = new Map<string, UnfinishedTurn[]>();
+    for (const turn of unfinished.takeLeftovers()) byGroup.set(turn.group, [...(byGroup.get(turn.group) ?? []), turn]);
+    for (const [group, turns] of byGroup) {
+      core.audit.record({ group, session: null, source: 'core', topic: null, correlation: null, stage: 'agent', outcome: 'error', reason: `${turns.length} accepted ${turns.length === 1 ? 'event was' : 'events were'} not handled: the core stopped before the agent finished; user told`, detail: turns.map((t) => `${t.topic} ${t.id} from ${t.source}`).join('\n') });
+      core.publish('user.notify', group, { text: notHandledNotice(turns) });
+    }
+  });
   core.on('event', (event) => {
     void swept
       .then(() => agents.onEvent(event))

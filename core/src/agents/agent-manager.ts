@@ -28,6 +28,7 @@ import type { AgentRuntime, MountSpec } from './runtime.js';
 import { writeSkills } from './skills.js';
 import { StartupCpus } from './startup-cpus.js';
 import { engineOf, groupStorage, type GroupStorage } from './storage.js';
+import type { UnfinishedTurns } from './unfinished-turns.js';
 import type { AgentCounts } from '../metrics/metrics.js';
 
 const AGENT_UID = 1000;
@@ -97,6 +98,8 @@ export class AgentManager {
     private readonly knownGroups: () => string[],
     /** The workspace mount, held to the disk quota (agents/storage.ts). */
     readonly storage: GroupStorage = groupStorage(settings, paths, engineOf(runtime)),
+    /** Accepted events no turn has finished yet: what a crash would otherwise drop silently. */
+    private readonly unfinished: UnfinishedTurns | null = null,
   ) {
     core.on('quarantined', ({ session, group }) => this.onQuarantined(session, group));
   }
@@ -132,15 +135,32 @@ export class AgentManager {
       audit('event carries no prompt');
       return null;
     }
+    this.unfinished?.accept(event);
     return this.enqueue(event.group, prompt, event);
   }
 
   /** Runs prompts for one group strictly one after another. */
   enqueue(group: string, prompt: string, cause?: EventEnvelope): Promise<RunOutcome> {
     const previous = this.queues.get(group) ?? Promise.resolve();
-    const next = previous.then(() => this.run(group, prompt, cause));
+    const next = previous.then(() => this.settled(this.run(group, prompt, cause), cause));
     this.queues.set(group, next.catch(() => undefined));
     return next;
+  }
+
+  /**
+   * A turn's event is finished once the person saw its reply or an error notice. While the
+   * core is stopping, a turn that did not complete is left for the next start to report
+   * (its error notice would reach no channel now).
+   */
+  private async settled(run: Promise<RunOutcome>, cause?: EventEnvelope): Promise<RunOutcome> {
+    let ok = false;
+    try {
+      const outcome = await run;
+      ok = outcome.ok;
+      return outcome;
+    } finally {
+      if (cause && (ok || !this.stopped)) this.unfinished?.finish(cause.id);
+    }
   }
 
   private async run(group: string, prompt: string, cause?: EventEnvelope): Promise<RunOutcome> {

@@ -155,6 +155,39 @@ describe.each<Mode>([
     }
   });
 
+  // A real crash: the core's node process gets SIGKILL while the model is still answering,
+  // and Compose's restart policy starts it again. The message is not lost without a word,
+  // and not run a second time (the agent may have acted on part of it).
+  (mode === 'legacy' ? it : it.skip)('kill -9 of the core in the middle of a turn: after the restart the person is told, once, that the message was not handled', async () => {
+    const text = 'book the table for friday';
+    const { model, telegram } = standIns;
+    const [requestsBefore, sentBefore] = [model.requests.length, telegram.sentTo(chat).length];
+    const mentions = (from: number): number => model.requests.slice(from).filter((r) => JSON.stringify(r.body?.messages ?? '').includes(text)).length;
+    model.delayMs = 600_000;
+    try {
+      telegram.queueMessage({ chatId: chat, text, fromId: 42 });
+      await until(() => mentions(requestsBefore) > 0, 120_000);
+      const core = compose(['ps', '-q', 'core']).trim();
+      const started = inspect(core).State.StartedAt;
+      const top = execFileSync(DOCKER, ['top', core, '-eo', 'pid,args'], { encoding: 'utf8' }).split('\n');
+      const pid = Number(top.find((line) => line.includes('dist/core/src/main.js'))?.trim().split(/\s+/)[0]);
+      expect(pid).toBeGreaterThan(1);
+      const killedAt = model.requests.length;
+      process.kill(pid, 'SIGKILL');
+      const notHandled = (): SentMessage[] => telegram.sentTo(chat).slice(sentBefore).filter((m) => m.text.includes('not handled'));
+      const [notice] = await until(() => notHandled().length > 0 && notHandled(), 120_000);
+      expect(inspect(core).State.StartedAt).not.toBe(started); // the same container, started again
+      expect(notice.text).toContain(`"${text}"`);
+      const health = await project.waitForHealth((h) => ['telegram', 'memory'].every((p) => h.plugins.healthy.includes(p)));
+      expect(health).toBeTruthy();
+      expect(notHandled()).toHaveLength(1);
+      expect(mentions(killedAt)).toBe(0); // never run again
+      expect(auditEntries().filter((e) => e.stage === 'agent' && /not handled/.test(e.reason ?? ''))).toHaveLength(1);
+    } finally {
+      model.delayMs = 0;
+    }
+  }, 300_000);
+
   // Last: it stops the appliance. Docker's default 10 s before SIGKILL would cut the drain
   // short; compose.yaml's stop_grace_period lets a tool call in flight finish.
   (mode === 'legacy' ? it : it.skip)('docker compose stop with a tool call in flight (Telegram answering after 12 s) lets it finish', async () => {

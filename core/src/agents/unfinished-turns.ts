@@ -1,0 +1,150 @@
+// Messages (and task runs) the core accepted for an agent and that no turn has finished
+// yet, kept in a small SQLite file so that a core crash or stop cannot drop one silently.
+// Rows left by an earlier run are the ones nobody answered: the person is told once that
+// they were not handled (see notHandledNotice), and they are never run again, since the
+// agent may already have acted on them before the core died.
+import Database from 'better-sqlite3';
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, renameSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { EventEnvelope } from '../protocol/envelope.js';
+import type { StoreProblem } from '../llm/usage-store.js';
+
+/** Rows kept at most: a flood of inbound messages drops the oldest ones' notices, not the core's disk. */
+export const MAX_UNFINISHED = 5000;
+const PREVIEW_CHARS = 80;
+
+export interface UnfinishedTurn {
+  id: string;
+  group: string;
+  topic: string;
+  source: string;
+  preview: string;
+  accepted_at: string;
+}
+
+const SCHEMA = `
+  CREATE TABLE IF NOT EXISTS unfinished (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE, boot TEXT NOT NULL, grp TEXT NOT NULL, topic TEXT NOT NULL,
+    source TEXT NOT NULL, preview TEXT NOT NULL, accepted_at TEXT NOT NULL
+  );`;
+
+function openDb(file: string | null): Database.Database {
+  const db = new Database(file ?? ':memory:');
+  try {
+    db.pragma('journal_mode = WAL');
+    // Survives a killed core (the failure this file exists for), not a power cut.
+    db.pragma('synchronous = NORMAL');
+    const [check] = db.pragma('quick_check') as Array<{ quick_check: string }>;
+    if (check?.quick_check !== 'ok') throw new Error(`quick_check: ${check?.quick_check ?? 'no answer'}`);
+    db.exec(SCHEMA);
+    return db;
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+}
+
+/** What the person reads: the start of the message (or the task's id). */
+export function previewOf(event: EventEnvelope): string {
+  const p = event.payload as Record<string, unknown>;
+  const text = event.topic === 'task.triggered' ? `scheduled task ${typeof p.task_id === 'string' ? p.task_id : '(unnamed)'}` : typeof p.body === 'string' ? p.body : '';
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > PREVIEW_CHARS ? `${flat.slice(0, PREVIEW_CHARS - 1)}…` : flat;
+}
+
+/** One notice per group for what an earlier run left unanswered. */
+export function notHandledNotice(turns: UnfinishedTurn[]): string {
+  const shown = turns.slice(0, 5).map((t) => `• "${t.preview}" (${t.accepted_at.slice(0, 16).replace('T', ' ')} UTC)`);
+  const more = turns.length - shown.length;
+  const one = turns.length === 1;
+  return [
+    `Carapace restarted before it finished ${one ? 'this' : 'these'}, so ${one ? 'it was' : 'they were'} not handled and will not be run again:`,
+    ...shown,
+    ...(more > 0 ? [`and ${more} more.`] : []),
+    'Send again what you still need (the agent may have done part of it before the restart).',
+  ].join('\n');
+}
+
+export class UnfinishedTurns {
+  /** This run: rows of other boots are what earlier runs left behind. */
+  readonly boot = randomUUID();
+  private readonly db: Database.Database;
+  private readonly insert: Database.Statement;
+  private readonly remove: Database.Statement;
+  private readonly trim: Database.Statement;
+  private readonly leftovers: Database.Statement;
+  private broken = false;
+
+  /**
+   * `onProblem` hears about a file moved aside; `onWriteError` about a write that failed
+   * (a full disk): the message is still handled, only its crash notice is at risk.
+   */
+  constructor(
+    file: string | null,
+    onProblem: (problem: StoreProblem) => void = () => undefined,
+    private readonly onWriteError: (err: Error) => void = () => undefined,
+  ) {
+    let db: Database.Database;
+    if (file) mkdirSync(dirname(file), { recursive: true });
+    try {
+      db = openDb(file);
+    } catch (err) {
+      if (!file || !existsSync(file)) throw err;
+      const movedTo = `${file}.corrupt-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+      renameSync(file, movedTo);
+      for (const suffix of ['-wal', '-shm']) if (existsSync(file + suffix)) renameSync(file + suffix, movedTo + suffix);
+      onProblem({ file, movedTo, error: (err as Error).message });
+      db = openDb(file);
+    }
+    this.db = db;
+    this.insert = db.prepare('INSERT OR IGNORE INTO unfinished (id, boot, grp, topic, source, preview, accepted_at) VALUES (?, ?, ?, ?, ?, ?, ?)');
+    this.remove = db.prepare('DELETE FROM unfinished WHERE id = ?');
+    this.trim = db.prepare('DELETE FROM unfinished WHERE seq <= (SELECT MAX(seq) FROM unfinished) - ?');
+    this.leftovers = db.prepare('SELECT id, grp AS "group", topic, source, preview, accepted_at FROM unfinished WHERE boot != ? ORDER BY seq');
+  }
+
+  /** The core took the event for an agent: until finish(), a crash leaves it here. */
+  accept(event: EventEnvelope): void {
+    if (event.group === null) return;
+    this.write(() => {
+      this.insert.run(event.id, this.boot, event.group, event.topic, event.source, previewOf(event), event.timestamp);
+      this.trim.run(MAX_UNFINISHED);
+    });
+  }
+
+  /** A turn ended with a reply or a notice the person saw: nothing left to tell. */
+  finish(id: string): void {
+    this.write(() => this.remove.run(id));
+  }
+
+  /** What earlier runs left, removed as it is taken: a second restart does not tell again. */
+  takeLeftovers(): UnfinishedTurn[] {
+    try {
+      return this.db.transaction(() => {
+        const rows = this.leftovers.all(this.boot) as UnfinishedTurn[];
+        for (const row of rows) this.remove.run(row.id);
+        return rows;
+      })();
+    } catch (err) {
+      this.onWriteError(err as Error);
+      return [];
+    }
+  }
+
+  close(): void {
+    this.db.close();
+  }
+
+  private write(fn: () => void): void {
+    try {
+      fn();
+      this.broken = false;
+    } catch (err) {
+      // Reported once per outage, not once per message.
+      if (!this.broken) this.onWriteError(err as Error);
+      this.broken = true;
+    }
+  }
+}
