@@ -17,7 +17,7 @@ import {
   type RequestEnvelope,
   truncate,
 } from '#sdk';
-import { StateFileError, TaskStore, type TaskRecord } from './store.js';
+import { StateFileError, TaskStore, type OneShotCounts, type TaskRecord } from './store.js';
 import { cronProblem, nextRunAfter, nextRunFromNow, parseRunAt, shortestGapSeconds, timezoneProblem } from './time.js';
 
 const log = pino({ base: { service: 'plugin-host', plugin: 'tasks' } }, pino.destination(2));
@@ -50,6 +50,7 @@ interface Settings {
   maxFailures: number;
   minIntervalS: number;
   maxPerGroup: number;
+  maxOneShotPerDay: number;
   configured: ConfiguredTask[];
 }
 
@@ -72,6 +73,7 @@ function parseSettings(config: PluginConfig): Settings {
     maxFailures: typeof config.max_consecutive_failures === 'number' ? config.max_consecutive_failures : 5,
     minIntervalS: typeof config.min_interval_seconds === 'number' ? config.min_interval_seconds : 60,
     maxPerGroup: typeof config.max_tasks_per_group === 'number' ? config.max_tasks_per_group : 50,
+    maxOneShotPerDay: typeof config.max_one_shot_per_day === 'number' ? config.max_one_shot_per_day : 20,
     configured,
   };
 }
@@ -89,6 +91,7 @@ export default class Scheduler implements PluginHandler {
   private services!: CoreServices;
   private store!: TaskStore;
   private readonly records = new Map<string, TaskRecord>();
+  private oneShots: OneShotCounts = {};
   private readonly crons = new Map<string, ScheduledTask>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private stopping = false;
@@ -99,7 +102,7 @@ export default class Scheduler implements PluginHandler {
     this.store = new TaskStore(services.dataDir);
     let saved: TaskRecord[];
     try {
-      saved = await this.store.load();
+      ({ tasks: saved, oneShots: this.oneShots } = await this.store.load());
     } catch (err) {
       if (err instanceof StateFileError) throw new InitError('CONFIG_ERROR', err.message);
       throw err;
@@ -122,7 +125,7 @@ export default class Scheduler implements PluginHandler {
       this.startCron(record);
     }
     try {
-      await this.store.save(this.snapshot());
+      await this.store.save(this.snapshot(), this.oneShots);
     } catch (err) {
       await this.shutdown();
       throw new InitError('INTERNAL_ERROR', `cannot write the task state in the data directory (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
@@ -296,13 +299,13 @@ export default class Scheduler implements PluginHandler {
 
   /** Saves; a failure is logged (a run in progress is not undone by it). */
   private async persist(): Promise<void> {
-    await this.store.save(this.snapshot()).catch((err: unknown) => log.error({ err: String(err) }, 'could not save the task state'));
+    await this.store.save(this.snapshot(), this.oneShots).catch((err: unknown) => log.error({ err: String(err) }, 'could not save the task state'));
   }
 
   /** Saves for a tool call: a failure undoes the change and tells the agent. */
   private async commit(undo: () => void): Promise<void> {
     try {
-      await this.store.save(this.snapshot());
+      await this.store.save(this.snapshot(), this.oneShots);
     } catch (err) {
       log.error({ err: String(err) }, 'could not save the task state');
       undo();
@@ -332,10 +335,23 @@ export default class Scheduler implements PluginHandler {
       throw new ToolError({ message: `run_at (${at.toISOString()}) is in the past; it is now ${new Date(now).toISOString()}`, retriable: false });
     }
     if (at.getTime() - now > MAX_AHEAD_MS) throw new ToolError({ message: 'run_at is more than 5 years ahead', retriable: false });
+    // Counted per UTC day and never given back (a cancelled task still counts): a chain of
+    // tasks that each schedule the next cannot outrun it.
+    const day = new Date(now).toISOString().slice(0, 10);
+    const before = this.oneShots[group];
+    const used = before?.day === day ? before.count : 0;
+    if (used >= this.settings.maxOneShotPerDay) {
+      throw new ToolError({ code: 'DAILY_LIMIT', message: `this group has already created ${used} one-shot tasks today (UTC), the most allowed per day; try again tomorrow`, retriable: false });
+    }
     const record = this.newRecord(group, prompt, { type: 'once', value: at.toISOString() });
     record.next_run = record.schedule.value;
     this.records.set(record.id, record);
-    await this.commit(() => this.records.delete(record.id));
+    this.oneShots[group] = { day, count: used + 1 };
+    await this.commit(() => {
+      this.records.delete(record.id);
+      if (before) this.oneShots[group] = before;
+      else delete this.oneShots[group];
+    });
     this.armOnce(record);
     this.services.publish('task.created', group, { task_id: record.id, schedule: { ...record.schedule } });
     log.info({ task: record.id, group, run_at: record.schedule.value }, 'one-shot task scheduled');

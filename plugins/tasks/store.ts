@@ -26,7 +26,24 @@ export interface TaskRecord {
   last_error: string | null;
 }
 
+/** One-shot tasks the agent created per group on one UTC day: the daily cap survives restarts. */
+export type OneShotCounts = Record<string, { day: string; count: number }>;
+
+export interface TaskState {
+  tasks: TaskRecord[];
+  oneShots: OneShotCounts;
+}
+
 export class StateFileError extends Error {}
+
+function parseCounts(raw: unknown): OneShotCounts {
+  const out: OneShotCounts = {};
+  if (!raw || typeof raw !== 'object') return out;
+  for (const [group, v] of Object.entries(raw as Record<string, { day?: unknown; count?: unknown }>)) {
+    if (GROUP.test(group) && typeof v?.day === 'string' && typeof v.count === 'number' && Number.isSafeInteger(v.count) && v.count >= 0) out[group] = { day: v.day, count: v.count };
+  }
+  return out;
+}
 
 const ID = /^[A-Za-z0-9_.-]{1,64}$/;
 const GROUP = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -63,15 +80,15 @@ export class TaskStore {
   }
 
   /** Missing file: no tasks yet. A file that is not our JSON is an error (never overwritten). */
-  async load(): Promise<TaskRecord[]> {
+  async load(): Promise<TaskState> {
     let text: string;
     try {
       text = await readFile(this.file, 'utf8');
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { tasks: [], oneShots: {} };
       throw new StateFileError(`cannot read ${STATE_FILE}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
     }
-    let data: { version?: unknown; tasks?: unknown };
+    let data: { version?: unknown; tasks?: unknown; one_shots?: unknown };
     try {
       data = JSON.parse(text) as typeof data;
     } catch {
@@ -87,12 +104,12 @@ export class TaskStore {
         out.push(record);
       }
     }
-    return out;
+    return { tasks: out, oneShots: parseCounts(data.one_shots) };
   }
 
   /** Serialized: each call writes the snapshot it was given, in call order. */
-  save(records: TaskRecord[]): Promise<void> {
-    const text = JSON.stringify({ version: VERSION, tasks: records }, null, 1);
+  save(records: TaskRecord[], oneShots: OneShotCounts = {}): Promise<void> {
+    const text = JSON.stringify({ version: VERSION, tasks: records, one_shots: oneShots }, null, 1);
     const next = this.writing.catch(() => undefined).then(async () => {
       const temp = `${this.file}.${process.pid}.tmp`;
       await writeFile(temp, text, { mode: 0o600 });

@@ -169,6 +169,8 @@ export class AgentManager {
     const trigger = cause ? { topic: cause.topic, event_id: cause.id, ...(typeof cause.payload.task_id === 'string' ? { task_id: cause.payload.task_id } : {}) } : {};
     const agent = this.agents.get(group) ?? (await this.spawn(group, trigger));
     if (agent.idle) clearTimeout(agent.idle);
+    // The core, not the agent, knows a turn is a scheduled task's: what it asks may be unattended.
+    if (cause?.topic === 'task.triggered') this.core.sessions.markTaskStarted(agent.session);
     const result = await agent.runner.turn(prompt, this.settings.run_timeout_ms);
     if (this.quarantined.has(agent.session)) {
       // Its container was stopped under it; the user has had the one notice already.

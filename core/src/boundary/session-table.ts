@@ -10,6 +10,11 @@ export interface Session {
   startedAt: string;
   container: string | null;
   socketPath: string;
+  /**
+   * A scheduled task's run happened in this session: from then on its calls may be the
+   * agent acting unattended (tools with `task_run_risk_level` ask a person).
+   */
+  taskStarted?: boolean;
 }
 
 export class SessionTable {
@@ -33,6 +38,12 @@ export class SessionTable {
   setContainer(id: string, container: string): void {
     const session = this.sessions.get(id);
     if (session) session.container = container;
+  }
+
+  /** Sticky for the session's life: a task's run may leave work behind that calls later. */
+  markTaskStarted(id: string): void {
+    const session = this.sessions.get(id);
+    if (session) session.taskStarted = true;
   }
 
   delete(id: string): void {

@@ -8,6 +8,11 @@ import type { ToolEntry } from '../plugins/discovery.js';
 import { pipelineError, type ErrorPayload } from '../protocol/errors.js';
 import type { RequestEnvelope } from '../protocol/envelope.js';
 
+/** A tool's risk for this caller: higher when a scheduled task's run may be acting unattended. */
+export function riskOf(tool: Pick<ToolEntry, 'risk_level' | 'task_run_risk_level'>, session: Pick<Session, 'taskStarted'>): 'low' | 'high' {
+  return session.taskStarted && tool.task_run_risk_level ? tool.task_run_risk_level : tool.risk_level;
+}
+
 export async function confirm(
   tool: ToolEntry,
   envelope: RequestEnvelope,
@@ -16,7 +21,7 @@ export async function confirm(
   onPending: (id: string) => void,
   call?: { handle: CallHandle; keepaliveMs: number },
 ): Promise<ErrorPayload | null> {
-  if (tool.risk_level !== 'high') return null;
+  if (riskOf(tool, session) !== 'high') return null;
   const requested = confirmations.request({
     group: session.group,
     session: session.id,

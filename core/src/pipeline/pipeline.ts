@@ -13,7 +13,7 @@ import { pipelineError, PLUGIN_ERROR_MESSAGE, type ErrorPayload } from '../proto
 import { buildResponse, type Answer, type ResponseContext } from '../response/respond.js';
 import type { Sanitizer } from '../response/sanitize.js';
 import type { GroupAuthorizer } from './authorize.js';
-import { confirm } from './confirm.js';
+import { confirm, riskOf } from './confirm.js';
 import { constructEnvelope } from './construct-envelope.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { RecentRequests } from './recent-requests.js';
@@ -173,7 +173,7 @@ async function validateAndRoute(envelope: RequestEnvelope, session: Session, dep
   const unaudited = auditUnavailable(tool.owner, deps.audit);
   if (unaudited) return reject(audit, ctx, 'route', unaudited);
 
-  if (tool.risk_level === 'high' && deps.calls && send) {
+  if (riskOf(tool, session) === 'high' && deps.calls && send) {
     const caller = { correlation: envelope.correlation, send };
     const joinKey = WaitingCalls.joinKey(session.id, tool.name, envelope.payload.arguments);
     const joined = deps.calls.join(joinKey, recentKey(session.id, envelope.correlation), caller);
@@ -195,7 +195,7 @@ async function confirmAndRoute(tool: ToolEntry, envelope: RequestEnvelope, sessi
     note(audit, ctx, 'confirm', 'pending', { reason: `awaiting user confirmation ${id}` }),
   call);
   if (denied) return reject(audit, ctx, 'confirm', denied);
-  if (tool.risk_level === 'high') pass(audit, ctx, 'confirm');
+  if (riskOf(tool, session) === 'high') pass(audit, ctx, 'confirm');
 
   // Stage 6: route to the owner.
   const unauditedNow = auditUnavailable(tool.owner, deps.audit);

@@ -13,6 +13,7 @@ export interface ToolEntry {
   name: string;
   description: string;
   risk_level: 'low' | 'high';
+  task_run_risk_level?: 'low' | 'high';
   arguments_schema: JsonObject;
   /** Plugin directory name, or "core" for intrinsics. */
   owner: string;
@@ -41,7 +42,7 @@ const validateManifest = defaultAjv.compile(manifestSchema);
 
 /** Compiles a tool's schema. Each discovery passes its own ajv, so schema $ids never collide across runs. */
 export function compileTool(
-  decl: { name: string; description: string; risk_level: 'low' | 'high'; arguments_schema: JsonObject },
+  decl: { name: string; description: string; risk_level: 'low' | 'high'; task_run_risk_level?: 'low' | 'high'; arguments_schema: JsonObject },
   owner: string,
   ajv: Ajv = defaultAjv,
 ): ToolEntry {

@@ -7,6 +7,8 @@ export interface ToolDeclaration {
   name: string;
   description: string;
   risk_level: RiskLevel;
+  /** The risk when called from a session a scheduled task started (default: risk_level). */
+  task_run_risk_level?: RiskLevel;
   arguments_schema: JsonObject;
 }
 
@@ -54,6 +56,7 @@ export const manifestSchema = {
               name: { type: 'string', pattern: TOOL_NAME_PATTERN },
               description: { type: 'string', minLength: 1, maxLength: 1024 },
               risk_level: { enum: ['low', 'high'], default: 'low' },
+              task_run_risk_level: { enum: ['low', 'high'] },
               // Every tool takes a JSON object and rejects undeclared fields.
               arguments_schema: {
                 type: 'object',

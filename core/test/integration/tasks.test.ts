@@ -258,6 +258,54 @@ describe('schedule_recurring_task', () => {
     expect(events.some((e) => e.topic === 'task.created' && e.group === 'main' && (e.payload.schedule as { value?: string })?.value === '* * * * *')).toBe(false);
   });
 
+  it('a session a scheduled task started cannot schedule another task without a person', async () => {
+    const run = await stack.openSession('main');
+    stack.core.sessions.markTaskStarted(run.id); // what the agent manager does for a task.triggered turn
+    const at = new Date(Date.now() + 3600_000).toISOString();
+    const denied = call(run, 'schedule_task', { prompt: 'Schedule yourself again', run_at: at });
+    const asked = await stack.pendingConfirmation('main', (p) => p.tool === 'schedule_task' && p.session === run.id);
+    expect(asked.arguments).toEqual({ prompt: 'Schedule yourself again', run_at: at });
+    stack.core.confirmations.resolve(asked.id, false, 'test');
+    expectError(await denied, 'CONFIRMATION_DENIED', { stage: 5 });
+    expect((await list(main)).some((t) => t.prompt === 'Schedule yourself again')).toBe(false);
+    const approved = await confirmed(run, 'schedule_task', { prompt: 'The person agreed', run_at: at });
+    expect(approved.out.task_id).toMatch(/^task-/);
+    // A session a person's message started asks nobody (the tool's own risk is low).
+    const direct = await call(main, 'schedule_task', { prompt: 'Asked for by a person', run_at: at });
+    expect(direct.out.task_id).toMatch(/^task-/);
+    expect(stack.core.confirmations.list('main').some((p) => p.session === main.id)).toBe(false);
+    for (const id of [approved.out.task_id, direct.out.task_id]) await call(main, 'cancel_task', { task_id: id });
+    await stack.core.closeSession(run.id);
+  });
+
+  it('caps the one-shot tasks a group creates per UTC day, across a restart; a cancelled one still counts', async () => {
+    const day = new Date().toISOString().slice(0, 10);
+    const used = (group: string): number => {
+      const counts = (JSON.parse(readFileSync(stateFile(), 'utf8')) as { one_shots?: Record<string, { day: string; count: number }> }).one_shots ?? {};
+      return counts[group]?.day === day ? counts[group].count : 0;
+    };
+    const mainBefore = used('main');
+    setTasksConfig({ ...TASKS_CONFIG, max_one_shot_per_day: used('family') + 2 });
+    await restartHost();
+    try {
+      const at = new Date(Date.now() + 3600_000).toISOString();
+      const first = await call(family, 'schedule_task', { prompt: 'first of the day', run_at: at });
+      expect((await call(family, 'cancel_task', { task_id: first.out.task_id })).out).toEqual({ cancelled: first.out.task_id });
+      await restartHost();
+      const second = await call(family, 'schedule_task', { prompt: 'second of the day', run_at: at });
+      expect(second.out.task_id).toMatch(/^task-/);
+      const third = await call(family, 'schedule_task', { prompt: 'one too many', run_at: at });
+      expectError(third, 'DAILY_LIMIT', { retriable: false });
+      expect((await list(family)).some((t) => t.prompt === 'one too many')).toBe(false);
+      // Another group's count is its own.
+      expect(used('main')).toBe(mainBefore);
+      await call(family, 'cancel_task', { task_id: second.out.task_id });
+    } finally {
+      setTasksConfig(TASKS_CONFIG);
+      await restartHost();
+    }
+  });
+
   it('explains an invalid expression or one that runs too often', async () => {
     const bad = await confirmed(main, 'schedule_recurring_task', { prompt: 'x', cron: '0 25 * * *' });
     expectError(bad, 'HANDLER_ERROR', { retriable: false });
