@@ -5,7 +5,7 @@ IPC_BIN := dist/bin/ipc
 CARGO := RUSTC=/usr/bin/rustc /usr/bin/cargo
 IPC_TARGET := x86_64-unknown-linux-gnu
 
-.PHONY: all build ipc images test bench logs up down ps e2e clean
+.PHONY: all build ipc images test bench soak chaos logs up down ps e2e clean
 
 all: build
 
@@ -52,6 +52,21 @@ bench: build images
 	node dist/bench/memory-bench.js
 	node dist/bench/audit-flood.js
 	node dist/bench/session-guard-bench.js
+
+# The fault suite alone (it is also part of `make test`): each fault injected for real
+# (kill -9 of the core, mid-turn too, and of the plugin host; a full tmpfs under the audit
+# log; corrupt or truncated files; a core that stays away) and what the user and the
+# operator were told. README "Faults and recovery" maps each fault to its test.
+CHAOS_SUITES := integration/core-restart integration/lifecycle integration/audit-full-disk integration/audit-file \
+	integration/memory integration/telegram integration/llm-proxy integration/tasks unit/unfinished-turns docker/appliance
+CHAOS_TESTS := kill|SIGKILL|killed|full|corrupt|damaged|fresh line|restart|registers again|gives up|not handled|newer user_version|docker compose stop
+chaos: build images
+	node --experimental-vm-modules node_modules/jest/bin/jest.js $(addprefix dist/core/test/,$(addsuffix .test.js,$(CHAOS_SUITES))) -t '$(CHAOS_TESTS)'
+
+# Ten minutes of steady mixed load on a real core and plugin host (SOAK_MINUTES to change):
+# RSS per minute and its slope, latency per minute and its drift. Not part of `make bench`.
+soak: build
+	node dist/bench/soak.js
 
 # Follow the JSONL audit log in a form a person can read.
 logs:

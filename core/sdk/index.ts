@@ -71,7 +71,8 @@ export interface CoreServices {
   notifyUser(group: string, text: string): Promise<boolean>;
   /** A fault the plugin contains but cannot repair (a corrupt file): a CRITICAL audit entry. */
   reportFault(message: string, group?: string): Promise<void>;
-  resolveConfirmation(id: string, approve: boolean, by: string, group: string): Promise<boolean>;
+  /** With `allowHours`, an approval also stands for that tool, exact arguments and group (a person's choice). */
+  resolveConfirmation(id: string, approve: boolean, by: string, group: string, allowHours?: number): Promise<boolean>;
   /** The plugin's own data directory on the host (never mounted into a container). */
   dataDir: string;
 }

@@ -13,6 +13,7 @@ import { SeenKeys } from './bus/seen-keys.js';
 import type { CoreConfig } from './config.js';
 import { Confirmations } from './confirm/confirmations.js';
 import { WaitingCalls } from './confirm/waiting-calls.js';
+import { StandingApprovals, type Grant, type GrantRefusal, type StandingApproval } from './confirm/standing-approvals.js';
 import { INTRINSIC_NAMES, intrinsicTools } from './intrinsics/intrinsics.js';
 import { GroupAuthorizer } from './pipeline/authorize.js';
 import { refuseOverBudget, runPipeline, type PipelineDeps } from './pipeline/pipeline.js';
@@ -45,6 +46,8 @@ export interface CoreOptions {
   secrets?: string[];
   /** How often an unwritable audit file is probed (default 1 s; tests shorten it). */
   auditRetryMs?: number;
+  /** Where standing approvals persist (in memory without it). */
+  standingApprovalsFile?: string;
 }
 
 export interface CoreEvents {
@@ -60,6 +63,7 @@ export class Core extends EventEmitter<CoreEvents> {
   readonly audit: AuditLog;
   readonly catalog: ToolCatalog;
   readonly confirmations: Confirmations;
+  readonly standing: StandingApprovals;
   readonly metrics: Metrics;
   readonly sessions = new SessionTable();
   private readonly sockets = new Map<string, SessionSocket>();
@@ -98,6 +102,11 @@ export class Core extends EventEmitter<CoreEvents> {
       this.publish('confirmation.resolved', p.group, { id: p.id, tool: p.tool, decision, by });
       this.audit.record({ group: p.group, session: p.session, source: by, topic: `tool.invoke.${p.tool}`, correlation: p.correlation, stage: 'confirm', outcome: decision === 'approved' ? 'passed' : 'rejected', reason: `confirmation ${decision} by ${by}` });
     });
+    this.standing = new StandingApprovals(
+      options.standingApprovalsFile ?? null,
+      (problem) => this.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'confirm', outcome: 'error', severity: 'CRITICAL', reason: `standing approvals file unreadable (${problem.error}); moved to ${problem.movedTo}: none are in force` }),
+      (a) => this.audit.record({ group: a.group, session: null, source: 'core', topic: `tool.invoke.${a.tool}`, correlation: null, stage: 'confirm', outcome: 'ok', reason: `standing approval ${a.id} expired` }),
+    );
     this.metrics = new Metrics({ catalog: this.catalog, audit: () => this.audit.health(), pendingConfirmations: () => this.confirmations.list().length });
     this.deps = {
       metrics: this.metrics,
@@ -108,6 +117,7 @@ export class Core extends EventEmitter<CoreEvents> {
       audit: this.audit,
       sanitize,
       recent: new RecentRequests(),
+      standing: this.standing,
       calls: new WaitingCalls(config.handler_timeout_ms, config.confirmations.keepalive_ms),
       route: {
         catalog: this.catalog,
@@ -130,6 +140,7 @@ export class Core extends EventEmitter<CoreEvents> {
       sessions: core.sessions,
       authorizer: core.authorizer,
       confirmations: core.confirmations,
+      answerConfirmation: (id, approve, by, hours) => core.answerConfirmation(id, approve, by, hours),
       publish: (topic, group, payload, source) => void core.publish(topic, group, payload, source, source),
     };
     core.hostLink.on('service', (m, reply) => reply(answerService(m, services)));
@@ -190,6 +201,42 @@ export class Core extends EventEmitter<CoreEvents> {
     this.publish('user.notify', session.group, { text: quarantineNotice(abuse) });
     this.emit('quarantined', { session: id, group: session.group, abuse });
     await this.closeSession(id);
+  }
+
+  // ---- standing approvals: made only by a person ------------------------------------------
+
+  /** Allows `tool` with exactly these arguments (validated, defaults applied) in `group` for `hours`. */
+  grantStanding(input: Grant): StandingApproval | GrantRefusal {
+    const tool = this.catalog.lookup(input.tool);
+    if (!tool || !GROUP_NAME_PATTERN.test(input.group) || !this.authorizer.mayUse(input.group, tool)) {
+      return { code: 'INVALID_INPUT', message: `no tool "${input.tool}" that group "${input.group}" may use` };
+    }
+    const args = structuredClone(input.arguments);
+    if (typeof args !== 'object' || args === null || !tool.validate(args)) {
+      return { code: 'INVALID_INPUT', message: `the arguments do not fit ${tool.name}'s schema` };
+    }
+    const granted = this.standing.grant({ ...input, arguments: args });
+    if ('id' in granted) {
+      this.audit.record({ group: granted.group, session: null, source: input.by, topic: `tool.invoke.${granted.tool}`, correlation: null, stage: 'confirm', outcome: 'ok', reason: `standing approval ${granted.id} granted by ${input.by} until ${granted.expires_at}`, detail: JSON.stringify(granted.arguments) });
+    }
+    return granted;
+  }
+
+  revokeStanding(id: string, by: string): StandingApproval | null {
+    const revoked = this.standing.revoke(id);
+    if (revoked) this.audit.record({ group: revoked.group, session: null, source: by, topic: `tool.invoke.${revoked.tool}`, correlation: null, stage: 'confirm', outcome: 'ok', reason: `standing approval ${revoked.id} revoked by ${by}` });
+    return revoked;
+  }
+
+  /**
+   * A person's answer to a pending confirmation; with `allowHours`, an approval also stands
+   * for that tool with those exact arguments in that group. False: nothing was pending.
+   */
+  answerConfirmation(id: string, approve: boolean, by: string, allowHours?: number): { answered: boolean; standing?: StandingApproval | GrantRefusal } {
+    const pending = this.confirmations.get(id);
+    if (!pending) return { answered: false };
+    const standing = approve && allowHours !== undefined ? this.grantStanding({ group: pending.group, tool: pending.tool, arguments: pending.arguments, hours: allowHours, by }) : undefined;
+    return { answered: this.confirmations.resolve(id, approve, by), ...(standing ? { standing } : {}) };
   }
 
   // ---- events --------------------------------------------------------------------------

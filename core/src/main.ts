@@ -21,7 +21,7 @@ async function main(): Promise<void> {
   if (!process.env.ANTHROPIC_API_KEY && !process.env.CLAUDE_CODE_OAUTH_TOKEN) {
     throw new StartupError('CONFIG_INVALID', 'no model credential: set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN in .env');
   }
-  const core = await Core.start({ runDir: paths.runDir, pluginsDir: paths.pluginsDir, auditFile: auditFile(paths), config, secrets: coreSecrets() });
+  const core = await Core.start({ runDir: paths.runDir, pluginsDir: paths.pluginsDir, auditFile: auditFile(paths), config, secrets: coreSecrets(), standingApprovalsFile: join(paths.dataDir, 'standing-approvals.json') });
   const llm = new LlmProxy({
     upstream: process.env.CARAPACE_MODEL_API_URL || 'https://api.anthropic.com',
     credential: { apiKey: process.env.ANTHROPIC_API_KEY || undefined, oauthToken: process.env.CLAUDE_CODE_OAUTH_TOKEN || undefined },

@@ -28,7 +28,9 @@ const RETRY_BUDGET_MS = 20_000;
 // in as many messages of this size as they need, all before the one with the buttons.
 const PROMPT_CHUNK = 3500;
 const TRACKED_PROMPTS = 200;
-const CALLBACK = /^c:([A-Za-z0-9-]{1,58}):([ad])$/;
+const CALLBACK = /^c:([A-Za-z0-9-]{1,58}):([ads])$/;
+/** "Approve + allow 24 h": the same tool with the same arguments in this group asks nobody for a day. */
+const STANDING_HOURS = 24;
 
 interface Settings {
   token: string;
@@ -247,7 +249,14 @@ export default class TelegramChannel implements PluginHandler {
     const text = `${total > 1 ? `(part ${total}/${total}, last)\n` : `${head}\n`}${parts.at(-1) ?? ''}${minutes ? `\n(expires in ${minutes} min)` : ''}`;
     const buttons = Buffer.byteLength(`c:${id}:a`) <= 64 && CALLBACK.test(`c:${id}:a`);
     const extra: JsonObject = buttons
-      ? { reply_markup: { inline_keyboard: [[{ text: 'Approve', callback_data: `c:${id}:a` }, { text: 'Deny', callback_data: `c:${id}:d` }]] } }
+      ? {
+          reply_markup: {
+            inline_keyboard: [
+              [{ text: 'Approve', callback_data: `c:${id}:a` }, { text: 'Deny', callback_data: `c:${id}:d` }],
+              [{ text: `Approve + allow exactly this for ${STANDING_HOURS} h`, callback_data: `c:${id}:s` }],
+            ],
+          },
+        }
       : {};
     const sent: Prompt[] = [];
     for (const chat of this.chatsOf(group)) {
@@ -405,15 +414,16 @@ export default class TelegramChannel implements PluginHandler {
       return answer('Not allowed');
     }
     const [, id, verdict] = match;
-    const approve = verdict === 'a';
+    const approve = verdict !== 'd';
+    const allowHours = verdict === 's' ? STANDING_HOURS : undefined;
     let outcome: 'resolved' | 'gone' | 'failed';
     try {
-      outcome = (await this.services.resolveConfirmation(id, approve, user, group)) ? 'resolved' : 'gone';
+      outcome = (await this.services.resolveConfirmation(id, approve, user, group, allowHours)) ? 'resolved' : 'gone';
     } catch (err) {
       outcome = 'failed';
       log.error({ err: describe(err) }, 'resolveConfirmation failed');
     }
-    const decision = approve ? 'Approved' : 'Denied';
+    const decision = allowHours ? `Approved, and allowed with these exact arguments for ${STANDING_HOURS} h` : approve ? 'Approved' : 'Denied';
     await answer(outcome === 'resolved' ? decision : outcome === 'gone' ? 'Already answered' : 'Could not reach Carapace; try again');
     if (outcome === 'failed') return;
     const note = outcome === 'resolved' ? `${decision} by ${who(query.from)}` : 'Already answered or expired';

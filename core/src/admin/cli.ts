@@ -1,27 +1,43 @@
-// A small CLI for the admin API: list pending confirmations, approve or deny one.
-//   node dist/core/src/admin/cli.js confirmations | approve <id> | deny <id>
+// A small CLI for the admin API: pending confirmations and standing approvals.
+//   node dist/core/src/admin/cli.js confirmations | approve <id> [hours to allow] | deny <id>
+//                                   standing | allow <group> <tool> '<json arguments>' <hours> | revoke <id>
 import type { PendingConfirmation } from '../confirm/confirmations.js';
+import type { StandingApproval } from '../confirm/standing-approvals.js';
+
+const USAGE = "usage: cli.js confirmations | approve <id> [hours to allow] | deny <id> | standing | allow <group> <tool> '<json>' <hours> | revoke <id>";
 
 const base = process.env.CARAPACE_ADMIN_URL || `http://127.0.0.1:${process.env.CARAPACE_ADMIN_PORT || 8780}`;
 const token = process.env.CARAPACE_ADMIN_TOKEN;
 
-async function call(method: 'GET' | 'POST', path: string): Promise<unknown> {
-  const response = await fetch(`${base}${path}`, { method, headers: token ? { authorization: `Bearer ${token}` } : {} });
+async function call(method: 'GET' | 'POST' | 'DELETE', path: string, send?: unknown): Promise<unknown> {
+  const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
+  if (send !== undefined) headers['content-type'] = 'application/json';
+  const response = await fetch(`${base}${path}`, { method, headers, body: send === undefined ? undefined : JSON.stringify(send) });
   const body = (await response.json()) as unknown;
   if (!response.ok) throw new Error(JSON.stringify(body));
   return body;
 }
 
 async function main(argv: string[]): Promise<void> {
-  const [command, id] = argv;
+  const [command, id, ...rest] = argv;
   if (command === 'confirmations') {
     const { pending } = (await call('GET', '/confirmations')) as { pending: PendingConfirmation[] };
     if (pending.length === 0) console.log('No pending confirmations.');
     for (const p of pending) console.log(`${p.id}  ${p.group}  ${p.tool}  ${JSON.stringify(p.arguments)}  (expires ${p.expires_at})`);
   } else if ((command === 'approve' || command === 'deny') && id) {
-    console.log(JSON.stringify(await call('POST', `/confirmations/${encodeURIComponent(id)}/${command}`)));
+    const body = command === 'approve' && rest[0] !== undefined ? { allow_hours: Number(rest[0]) } : undefined;
+    console.log(JSON.stringify(await call('POST', `/confirmations/${encodeURIComponent(id)}/${command}`, body)));
+  } else if (command === 'standing') {
+    const { standing } = (await call('GET', '/standing-approvals')) as { standing: StandingApproval[] };
+    if (standing.length === 0) console.log('No standing approvals.');
+    for (const a of standing) console.log(`${a.id}  ${a.group}  ${a.tool}  ${JSON.stringify(a.arguments)}  (by ${a.created_by}, until ${a.expires_at})`);
+  } else if (command === 'allow' && id && rest.length === 3) {
+    const [tool, json, hours] = rest;
+    console.log(JSON.stringify(await call('POST', '/standing-approvals', { group: id, tool, arguments: JSON.parse(json) as unknown, hours: Number(hours) })));
+  } else if (command === 'revoke' && id) {
+    console.log(JSON.stringify(await call('DELETE', `/standing-approvals/${encodeURIComponent(id)}`)));
   } else {
-    console.error('usage: cli.js confirmations | approve <id> | deny <id>');
+    console.error(USAGE);
     process.exit(2);
   }
 }

@@ -1,4 +1,4 @@
-// The local admin API: health, metrics, usage and pending confirmations, for the dashboard and the CLI.
+// The local admin API: health, metrics, usage, pending confirmations and standing approvals, for the dashboard and the CLI.
 // It listens on loopback by default; with CARAPACE_ADMIN_TOKEN set, every call needs it.
 import Fastify, { type FastifyInstance } from 'fastify';
 import { timingSafeEqual } from 'node:crypto';
@@ -29,12 +29,30 @@ export async function startAdminApi(core: Core, host: string, port: number, toke
     return { status: audit.ok ? 'ok' : 'degraded', plugins: core.catalog.health(), sessions: core.sessions.all().length, audit };
   });
   app.get('/confirmations', async () => ({ pending: core.confirmations.list() }));
-  const answer = (approve: boolean) => async (request: { params: { id: string } }, reply: { code(n: number): { send(b: unknown): unknown } }) => {
-    const ok = core.confirmations.resolve(request.params.id, approve, 'admin-api');
-    return ok ? { id: request.params.id, decision: approve ? 'approved' : 'denied' } : reply.code(404).send({ code: 'NOT_FOUND', message: 'no such pending confirmation' });
+  // An approval may also stand: `{"allow_hours": N}` allows this tool with these exact
+  // arguments in this group for N hours.
+  const answer = (approve: boolean) => async (request: { params: { id: string }; body?: unknown }, reply: { code(n: number): { send(b: unknown): unknown } }) => {
+    const hours = (request.body as { allow_hours?: unknown } | undefined)?.allow_hours;
+    if (hours !== undefined && typeof hours !== 'number') return reply.code(400).send({ code: 'INVALID_INPUT', message: 'allow_hours must be a number of hours' });
+    const { answered, standing } = core.answerConfirmation(request.params.id, approve, 'admin-api', hours);
+    if (!answered) return reply.code(404).send({ code: 'NOT_FOUND', message: 'no such pending confirmation' });
+    return { id: request.params.id, decision: approve ? 'approved' : 'denied', ...(standing ? { standing } : {}) };
   };
   app.post<{ Params: { id: string } }>('/confirmations/:id/approve', answer(true));
   app.post<{ Params: { id: string } }>('/confirmations/:id/deny', answer(false));
+  app.get('/standing-approvals', async () => ({ standing: core.standing.list() }));
+  app.post<{ Body: { group?: unknown; tool?: unknown; arguments?: unknown; hours?: unknown } }>('/standing-approvals', async (request, reply) => {
+    const { group, tool, arguments: args, hours } = request.body ?? {};
+    if (typeof group !== 'string' || typeof tool !== 'string' || typeof hours !== 'number' || typeof args !== 'object' || args === null || Array.isArray(args)) {
+      return reply.code(400).send({ code: 'INVALID_INPUT', message: 'needs {"group": string, "tool": string, "arguments": object, "hours": number}' });
+    }
+    const granted = core.grantStanding({ group, tool, arguments: args as Record<string, unknown>, hours, by: 'admin-api' });
+    return 'id' in granted ? reply.code(201).send(granted) : reply.code(granted.code === 'UNAVAILABLE' ? 503 : 400).send(granted);
+  });
+  app.delete<{ Params: { id: string } }>('/standing-approvals/:id', async (request, reply) => {
+    const revoked = core.revokeStanding(request.params.id, 'admin-api');
+    return revoked ? { revoked: revoked.id } : reply.code(404).send({ code: 'NOT_FOUND', message: 'no such standing approval' });
+  });
   // Prometheus's text format, behind the admin token like everything here.
   app.get('/metrics', async (_request, reply) => reply.type(core.metrics.contentType).send(await core.metrics.text()));
   const usage = sources.usage;

@@ -5,6 +5,7 @@ import type { Session } from '../boundary/session-table.js';
 import { parseWire } from '../boundary/wire.js';
 import type { Confirmations } from '../confirm/confirmations.js';
 import { WaitingCalls, type CallHandle, type Send } from '../confirm/waiting-calls.js';
+import type { StandingApprovals } from '../confirm/standing-approvals.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { ToolCatalog } from '../plugins/catalog.js';
 import type { ToolEntry } from '../plugins/discovery.js';
@@ -34,6 +35,8 @@ export interface PipelineDeps {
   recent: RecentRequests<Answer>;
   /** High-risk calls waiting for a person: joins retries, keeps callers informed. */
   calls?: WaitingCalls;
+  /** A person's "allow exactly this, here, for a while": such a call asks nobody. */
+  standing?: Pick<StandingApprovals, 'match'>;
 }
 
 /**
@@ -173,7 +176,13 @@ async function validateAndRoute(envelope: RequestEnvelope, session: Session, dep
   const unaudited = auditUnavailable(tool.owner, deps.audit);
   if (unaudited) return reject(audit, ctx, 'route', unaudited);
 
-  if (riskOf(tool, session) === 'high' && deps.calls && send) {
+  const high = riskOf(tool, session) === 'high';
+  const standing = high ? deps.standing?.match(session.group, tool.name, envelope.payload.arguments) : null;
+  if (standing) {
+    note(audit, ctx, 'confirm', 'passed', { reason: `standing approval ${standing.id} by ${standing.created_by}, until ${standing.expires_at}` });
+    return routeToOwner(tool, envelope, session, deps, ctx, audit);
+  }
+  if (high && deps.calls && send) {
     const caller = { correlation: envelope.correlation, send };
     const joinKey = WaitingCalls.joinKey(session.id, tool.name, envelope.payload.arguments);
     const joined = deps.calls.join(joinKey, recentKey(session.id, envelope.correlation), caller);
@@ -196,8 +205,11 @@ async function confirmAndRoute(tool: ToolEntry, envelope: RequestEnvelope, sessi
   call);
   if (denied) return reject(audit, ctx, 'confirm', denied);
   if (riskOf(tool, session) === 'high') pass(audit, ctx, 'confirm');
+  return routeToOwner(tool, envelope, session, deps, ctx, audit);
+}
 
-  // Stage 6: route to the owner.
+/** Stage 6: route to the owner. */
+async function routeToOwner(tool: ToolEntry, envelope: RequestEnvelope, session: Session, deps: PipelineDeps, ctx: ResponseContext, audit: RequestTrail): Promise<Answer> {
   const unauditedNow = auditUnavailable(tool.owner, deps.audit);
   if (unauditedNow) return reject(audit, ctx, 'route', unauditedNow);
   note(audit, ctx, 'route', 'routed', { reason: `to ${tool.owner}` });

@@ -20,6 +20,8 @@ export interface ServiceDeps {
   sessions: SessionTable;
   authorizer: GroupAuthorizer;
   confirmations: Confirmations;
+  /** Answers a pending confirmation (and with allow hours, makes the approval stand). */
+  answerConfirmation: (id: string, approve: boolean, by: string, allowHours?: number) => { answered: boolean };
   /** Publishes an event from `source` to the group's other subscribers. */
   publish: (topic: string, group: string, payload: JsonObject, source: string) => void;
 }
@@ -68,7 +70,8 @@ export function answerService(m: Extract<HostToCore, { t: 'service' }>, deps: Se
       if (!pending || !deps.authorizer.pluginMaySee(m.plugin, pending.group) || (m.group !== null && m.group !== pending.group)) {
         return ok(false);
       }
-      return ok(deps.confirmations.resolve(pending.id, m.args.approve === true, `${m.plugin}:${String(m.args.by ?? 'user')}`));
+      const hours = typeof m.args.allow_hours === 'number' ? m.args.allow_hours : undefined;
+      return ok(deps.answerConfirmation(pending.id, m.args.approve === true, `${m.plugin}:${String(m.args.by ?? 'user')}`, hours).answered);
     }
   }
 }

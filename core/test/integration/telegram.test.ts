@@ -199,6 +199,31 @@ describe('confirmations', () => {
     expect(audit?.reason).toBe(`confirmation approved by telegram:${OWNER}`);
   });
 
+  it('"Approve + allow exactly this for 24 h": the same call in the group then asks nobody; another still asks', async () => {
+    const call = stack.ipc(main, 'tool.invoke.delete_everything', { target: 'cache' }, { timeoutMs: 25000 });
+    const prompt = await until(promptIn(MAIN_CHAT, 'cache'), 10000);
+    const pending = stack.core.confirmations.list('main').find((p) => p.arguments.target === 'cache')!;
+    const [button] = prompt.reply_markup!.inline_keyboard![1];
+    expect(button).toEqual({ text: 'Approve + allow exactly this for 24 h', callback_data: `c:${pending.id}:s` });
+    // Not an owner: no standing approval either.
+    const stranger = tg.queueCallback({ chatId: MAIN_CHAT, messageId: prompt.message_id, fromId: 7, data: button.callback_data! });
+    expect((await until(answerFor(stranger.id))).text).toBe('Not allowed');
+    expect(stack.core.standing.list()).toEqual([]);
+    const owner = tg.queueCallback({ chatId: MAIN_CHAT, messageId: prompt.message_id, fromId: OWNER, data: button.callback_data! });
+    expect((await call).out).toEqual({ deleted: 'cache' });
+    expect((await until(answerFor(owner.id))).text).toBe('Approved, and allowed with these exact arguments for 24 h');
+    const [standing] = stack.core.standing.list('main');
+    expect(standing).toMatchObject({ tool: 'delete_everything', arguments: { target: 'cache' }, created_by: `telegram:${OWNER}` });
+    const prompts = tg.sentTo(MAIN_CHAT).length;
+    expect((await stack.ipc(main, 'tool.invoke.delete_everything', { target: 'cache' }, { timeoutMs: 25000 })).out).toEqual({ deleted: 'cache' });
+    expect(tg.sentTo(MAIN_CHAT)).toHaveLength(prompts); // nobody was asked
+    const other = stack.ipc(main, 'tool.invoke.delete_everything', { target: 'cache2' }, { timeoutMs: 25000 });
+    await until(promptIn(MAIN_CHAT, 'cache2'), 10000);
+    stack.core.confirmations.resolve(stack.core.confirmations.list('main').find((p) => p.arguments.target === 'cache2')!.id, false, 'test');
+    expectError(await other, 'CONFIRMATION_DENIED', { stage: 5 });
+    stack.core.revokeStanding(standing.id, 'test');
+  });
+
   it('an owner can deny; a second press is told it was already answered', async () => {
     const call = stack.ipc(main, 'tool.invoke.delete_everything', { target: 'music' }, { timeoutMs: 25000 });
     const prompt = await until(promptIn(MAIN_CHAT, 'music'), 10000);

@@ -1,0 +1,143 @@
+// Standing approvals: a person's "allow this tool, with exactly these arguments, in this
+// group, for N hours". Only a person makes one (an answer to a prompt, the admin API, the
+// CLI); nothing in an agent's reach can create, widen or extend one. Exact means the tool,
+// the group and the canonical JSON of the validated arguments (key order aside, any
+// difference asks again). Kept in a small JSON file so a restart does not forget a revoke
+// or resurrect an expired one; a file that cannot be read is moved aside: nothing is
+// approved that a person did not approve.
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import stringify from 'safe-stable-stringify';
+import type { StoreProblem } from '../llm/usage-store.js';
+
+/** The longest a standing approval may last: a week. */
+export const MAX_HOURS = 168;
+/** At most this many per group at once: a list a person can still read. */
+export const MAX_PER_GROUP = 20;
+
+export interface StandingApproval {
+  id: string;
+  group: string;
+  tool: string;
+  arguments: Record<string, unknown>;
+  created_by: string;
+  created_at: string;
+  expires_at: string;
+}
+
+export interface Grant {
+  group: string;
+  tool: string;
+  arguments: Record<string, unknown>;
+  hours: number;
+  by: string;
+}
+
+export type GrantRefusal = { code: 'INVALID_INPUT' | 'LIMIT' | 'UNAVAILABLE'; message: string };
+
+const canonical = (value: unknown): string => stringify(value) ?? '';
+
+export class StandingApprovals {
+  private entries: StandingApproval[] = [];
+
+  /**
+   * `onExpired` hears of each approval that ran out (the core audits it); `now` is for tests.
+   * With no file the list lives in memory.
+   */
+  constructor(
+    private readonly file: string | null,
+    onProblem: (problem: StoreProblem) => void = () => undefined,
+    private readonly onExpired: (approval: StandingApproval) => void = () => undefined,
+    private readonly now: () => number = Date.now,
+  ) {
+    if (!file || !existsSync(file)) return;
+    try {
+      const data = JSON.parse(readFileSync(file, 'utf8')) as { approvals?: unknown };
+      if (!Array.isArray(data.approvals)) throw new Error('no "approvals" array');
+      this.entries = data.approvals.filter(isApproval);
+    } catch (err) {
+      const movedTo = `${file}.corrupt-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+      renameSync(file, movedTo);
+      onProblem({ file, movedTo, error: (err as Error).message });
+    }
+  }
+
+  grant(input: Grant): StandingApproval | GrantRefusal {
+    if (!Number.isFinite(input.hours) || input.hours <= 0 || input.hours > MAX_HOURS) {
+      return { code: 'INVALID_INPUT', message: `hours must be more than 0 and at most ${MAX_HOURS}` };
+    }
+    if (this.list(input.group).length >= MAX_PER_GROUP) {
+      return { code: 'LIMIT', message: `group "${input.group}" already has ${MAX_PER_GROUP} standing approvals; revoke some first` };
+    }
+    const created = this.now();
+    const approval: StandingApproval = {
+      id: randomUUID(),
+      group: input.group,
+      tool: input.tool,
+      arguments: JSON.parse(canonical(input.arguments)) as Record<string, unknown>,
+      created_by: input.by,
+      created_at: new Date(created).toISOString(),
+      expires_at: new Date(created + input.hours * 3600_000).toISOString(),
+    };
+    this.entries.push(approval);
+    if (!this.save()) {
+      this.entries.pop();
+      return { code: 'UNAVAILABLE', message: 'the standing approval could not be saved on the host (disk full?); nothing was granted' };
+    }
+    return approval;
+  }
+
+  /** The ones in force (expired ones are dropped here, each reported once). */
+  list(group?: string): StandingApproval[] {
+    const now = this.now();
+    const expired = this.entries.filter((a) => Date.parse(a.expires_at) <= now);
+    if (expired.length > 0) {
+      this.entries = this.entries.filter((a) => !expired.includes(a));
+      this.save();
+      for (const approval of expired) this.onExpired(approval);
+    }
+    return this.entries.filter((a) => group === undefined || a.group === group);
+  }
+
+  revoke(id: string): StandingApproval | null {
+    const approval = this.list().find((a) => a.id === id) ?? null;
+    if (approval) {
+      this.entries = this.entries.filter((a) => a !== approval);
+      this.save();
+    }
+    return approval;
+  }
+
+  /** The standing approval that covers exactly this call, if any. */
+  match(group: string, tool: string, args: unknown): StandingApproval | null {
+    const wanted = canonical(args);
+    return this.list(group).find((a) => a.tool === tool && canonical(a.arguments) === wanted) ?? null;
+  }
+
+  /**
+   * Temp file + rename: a crash leaves the old list or the new one, never half of one.
+   * False when it could not be written (a revoke or expiry still holds in memory).
+   */
+  private save(): boolean {
+    if (!this.file) return true;
+    try {
+      mkdirSync(dirname(this.file), { recursive: true });
+      const temp = `${this.file}.${process.pid}.tmp`;
+      writeFileSync(temp, JSON.stringify({ version: 1, approvals: this.entries }, null, 1), { mode: 0o600 });
+      renameSync(temp, this.file);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+}
+
+function isApproval(value: unknown): value is StandingApproval {
+  const a = value as Partial<StandingApproval> | null;
+  return (
+    !!a && typeof a.id === 'string' && typeof a.group === 'string' && typeof a.tool === 'string' && typeof a.created_by === 'string' &&
+    typeof a.arguments === 'object' && a.arguments !== null && !Array.isArray(a.arguments) &&
+    typeof a.created_at === 'string' && Number.isFinite(Date.parse(a.expires_at ?? ''))
+  );
+}
