@@ -69,9 +69,11 @@ soak: build
 	node dist/bench/soak.js
 
 # Follow the JSONL audit log in a form a person can read.
+# The formatter runs in the core's image (nothing needs to be built on the host); tail -F
+# follows audit.jsonl across rotation.
 logs:
-	@touch volumes/logs/audit.jsonl
-	@tail -n 100 -F volumes/logs/audit.jsonl | node dist/core/src/audit/pretty.js
+	@mkdir -p volumes/logs && touch volumes/logs/audit.jsonl
+	@tail -n 100 -F volumes/logs/audit.jsonl | $(DOCKER) run --rm -i --network none -e CARAPACE_COLOR=$$([ -t 1 ] && echo 1 || echo 0) carapace-core:latest node dist/core/src/audit/pretty.js
 
 up:
 	docker compose up -d
