@@ -307,7 +307,12 @@ export class Core extends EventEmitter<CoreEvents> {
       this.auditPluginFailure(message.plugin, message.category, message.detail);
       this.releaseEarly(message.plugin); // now dropped, each audited
     }
-    if (!this.catalog.pluginNames().some((name) => this.catalog.state(name) === 'starting')) this.emit('plugins-settled');
+    if (this.pluginsSettled()) this.emit('plugins-settled');
+  }
+
+  /** No plugin is waiting for its init answer (see the `plugins-settled` event). */
+  pluginsSettled(): boolean {
+    return !this.catalog.pluginNames().some((name) => this.catalog.state(name) === 'starting');
   }
 
   private auditPluginFailure(plugin: string, category: string, detail: string): void {

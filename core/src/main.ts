@@ -55,15 +55,18 @@ async function main(): Promise<void> {
   // they are lost. Each runs once an earlier run's orphaned agents are gone (a sweep after
   // a new agent started would remove it).
   const swept = agents.removeOrphans();
-  // What an earlier run accepted and never finished: told once the channels can say it.
-  core.on('plugins-settled', () => {
+  // What an earlier run accepted and never finished: told once the channels can say it
+  // (the plugins may have settled while Core.start was still opening its sockets).
+  const announceLeftovers = (): void => {
     const byGroup = new Map<string, UnfinishedTurn[]>();
     for (const turn of unfinished.takeLeftovers()) byGroup.set(turn.group, [...(byGroup.get(turn.group) ?? []), turn]);
     for (const [group, turns] of byGroup) {
       core.audit.record({ group, session: null, source: 'core', topic: null, correlation: null, stage: 'agent', outcome: 'error', reason: `${turns.length} accepted ${turns.length === 1 ? 'event was' : 'events were'} not handled: the core stopped before the agent finished; user told`, detail: turns.map((t) => `${t.topic} ${t.id} from ${t.source}`).join('\n') });
       core.publish('user.notify', group, { text: notHandledNotice(turns) });
     }
-  });
+  };
+  core.on('plugins-settled', announceLeftovers);
+  if (core.pluginsSettled()) announceLeftovers();
   core.on('event', (event) => {
     void swept
       .then(() => agents.onEvent(event))

@@ -1,6 +1,10 @@
 // The event bus: plugins publish into the core's SUB socket; the core republishes on its
-// PUB socket addressed per plugin ("<plugin> <topic>"), so a plugin only ever receives
-// events for groups the core decided it may see.
+// XPUB socket addressed per plugin ("<plugin> <topic>"), so a plugin only ever receives
+// events for groups the core decided it may see. A plain PUB drops what it sends before a
+// subscription has arrived: right after a core restart the plugin host answers `init`
+// over its link before its SUB has reconnected, and a notice or a confirmation prompt
+// sent then was lost. The XPUB sees each plugin's subscriptions come and go; events for a
+// plugin with none wait (in order, bounded) until it subscribes.
 import * as zmq from 'zeromq';
 import { SendQueue } from '../boundary/send-queue.js';
 import type { EventEnvelope } from '../protocol/envelope.js';
@@ -8,8 +12,14 @@ import type { PublishedEvent } from '../plugins/host-protocol.js';
 
 export type PublishedHandler = (topic: string, event: PublishedEvent) => void;
 
+/** Events held per plugin while it has no subscription; the oldest go first beyond this. */
+const MAX_HELD_PER_PLUGIN = 1000;
+
 export class EventBus {
-  private readonly pub = new zmq.Publisher({ linger: 0 });
+  private readonly pub = new zmq.XPublisher({ linger: 0 });
+  /** Subscriptions in force ("<plugin> <prefix>"), as the XPUB reports them. */
+  private readonly subscriptions = new Set<string>();
+  private readonly held = new Map<string, Buffer[][]>();
   private readonly sub = new zmq.Subscriber({ linger: 0, maxMessageSize: 2 * 1024 * 1024 });
   private readonly queue = new SendQueue((frames) => this.pub.send(frames));
   private loop: Promise<void> = Promise.resolve();
@@ -18,7 +28,34 @@ export class EventBus {
     await this.pub.bind(outEndpoint);
     await this.sub.bind(inEndpoint);
     this.sub.subscribe();
-    this.loop = this.receive(onPublished);
+    this.loop = Promise.all([this.receive(onPublished), this.watch()]).then(() => undefined);
+  }
+
+  /** Subscription messages: first byte 1 subscribes "<plugin> <prefix>", 0 (its last subscriber gone) ends it. */
+  private async watch(): Promise<void> {
+    try {
+      for await (const [message] of this.pub) {
+        const topic = message.subarray(1).toString('utf8');
+        if (message[0] !== 1) {
+          this.subscriptions.delete(topic);
+          continue;
+        }
+        this.subscriptions.add(topic);
+        // Only what this subscription covers: a plugin's prefixes arrive one at a time.
+        const plugin = topic.slice(0, topic.indexOf(' '));
+        const held = this.held.get(plugin) ?? [];
+        const ready = held.filter(([address]) => address.toString('utf8').startsWith(topic));
+        this.held.set(plugin, held.filter((frames) => !ready.includes(frames)));
+        for (const frames of ready) void this.queue.push(frames).catch(() => undefined);
+      }
+    } catch (err) {
+      if (!this.pub.closed) throw err;
+    }
+  }
+
+  private covered(address: string): boolean {
+    for (const topic of this.subscriptions) if (address.startsWith(topic)) return true;
+    return false;
   }
 
   private async receive(onPublished: PublishedHandler): Promise<void> {
@@ -39,7 +76,14 @@ export class EventBus {
   }
 
   deliver(plugin: string, envelope: EventEnvelope): Promise<void> {
-    return this.queue.push([Buffer.from(`${plugin} ${envelope.topic}`), Buffer.from(JSON.stringify(envelope))]);
+    const address = `${plugin} ${envelope.topic}`;
+    const frames = [Buffer.from(address), Buffer.from(JSON.stringify(envelope))];
+    if (this.covered(address)) return this.queue.push(frames);
+    const held = this.held.get(plugin) ?? [];
+    held.push(frames);
+    if (held.length > MAX_HELD_PER_PLUGIN) held.shift();
+    this.held.set(plugin, held);
+    return Promise.resolve();
   }
 
   async close(): Promise<void> {

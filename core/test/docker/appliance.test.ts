@@ -170,12 +170,16 @@ describe.each<Mode>([
       const core = compose(['ps', '-q', 'core']).trim();
       const started = inspect(core).State.StartedAt;
       const top = execFileSync(DOCKER, ['top', core, '-eo', 'pid,args'], { encoding: 'utf8' }).split('\n');
-      const pid = Number(top.find((line) => line.includes('dist/core/src/main.js'))?.trim().split(/\s+/)[0]);
+      // The node process itself, not the init (docker-init) that runs it.
+      const pid = Number(top.find((line) => /^\s*\d+\s+node dist\/core\/src\/main\.js/.test(line))?.trim().split(/\s+/)[0]);
       expect(pid).toBeGreaterThan(1);
       const killedAt = model.requests.length;
       process.kill(pid, 'SIGKILL');
       const notHandled = (): SentMessage[] => telegram.sentTo(chat).slice(sentBefore).filter((m) => m.text.includes('not handled'));
-      const [notice] = await until(() => notHandled().length > 0 && notHandled(), 120_000);
+      const [notice] = await until(() => notHandled().length > 0 && notHandled(), 120_000).catch((err: unknown) => {
+        const audit = auditEntries().slice(-25).map((e) => JSON.stringify(e)).join('\n');
+        throw new Error(`${String(err)}\n${compose(['logs', '--tail', '60', 'core'])}\n${audit}\nsent: ${JSON.stringify(telegram.sentTo(chat).slice(sentBefore))}`);
+      });
       expect(inspect(core).State.StartedAt).not.toBe(started); // the same container, started again
       expect(notice.text).toContain(`"${text}"`);
       const health = await project.waitForHealth((h) => ['telegram', 'memory'].every((p) => h.plugins.healthy.includes(p)));
