@@ -3,12 +3,10 @@
 // Rows left by an earlier run are the ones nobody answered: the person is told once that
 // they were not handled (see notHandledNotice), and they are never run again, since the
 // agent may already have acted on them before the core died.
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, renameSync } from 'node:fs';
-import { dirname } from 'node:path';
 import type { EventEnvelope } from '../protocol/envelope.js';
-import type { StoreProblem } from '../llm/usage-store.js';
+import { openSqliteFile, type StoreProblem } from '../state/sqlite-file.js';
 
 /** Rows kept at most: a flood of inbound messages drops the oldest ones' notices, not the core's disk. */
 export const MAX_UNFINISHED = 5000;
@@ -29,22 +27,6 @@ const SCHEMA = `
     id TEXT NOT NULL UNIQUE, boot TEXT NOT NULL, grp TEXT NOT NULL, topic TEXT NOT NULL,
     source TEXT NOT NULL, preview TEXT NOT NULL, accepted_at TEXT NOT NULL
   );`;
-
-function openDb(file: string | null): Database.Database {
-  const db = new Database(file ?? ':memory:');
-  try {
-    db.pragma('journal_mode = WAL');
-    // Survives a killed core (the failure this file exists for), not a power cut.
-    db.pragma('synchronous = NORMAL');
-    const [check] = db.pragma('quick_check') as Array<{ quick_check: string }>;
-    if (check?.quick_check !== 'ok') throw new Error(`quick_check: ${check?.quick_check ?? 'no answer'}`);
-    db.exec(SCHEMA);
-    return db;
-  } catch (err) {
-    db.close();
-    throw err;
-  }
-}
 
 /** What the person reads: the start of the message (or the task's id). */
 export function previewOf(event: EventEnvelope): string {
@@ -86,18 +68,7 @@ export class UnfinishedTurns {
     onProblem: (problem: StoreProblem) => void = () => undefined,
     private readonly onWriteError: (err: Error) => void = () => undefined,
   ) {
-    let db: Database.Database;
-    if (file) mkdirSync(dirname(file), { recursive: true });
-    try {
-      db = openDb(file);
-    } catch (err) {
-      if (!file || !existsSync(file)) throw err;
-      const movedTo = `${file}.corrupt-${new Date().toISOString().replace(/[:.]/g, '-')}`;
-      renameSync(file, movedTo);
-      for (const suffix of ['-wal', '-shm']) if (existsSync(file + suffix)) renameSync(file + suffix, movedTo + suffix);
-      onProblem({ file, movedTo, error: (err as Error).message });
-      db = openDb(file);
-    }
+    const db = openSqliteFile(file, SCHEMA, onProblem);
     this.db = db;
     this.insert = db.prepare('INSERT OR IGNORE INTO unfinished (id, boot, grp, topic, source, preview, accepted_at) VALUES (?, ?, ?, ?, ?, ?, ?)');
     this.remove = db.prepare('DELETE FROM unfinished WHERE id = ?');

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import stringify from 'safe-stable-stringify';
-import type { StoreProblem } from '../llm/usage-store.js';
+import type { StoreProblem } from '../state/sqlite-file.js';
 
 /** The longest a standing approval may last: a week. */
 export const MAX_HOURS = 168;

@@ -1,10 +1,7 @@
 // Model usage per group per UTC day, kept in a small SQLite file under the data dir so
-// that budgets survive a core restart. A file that cannot be opened as this database is
-// moved aside (loudly) and a fresh one started: losing a day's counts is better than a
-// core that will not start. With no file (tests), the database lives in memory.
-import Database from 'better-sqlite3';
-import { existsSync, mkdirSync, renameSync } from 'node:fs';
-import { dirname } from 'node:path';
+// that budgets survive a core restart (state/sqlite-file.ts: a broken file is moved aside).
+import type Database from 'better-sqlite3';
+import { openSqliteFile, type StoreProblem } from '../state/sqlite-file.js';
 
 export interface DayUsage {
   group: string;
@@ -14,11 +11,7 @@ export interface DayUsage {
   requests: number;
 }
 
-export interface StoreProblem {
-  file: string;
-  movedTo: string;
-  error: string;
-}
+export type { StoreProblem };
 
 const SCHEMA = `
   CREATE TABLE IF NOT EXISTS usage (
@@ -30,24 +23,6 @@ const SCHEMA = `
     grp TEXT NOT NULL, window TEXT NOT NULL, kind TEXT NOT NULL,
     PRIMARY KEY (grp, window, kind)
   );`;
-
-function openDb(file: string | null): Database.Database {
-  const db = new Database(file ?? ':memory:');
-  try {
-    // A corrupt or foreign file fails here, not at the first write.
-    db.pragma('journal_mode = WAL');
-    // One small write per model request: NORMAL survives a killed core (not a power cut,
-    // which costs at most the last moments' counts).
-    db.pragma('synchronous = NORMAL');
-    const [check] = db.pragma('quick_check') as Array<{ quick_check: string }>;
-    if (check?.quick_check !== 'ok') throw new Error(`quick_check: ${check?.quick_check ?? 'no answer'}`);
-    db.exec(SCHEMA);
-    return db;
-  } catch (err) {
-    db.close();
-    throw err;
-  }
-}
 
 export class UsageStore {
   private readonly db: Database.Database;
@@ -62,18 +37,7 @@ export class UsageStore {
    * Throws only if even a fresh file cannot be created (e.g. the directory is read-only).
    */
   constructor(file: string | null, onProblem: (problem: StoreProblem) => void = () => undefined) {
-    let db: Database.Database;
-    if (file) mkdirSync(dirname(file), { recursive: true });
-    try {
-      db = openDb(file);
-    } catch (err) {
-      if (!file || !existsSync(file)) throw err;
-      const movedTo = `${file}.corrupt-${new Date().toISOString().replace(/[:.]/g, '-')}`;
-      renameSync(file, movedTo);
-      for (const suffix of ['-wal', '-shm']) if (existsSync(file + suffix)) renameSync(file + suffix, movedTo + suffix);
-      onProblem({ file, movedTo, error: (err as Error).message });
-      db = openDb(file);
-    }
+    const db = openSqliteFile(file, SCHEMA, onProblem);
     this.db = db;
     this.addStmt = db.prepare(
       `INSERT INTO usage (grp, day, input_tokens, output_tokens) VALUES (?, ?, ?, ?)
