@@ -75,6 +75,10 @@ logs:
 	@mkdir -p volumes/logs && touch volumes/logs/audit.jsonl
 	@tail -n 100 -F volumes/logs/audit.jsonl | $(DOCKER) run --rm -i --network none -e CARAPACE_COLOR=$$([ -t 1 ] && echo 1 || echo 0) carapace-core:latest node dist/core/src/audit/pretty.js
 
+# The admin token for the console's login (made on the core's first start).
+token:
+	@$(DOCKER) compose exec core node dist/core/src/admin/cli.js token
+
 up:
 	docker compose up -d
 down:

@@ -239,6 +239,14 @@ export class Core extends EventEmitter<CoreEvents> {
     return { answered: this.confirmations.resolve(id, approve, by), ...(standing ? { standing } : {}) };
   }
 
+  /** The tools a group's agent may call now (intrinsics and healthy plugins' tools), for the console. */
+  toolsOf(group: string): string[] {
+    return this.catalog.available().map((t) => t.name).filter((name) => {
+      const tool = this.catalog.lookup(name);
+      return tool !== undefined && this.authorizer.mayUse(group, tool);
+    });
+  }
+
   // ---- events --------------------------------------------------------------------------
 
   /** Publishes a core event to every healthy subscriber that may see the group. */

@@ -12,6 +12,7 @@ import { Core } from './core.js';
 import { notHandledNotice, UnfinishedTurns, type UnfinishedTurn } from './agents/unfinished-turns.js';
 import { StartupError } from './protocol/errors.js';
 import { auditFile, coreSecrets, pathsFromEnv } from './settings.js';
+import { adminToken } from './console/admin-token.js';
 
 const log = pino({ base: { service: 'core' } });
 
@@ -21,7 +22,9 @@ async function main(): Promise<void> {
   if (!process.env.ANTHROPIC_API_KEY && !process.env.CLAUDE_CODE_OAUTH_TOKEN) {
     throw new StartupError('CONFIG_INVALID', 'no model credential: set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN in .env');
   }
-  const core = await Core.start({ runDir: paths.runDir, pluginsDir: paths.pluginsDir, auditFile: auditFile(paths), config, secrets: coreSecrets(), standingApprovalsFile: join(paths.dataDir, 'standing-approvals.json') });
+  const admin = adminToken(paths.dataDir, process.env.CARAPACE_ADMIN_TOKEN || undefined);
+  if (admin.origin === 'created') log.info({ file: admin.file }, 'made an admin token for the console and the CLI: `make token` prints it');
+  const core = await Core.start({ runDir: paths.runDir, pluginsDir: paths.pluginsDir, auditFile: auditFile(paths), config, secrets: [...coreSecrets(), admin.token], standingApprovalsFile: join(paths.dataDir, 'standing-approvals.json') });
   const llm = new LlmProxy({
     upstream: process.env.CARAPACE_MODEL_API_URL || 'https://api.anthropic.com',
     credential: { apiKey: process.env.ANTHROPIC_API_KEY || undefined, oauthToken: process.env.CLAUDE_CODE_OAUTH_TOKEN || undefined },
@@ -72,12 +75,21 @@ async function main(): Promise<void> {
       .then(() => agents.onEvent(event))
       .catch((err: unknown) => log.error({ err, group: event.group }, 'agent run failed'));
   });
-  const admin = await startAdminApi(
+  const server = await startAdminApi(
     core,
     process.env.CARAPACE_ADMIN_HOST || '127.0.0.1',
     Number(process.env.CARAPACE_ADMIN_PORT || 8780),
-    process.env.CARAPACE_ADMIN_TOKEN || undefined,
-    { usage: () => llm.usage(Object.keys(config.groups)) },
+    admin.token,
+    {
+      usage: () => llm.usage(Object.keys(config.groups)),
+      console: {
+        config,
+        agents,
+        usageHistory: (days) => llm.usageHistory(days),
+        folders: [{ name: 'audit logs', path: paths.logDir }, { name: 'workspaces', path: paths.groupsDir }, { name: 'data', path: paths.dataDir }],
+        secureCookie: process.env.CARAPACE_CONSOLE_SECURE_COOKIE === '1',
+      },
+    },
   );
   const orphans = await swept;
   log.info({ runDir: paths.runDir, plugins: core.catalog.pluginNames(), orphansRemoved: orphans, diskQuota: agents.storage.describe() }, 'core started');
@@ -87,7 +99,7 @@ async function main(): Promise<void> {
   const stop = (): void => {
     log.info('stopping');
     agents.refuseTurns();
-    void admin
+    void server
       .close()
       .then(() => core.stop())
       .then(() => agents.stop())

@@ -1,13 +1,19 @@
-// A small CLI for the admin API: pending confirmations and standing approvals.
+// A small CLI for the admin API: pending confirmations and standing approvals, the
+// admin token (for the console's login) and the container's health check.
 //   node dist/core/src/admin/cli.js confirmations | approve <id> [hours to allow] | deny <id>
 //                                   standing | allow <group> <tool> '<json arguments>' <hours> | revoke <id>
+//                                   token | health
+import { join } from 'node:path';
 import type { PendingConfirmation } from '../confirm/confirmations.js';
 import type { StandingApproval } from '../confirm/standing-approvals.js';
+import { ADMIN_TOKEN_FILE, readToken } from '../console/admin-token.js';
+import { pathsFromEnv } from '../settings.js';
 
-const USAGE = "usage: cli.js confirmations | approve <id> [hours to allow] | deny <id> | standing | allow <group> <tool> '<json>' <hours> | revoke <id>";
+const USAGE = "usage: cli.js confirmations | approve <id> [hours to allow] | deny <id> | standing | allow <group> <tool> '<json>' <hours> | revoke <id> | token | health";
 
 const base = process.env.CARAPACE_ADMIN_URL || `http://127.0.0.1:${process.env.CARAPACE_ADMIN_PORT || 8780}`;
-const token = process.env.CARAPACE_ADMIN_TOKEN;
+// The one from .env, else the one the core made on its first start.
+const token = process.env.CARAPACE_ADMIN_TOKEN || readToken(join(pathsFromEnv().dataDir, ADMIN_TOKEN_FILE)) || undefined;
 
 async function call(method: 'GET' | 'POST' | 'DELETE', path: string, send?: unknown): Promise<unknown> {
   const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
@@ -34,6 +40,12 @@ async function main(argv: string[]): Promise<void> {
   } else if (command === 'allow' && id && rest.length === 3) {
     const [tool, json, hours] = rest;
     console.log(JSON.stringify(await call('POST', '/standing-approvals', { group: id, tool, arguments: JSON.parse(json) as unknown, hours: Number(hours) })));
+  } else if (command === 'token') {
+    if (!token) throw new Error('no admin token yet: start the core once (docker compose up -d), then ask again');
+    console.log(token);
+  } else if (command === 'health') {
+    // The container's health check: non-zero unless the core answers and its audit log is writable.
+    await call('GET', '/health');
   } else if (command === 'revoke' && id) {
     console.log(JSON.stringify(await call('DELETE', `/standing-approvals/${encodeURIComponent(id)}`)));
   } else {

@@ -1,6 +1,8 @@
-// The local admin API: health, metrics, usage, pending confirmations and standing approvals, for the dashboard and the CLI.
-// It listens on loopback by default; with CARAPACE_ADMIN_TOKEN set, every call needs it.
+// The local admin API: health, metrics, usage, pending confirmations and standing approvals, for the CLI;
+// and on the same port the web console (console/console.ts), which has its own login.
+// It listens on loopback by default; with a token, every API call needs it as a bearer token.
 import Fastify, { type FastifyInstance } from 'fastify';
+import { registerConsole, type ConsoleDeps } from '../console/console.js';
 import { timingSafeEqual } from 'node:crypto';
 import type { Core } from '../core.js';
 import type { GroupUsage } from '../llm/budgets.js';
@@ -9,10 +11,21 @@ import type { GroupUsage } from '../llm/budgets.js';
 export interface AdminSources {
   /** Today's model usage and budgets per group (the LLM proxy's). */
   usage?: () => GroupUsage[];
+  /** The web console (needs the token: its login is that token). */
+  console?: Omit<ConsoleDeps, 'core' | 'token' | 'usage'>;
 }
 
 export async function startAdminApi(core: Core, host: string, port: number, token?: string, sources: AdminSources = {}): Promise<FastifyInstance> {
-  const app = Fastify({ logger: false, bodyLimit: 16 * 1024 });
+  // A stop does not wait for open pages and event streams (closeAllConnections).
+  const app = Fastify({ logger: false, bodyLimit: 16 * 1024, forceCloseConnections: true });
+  if (token && sources.console) await registerConsole(app, { ...sources.console, core, token, usage: sources.usage });
+  await app.register(async (api) => routes(api, core, token, sources));
+  await app.listen({ host, port });
+  return app;
+}
+
+/** The bearer-token API (its own context: the token hook does not apply to the console's routes). */
+async function routes(app: FastifyInstance, core: Core, token: string | undefined, sources: AdminSources): Promise<void> {
   if (token) {
     const expected = Buffer.from(`Bearer ${token}`);
     app.addHook('onRequest', async (request, reply) => {
@@ -57,6 +70,4 @@ export async function startAdminApi(core: Core, host: string, port: number, toke
   app.get('/metrics', async (_request, reply) => reply.type(core.metrics.contentType).send(await core.metrics.text()));
   const usage = sources.usage;
   if (usage) app.get('/usage', async () => ({ groups: usage() }));
-  await app.listen({ host, port });
-  return app;
 }

@@ -30,6 +30,7 @@ import { StartupCpus } from './startup-cpus.js';
 import { engineOf, groupStorage, type GroupStorage } from './storage.js';
 import type { UnfinishedTurns } from './unfinished-turns.js';
 import type { AgentCounts } from '../metrics/metrics.js';
+import { AgentStates } from './agent-states.js';
 
 const AGENT_UID = 1000;
 /** The session's LLM proxy socket, as the container sees it (the session directory is mounted at /run/carapace). */
@@ -88,6 +89,8 @@ export class AgentManager {
   private readonly quarantined = new Set<string>();
   private stopped = false;
   private starting = 0;
+  /** Each group's agent state, for the console. */
+  readonly states = new AgentStates();
 
   constructor(
     private readonly core: Core,
@@ -167,8 +170,16 @@ export class AgentManager {
     if (this.stopped) return { ok: false, output: 'stopping' };
     // Who asked: lets a scheduler count its task's failures, a failed spawn included.
     const trigger = cause ? { topic: cause.topic, event_id: cause.id, ...(typeof cause.payload.task_id === 'string' ? { task_id: cause.payload.task_id } : {}) } : {};
-    const agent = this.agents.get(group) ?? (await this.spawn(group, trigger));
+    let agent = this.agents.get(group);
+    if (!agent) {
+      this.states.set(group, 'starting', { container: null, session: null });
+      agent = await this.spawn(group, trigger).catch((err: unknown) => {
+        this.states.set(group, 'failed', { container: null, session: null });
+        throw err;
+      });
+    }
     if (agent.idle) clearTimeout(agent.idle);
+    this.states.set(group, 'working', agent);
     // The core, not the agent, knows a turn is a scheduled task's: what it asks may be unattended.
     if (cause?.topic === 'task.triggered') this.core.sessions.markTaskStarted(agent.session);
     const result = await agent.runner.turn(prompt, this.settings.run_timeout_ms);
@@ -192,6 +203,7 @@ export class AgentManager {
       return { ok: false, output: result.output };
     }
     const ok = result.status === 'ok';
+    this.states.set(group, 'idle', agent, true);
     this.core.publish(ok ? 'agent.completed' : 'agent.error', group, { session: agent.session, ...(ok ? {} : { reason: 'the agent reported an error' }), ...trigger });
     this.core.audit.record({ group, session: agent.session, source: 'core', topic: null, correlation: null, stage: 'agent', outcome: ok ? 'ok' : 'error', reason: ok ? 'agent run completed' : 'agent run failed', detail: ok ? undefined : result.output.slice(-2000) });
     agent.idle = setTimeout(() => void this.retire(group), this.settings.idle_timeout_ms);
@@ -348,6 +360,7 @@ export class AgentManager {
     const agent = this.agents.get(group);
     if (!agent) return;
     this.agents.delete(group);
+    this.states.set(group, 'stopped', { container: null, session: null });
     if (agent.idle) clearTimeout(agent.idle);
     agent.unwatch?.();
     agent.runner.close();

@@ -66,7 +66,10 @@ const LEVEL: Record<AuditOutcome, 'info' | 'warn' | 'error'> = {
   rejected: 'warn', sanitized: 'warn', dropped: 'warn', error: 'error',
 };
 
-export class AuditLog extends EventEmitter<AuditFileEvents> {
+/** `entry`: each entry as written (scrubbed), for live views such as the console's activity stream. */
+export type AuditLogEvents = AuditFileEvents & { entry: [AuditEntry] };
+
+export class AuditLog extends EventEmitter<AuditLogEvents> {
   private readonly logger: pino.Logger;
   private readonly file: AuditFile;
   private readonly repeats: RepeatSummariser;
@@ -161,6 +164,7 @@ export class AuditLog extends EventEmitter<AuditFileEvents> {
     this.logger[level](entry);
     this.recorded++;
     this.remember(entry);
+    this.emit('entry', entry);
   }
 
   /** ISO time, formatted once per millisecond: requests log several entries in one. */

@@ -10,9 +10,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { Readable } from 'node:stream';
 import type { AuditInput, AuditLog } from '../audit/audit-log.js';
 import { parseConfig, type LlmSettings } from '../config.js';
-import { Budgets, type GroupUsage } from './budgets.js';
+import { Budgets, dayOf, type GroupUsage } from './budgets.js';
 import { checkBody, checkTarget, forwardedHeaders, isRefusal, type ApiErrorType, type Refusal } from './request-policy.js';
-import { UsageStore } from './usage-store.js';
+import { UsageStore, type DayUsage } from './usage-store.js';
 import { UsageMeter } from './usage.js';
 
 export interface LlmCredential {
@@ -77,10 +77,12 @@ export class LlmProxy {
   private readonly servers = new Map<string, Server>();
   private readonly settings: LlmSettings;
   private readonly budgets: Budgets;
+  private readonly store: UsageStore;
 
   constructor(private readonly options: LlmProxyOptions) {
     this.settings = options.settings ?? parseConfig({}).llm;
-    this.budgets = new Budgets(this.settings, options.usage ?? new UsageStore(null), (err) =>
+    this.store = options.usage ?? new UsageStore(null);
+    this.budgets = new Budgets(this.settings, this.store, (err) =>
       options.audit.record({ group: null, session: null, source: 'llm-proxy', topic: null, correlation: null, stage: 'llm', outcome: 'error', reason: `usage store: ${err.message}` }),
       options.now,
     );
@@ -89,6 +91,11 @@ export class LlmProxy {
   /** Today's model usage and budgets per group (`groups` are listed even if unused). */
   usage(groups: string[] = []): GroupUsage[] {
     return this.budgets.report(groups);
+  }
+
+  /** Tokens and requests per group per UTC day over the last `days` days (today included). */
+  usageHistory(days: number): DayUsage[] {
+    return this.store.since(dayOf((this.options.now ?? Date.now)() - (days - 1) * 86_400_000));
   }
 
   async open(sessionId: string, group: string, socketPath: string, options: LlmSessionOptions = {}): Promise<LlmSession> {

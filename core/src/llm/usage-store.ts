@@ -31,6 +31,7 @@ export class UsageStore {
   private readonly getStmt: Database.Statement;
   private readonly dayStmt: Database.Statement;
   private readonly notifyStmt: Database.Statement;
+  private readonly sinceStmt: Database.Statement;
 
   /**
    * `onProblem` hears about a file moved aside (the caller logs and audits it).
@@ -46,6 +47,7 @@ export class UsageStore {
     this.countStmt = db.prepare(`INSERT INTO usage (grp, day, requests) VALUES (?, ?, 1) ON CONFLICT (grp, day) DO UPDATE SET requests = requests + 1`);
     this.getStmt = db.prepare('SELECT grp AS "group", day, input_tokens, output_tokens, requests FROM usage WHERE grp = ? AND day = ?');
     this.dayStmt = db.prepare('SELECT grp AS "group", day, input_tokens, output_tokens, requests FROM usage WHERE day = ? ORDER BY grp');
+    this.sinceStmt = db.prepare('SELECT grp AS "group", day, input_tokens, output_tokens, requests FROM usage WHERE day >= ? ORDER BY day DESC, grp');
     this.notifyStmt = db.prepare('INSERT OR IGNORE INTO notified (grp, window, kind) VALUES (?, ?, ?)');
   }
 
@@ -63,6 +65,11 @@ export class UsageStore {
 
   day(day: string): DayUsage[] {
     return this.dayStmt.all(day) as DayUsage[];
+  }
+
+  /** Every group's usage from `day` (YYYY-MM-DD) on, newest day first. */
+  since(day: string): DayUsage[] {
+    return this.sinceStmt.all(day) as DayUsage[];
   }
 
   /** True the first time (group, window, kind) is seen: "tell the user once". */

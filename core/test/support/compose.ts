@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort, ROOT, sleep } from '../harness.js';
+import { ADMIN_TOKEN_FILE, readToken } from '../../src/console/admin-token.js';
 
 /**
  * The default bridge's gateway (e.g. 172.17.0.1): an address of this machine that
@@ -73,13 +74,18 @@ export class ComposeProject {
   /** /health, or null while the core does not answer. */
   async health(): Promise<Health | null> {
     try {
-      const token = this.env.CARAPACE_ADMIN_TOKEN;
+      const token = this.adminToken();
       const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
       const r = await fetch(`http://127.0.0.1:${this.port}/health`, { headers, signal: AbortSignal.timeout(2000) });
       return r.ok ? ((await r.json()) as Health) : null;
     } catch {
       return null;
     }
+  }
+
+  /** The one from the env, else the one the core made on its first start (null before that). */
+  adminToken(): string | null {
+    return this.env.CARAPACE_ADMIN_TOKEN || readToken(join(this.volumes, 'data', ADMIN_TOKEN_FILE));
   }
 
   /** Polls /health (for up to a minute) until `ready`; the last answer, ready or not. */
