@@ -1,0 +1,169 @@
+// The console in a real browser (Debian's chromium, driven by puppeteer-core) against a
+// real core and plugin host: log in, approve a real pending call from the page, follow its
+// trail, and the attacks a browser makes possible: a page of another origin posting to the
+// console, and a visitor without the session. Screenshots of each page go to
+// $SCREENSHOT_DIR (default dist/screenshots); the README shows copies from docs/screenshots.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { FastifyInstance } from 'fastify';
+import { existsSync, mkdirSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import { startAdminApi } from '../../src/admin/http-api.js';
+import { parseConfig } from '../../src/config.js';
+import { ROOT, Stack } from '../harness.js';
+
+const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+const SHOTS = process.env.SCREENSHOT_DIR || join(ROOT, 'dist', 'screenshots');
+const TOKEN = 'browser-test-token-0123456789';
+let stack: Stack;
+let admin: FastifyInstance;
+let base: string;
+let browser: Browser;
+let evil: Server;
+let evilBase: string;
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`no browser at ${CHROMIUM}: apt-get install chromium (or set CHROMIUM_PATH)`);
+  mkdirSync(SHOTS, { recursive: true });
+  stack = await Stack.start({ plugins: ['guarded'] });
+  admin = await startAdminApi(stack.core, '127.0.0.1', 0, TOKEN, { console: { config: parseConfig({ groups: { family: { tools: ['*'] } } }), folders: [{ name: 'audit logs', path: join(stack.dir, 'logs') }] } });
+  base = `http://127.0.0.1:${(admin.server.address() as AddressInfo).port}`;
+  // Another origin on the same host (other port: same site, so SameSite does not stop its
+  // requests carrying the cookie; only the CSRF token does): a page that tries to
+  // answer the console's pending confirmation with the visitor's cookie.
+  evil = createServer((req, res) => {
+    const target = decodeURIComponent((req.url ?? '/').slice(1));
+    res.setHeader('content-type', 'text/html');
+    res.end(`<form id="f" method="post" action="${base}${target}"><input name="x" value="1"></form>
+      <script>fetch(${JSON.stringify(base + target)}, { method: 'POST', mode: 'no-cors', credentials: 'include', headers: { 'content-type': 'text/plain' }, body: '{}' })
+        .finally(() => document.getElementById('f').submit());</script>`);
+  });
+  await new Promise<void>((r) => evil.listen(0, '127.0.0.1', r));
+  evilBase = `http://127.0.0.1:${(evil.address() as AddressInfo).port}`;
+  browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'] });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  evil?.close();
+  await admin?.close();
+  await stack?.stop();
+});
+
+async function shot(page: Page, name: string): Promise<void> {
+  await page.screenshot({ path: join(SHOTS, `${name}.png`) as `${string}.png`, fullPage: true });
+}
+
+/** A fresh browser profile (no cookies) that logs in. */
+async function loggedIn(): Promise<Page> {
+  const page = await (await browser.createBrowserContext()).newPage();
+  await page.setViewport({ width: 1200, height: 760 });
+  await page.goto(`${base}/`);
+  await page.waitForSelector('#token');
+  await page.type('#token', TOKEN);
+  await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
+  await page.waitForSelector('nav .brand');
+  return page;
+}
+
+/** The ipc call's pending confirmation, once the core holds it. */
+async function pendingCall(target: string) {
+  const session = await stack.openSession('family');
+  const call = stack.ipc(session, 'tool.invoke.delete_everything', { target });
+  for (let i = 0; i < 200 && stack.core.confirmations.list().length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+  const [pending] = stack.core.confirmations.list();
+  return { session, call, pending };
+}
+
+describe('console in a browser', () => {
+  it('a wrong token is refused on the page; the right one opens the overview', async () => {
+    const page = await (await browser.createBrowserContext()).newPage();
+    await page.setViewport({ width: 1200, height: 760 });
+    await page.goto(`${base}/`);
+    expect(page.url()).toBe(`${base}/login`);
+    await shot(page, 'login');
+    await page.type('#token', 'not-the-admin-token');
+    await page.click('button[type=submit]');
+    await page.waitForFunction(() => document.getElementById('error')?.textContent !== '');
+    expect(await page.$eval('#error', (e) => e.textContent)).toContain('wrong admin token');
+    expect(page.url()).toBe(`${base}/login`);
+    // Nothing about the token ever reaches a URL.
+    expect(page.url()).not.toContain('token');
+    await page.close();
+    const ok = await loggedIn();
+    await ok.waitForFunction(() => document.body.textContent?.includes('Plugins'));
+    expect(await ok.evaluate(() => document.body.textContent)).toContain('guarded');
+    await shot(ok, 'overview');
+    await ok.browserContext().close();
+  });
+
+  it('a pending high-risk call shows its complete arguments; Approve in the page gives the caller its result', async () => {
+    const page = await loggedIn();
+    const { session, call, pending } = await pendingCall('approved-in-the-browser');
+    await page.goto(`${base}/#/approvals`);
+    await page.waitForSelector(`.pending[data-id="${pending.id}"]`);
+    expect(await page.$eval(`.pending[data-id="${pending.id}"] .args`, (e) => e.textContent)).toContain('approved-in-the-browser');
+    await shot(page, 'approvals');
+    await page.click(`.pending[data-id="${pending.id}"] button.approve`);
+    const result = await call;
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('approved-in-the-browser');
+    await page.waitForFunction((id) => !document.querySelector(`.pending[data-id="${id}"]`), {}, pending.id);
+
+    // The activity page shows that call's trail, up to the approval by the console.
+    await page.goto(`${base}/#/activity/${pending.correlation}`);
+    await page.waitForSelector('.trail');
+    await page.waitForFunction(() => document.querySelector('.trail')?.textContent?.includes('confirmation approved by console'));
+    const trail = await page.$eval('.trail', (e) => e.textContent ?? '');
+    expect(trail).toContain('pending');
+    expect(trail).toContain('routed');
+    await shot(page, 'activity');
+    await stack.core.closeSession(session.id);
+    await page.browserContext().close();
+  });
+
+  it('a page of another origin cannot answer a confirmation with the visitor\'s session', async () => {
+    const page = await loggedIn();
+    const { session, call, pending } = await pendingCall('cross-site');
+    const audited = () => stack.core.audit.query({ correlation: pending.correlation }).filter((e) => e.reason?.startsWith('confirmation')).length;
+    for (const path of [`/api/confirmations/${pending.id}/deny`, '/logout']) {
+      const attack = await page.browserContext().newPage();
+      await attack.goto(`${evilBase}/${encodeURIComponent(path)}`);
+      await new Promise((r) => setTimeout(r, 300));
+      await attack.close();
+    }
+    // Still pending, nothing answered, and the visitor is still logged in.
+    expect(stack.core.confirmations.get(pending.id)).toBeDefined();
+    expect(audited()).toBe(0);
+    await page.goto(`${base}/#/approvals`);
+    await page.waitForSelector(`.pending[data-id="${pending.id}"]`);
+    await page.click(`.pending[data-id="${pending.id}"] button.deny`);
+    expect((await call).code).not.toBe(0);
+    await stack.core.closeSession(session.id);
+    await page.browserContext().close();
+  });
+
+  it('a visitor without the session gets the login page and no data', async () => {
+    const context = await browser.createBrowserContext();
+    const page = await context.newPage();
+    for (const path of ['/#/approvals', '/api/confirmations', '/assets/app.js']) {
+      const res = await page.goto(`${base}${path}`);
+      const body = await page.evaluate(() => document.body.textContent ?? '');
+      expect(body).not.toContain('delete_everything');
+      expect([path, new URL(page.url()).pathname === '/login' || res?.status() === 401]).toEqual([path, true]);
+    }
+    await context.close();
+  });
+
+  it('every page renders (screenshots)', async () => {
+    const page = await loggedIn();
+    for (const [name, marker] of [['agents', 'family'], ['usage', 'Model tokens'], ['groups', 'Groups and their tools'], ['checks', 'Check again']]) {
+      await page.goto(`${base}/#/${name}`);
+      await page.waitForFunction((m) => document.querySelector('main')?.textContent?.includes(m), { timeout: 5000 }, marker);
+      await shot(page, name);
+    }
+    await page.browserContext().close();
+  });
+});
