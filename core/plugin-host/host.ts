@@ -4,6 +4,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
+import type { Server } from 'node:http';
 import { join } from 'node:path';
 import * as zmq from 'zeromq';
 import pino from 'pino';
@@ -17,6 +18,7 @@ import type { EventEnvelope, JsonObject, RequestEnvelope } from '../src/protocol
 import { APP_VERSION } from '../src/version.js';
 import { ToolError, type CoreServices, type PluginHandler } from '../sdk/index.js';
 import { categorize, handlerPath, loadHandler, TimeoutError } from './load-handler.js';
+import { servePanel } from './panel-server.js';
 import { BusPublisher } from './bus-publisher.js';
 import { CorePresence } from './core-presence.js';
 import { pluginSection, resolvePluginConfig } from './plugin-config.js';
@@ -74,6 +76,8 @@ export class PluginHost {
   private readonly dealerQueue = new SendQueue((frames) => this.dealer.send(frames));
   private readonly toCore = new FrameBatch((frames) => this.dealerQueue.push(frames));
   private readonly loaded = new Map<string, Loaded>();
+  /** Plugin panels' HTTP servers (panel-server.ts), closed at stop. */
+  private readonly panels: Server[] = [];
   private readonly calls = new Map<string, (r: Extract<CoreToHost, { t: 'service_result' }>) => void>();
   private readonly context = new AsyncLocalStorage<Context>();
   private inFlight = 0;
@@ -116,7 +120,7 @@ export class PluginHost {
     for (const plugin of plugins) {
       const resolved = resolvePluginConfig(pluginSection(this.options.config.plugins, plugin.name), plugin.manifest.config_schema, this.options.env ?? process.env);
       if (!resolved.ok) {
-        failures.push({ t: 'init', plugin: plugin.name, ok: false, category: 'CONFIG_ERROR', detail: resolved.reason });
+        failures.push({ t: 'init', plugin: plugin.name, ok: false, category: resolved.notConfigured ? 'NOT_CONFIGURED' : 'CONFIG_ERROR', detail: resolved.reason });
         continue;
       }
       secrets.push(...resolved.secrets);
@@ -143,6 +147,10 @@ export class PluginHost {
     mkdirSync(dataDir, { recursive: true });
     try {
       await withTimeout(entry.handler.initialize(entry.config, this.services(name, dataDir)), this.options.config.handler_timeout_ms, 'initialize()');
+      const handler = entry.handler;
+      if (entry.plugin.manifest.panel && handler.servePanel) {
+        this.panels.push(await servePanel(this.options.runDir, name, (req, res) => this.context.run({ plugin: name, rid: null, group: null }, () => handler.servePanel!(req, res))));
+      }
       this.loaded.set(name, entry);
       for (const prefix of entry.plugin.manifest.subscribes) this.sub.subscribe(`${name} ${prefix}`);
       await this.registered({ t: 'init', plugin: name, ok: true });
@@ -206,6 +214,7 @@ export class PluginHost {
       reportFault: (message, group) => call('reportFault', { message }, group ?? null).then(() => undefined),
       resolveConfirmation: (id, approve, by, group, allowHours) =>
         call('resolveConfirmation', { id, approve, by, ...(allowHours === undefined ? {} : { allow_hours: allowHours }) }, group) as Promise<boolean>,
+      requestPairing: (chat, details) => call('requestPairing', { chat, ...details }, null) as Promise<never>,
       publish: (topic, group, payload, options) => {
         this.bus.publish([Buffer.from(topic), Buffer.from(JSON.stringify({ plugin, group, payload, key: options?.key }))]);
       },
@@ -327,6 +336,7 @@ export class PluginHost {
       );
       await this.send({ t: 'stopped', results }).catch(() => undefined);
       this.presence.close();
+      for (const panel of this.panels) panel.close();
       // Give the report a moment to leave before the sockets close.
       await new Promise((r) => setTimeout(r, 50));
       this.dealer.close();

@@ -4,7 +4,8 @@
 import type { JsonObject } from '../src/protocol/envelope.js';
 import { createAjv, describeFailure } from '../src/plugins/schema-compiler.js';
 
-export type ConfigResult = { ok: true; config: JsonObject; secrets: string[] } | { ok: false; reason: string };
+/** `notConfigured`: the plugin has no settings at all, or its secrets are empty in .env (not a fault). */
+export type ConfigResult = { ok: true; config: JsonObject; secrets: string[] } | { ok: false; reason: string; notConfigured: boolean };
 
 const REFERENCE = /\$\{([A-Z_][A-Z0-9_]*)\}/g;
 const ajv = createAjv();
@@ -34,12 +35,13 @@ export function resolvePluginConfig(raw: JsonObject, schema: JsonObject | undefi
     return value;
   };
   const config = fill(raw) as JsonObject;
-  if (missing.length > 0) return { ok: false, reason: `environment variable(s) not set: ${[...new Set(missing)].join(', ')} (see .env.example)` };
+  if (missing.length > 0) return { ok: false, reason: `environment variable(s) not set: ${[...new Set(missing)].join(', ')} (see .env.example)`, notConfigured: true };
   if (schema) {
     const validate = ajv.compile(schema);
     if (!validate(config)) {
       const failure = describeFailure(validate.errors);
-      return { ok: false, reason: `config: ${failure.message}` };
+      const unset = Object.keys(raw).length === 0;
+      return { ok: false, reason: unset ? 'no settings for it in carapace.json (see carapace.example.json)' : `config: ${failure.message}`, notConfigured: unset };
     }
   }
   return { ok: true, config, secrets };

@@ -1,5 +1,6 @@
 // The plugin SDK: everything a handler imports (`import { ToolError } from '#sdk'`).
 // Handlers run in the plugin host, never in the core and never in a container.
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { InitFailureCategory } from '../src/protocol/errors.js';
 import type { EventEnvelope, JsonObject, RequestEnvelope } from '../src/protocol/envelope.js';
 import type { AuditEntry, AuditOutcome } from '../src/audit/audit-log.js';
@@ -73,6 +74,13 @@ export interface CoreServices {
   reportFault(message: string, group?: string): Promise<void>;
   /** With `allowHours`, an approval also stands for that tool, exact arguments and group (a person's choice). */
   resolveConfirmation(id: string, approve: boolean, by: string, group: string, allowHours?: number): Promise<boolean>;
+  /**
+   * Channel plugins: a chat that is not mapped to any group wants to talk to the agent.
+   * The core records a pairing request for the owner and answers with the code to tell
+   * the chat; null when it will not (the owner refused this chat, or too many wait).
+   * When the owner approves, the plugin hears `pairing.approved` {plugin, chat} for the group.
+   */
+  requestPairing(chat: string, details: { name?: string; text?: string }): Promise<{ code: string; expires_at: string } | null>;
   /** The plugin's own data directory on the host (never mounted into a container). */
   dataDir: string;
 }
@@ -100,4 +108,10 @@ export interface PluginHandler {
   shutdown?(): Promise<void>;
   /** Only for a plugin whose manifest declares provides.hooks: ["memory_brief"]. */
   getBrief?(group: string): Promise<MemoryBrief>;
+  /**
+   * Only for a plugin whose manifest declares `panel`: its page in the console, a plain
+   * Node HTTP handler. Requests arrive only through the console (session and CSRF checked,
+   * cookies removed, `x-carapace-console: 1` added) at paths relative to /plugins/<name>/.
+   */
+  servePanel?(req: IncomingMessage, res: ServerResponse): unknown;
 }

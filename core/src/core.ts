@@ -26,6 +26,7 @@ import { answerService, type ServiceDeps } from './plugins/services.js';
 import { PluginHostLink } from './plugins/host-link.js';
 import { eventEnvelope, type EventEnvelope, type JsonObject } from './protocol/envelope.js';
 import { createSanitizer, type Sanitizer } from './response/sanitize.js';
+import { Pairing } from './pairing/pairing.js';
 import { APP_VERSION } from './version.js';
 
 export { APP_VERSION } from './version.js';
@@ -48,6 +49,8 @@ export interface CoreOptions {
   auditRetryMs?: number;
   /** Where standing approvals persist (in memory without it). */
   standingApprovalsFile?: string;
+  /** carapace.json: pairing approvals are written to it (none can be approved without it). */
+  configFile?: string;
 }
 
 export interface CoreEvents {
@@ -65,6 +68,7 @@ export class Core extends EventEmitter<CoreEvents> {
   readonly confirmations: Confirmations;
   readonly standing: StandingApprovals;
   readonly metrics: Metrics;
+  readonly pairing: Pairing;
   readonly sessions = new SessionTable();
   private readonly sockets = new Map<string, SessionSocket>();
   private readonly early = new Map<string, { topic: string; event: PublishedEvent }[]>();
@@ -107,6 +111,7 @@ export class Core extends EventEmitter<CoreEvents> {
       (problem) => this.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'confirm', outcome: 'error', severity: 'CRITICAL', reason: `standing approvals file unreadable (${problem.error}); moved to ${problem.movedTo}: none are in force` }),
       (a) => this.audit.record({ group: a.group, session: null, source: 'core', topic: `tool.invoke.${a.tool}`, correlation: null, stage: 'confirm', outcome: 'ok', reason: `standing approval ${a.id} expired` }),
     );
+    this.pairing = new Pairing({ config, configFile: options.configFile ?? null, audit: this.audit, publish: (topic, group, payload) => this.publish(topic, group, payload) });
     this.metrics = new Metrics({ catalog: this.catalog, audit: () => this.audit.health(), pendingConfirmations: () => this.confirmations.list().length });
     this.deps = {
       metrics: this.metrics,
@@ -141,6 +146,7 @@ export class Core extends EventEmitter<CoreEvents> {
       authorizer: core.authorizer,
       confirmations: core.confirmations,
       answerConfirmation: (id, approve, by, hours) => core.answerConfirmation(id, approve, by, hours),
+      requestPairing: (plugin, chat, details) => core.pairing.request(plugin, chat, details),
       publish: (topic, group, payload, source) => void core.publish(topic, group, payload, source, source),
     };
     core.hostLink.on('service', (m, reply) => reply(answerService(m, services)));
@@ -324,6 +330,10 @@ export class Core extends EventEmitter<CoreEvents> {
   }
 
   private auditPluginFailure(plugin: string, category: string, detail: string): void {
+    if (category === 'NOT_CONFIGURED') {
+      this.audit.record({ group: null, session: null, source: plugin, topic: null, correlation: null, stage: 'plugin', outcome: 'ok', code: category, reason: `plugin "${plugin}" is not configured: off`, detail });
+      return;
+    }
     this.audit.record({ group: null, session: null, source: plugin, topic: null, correlation: null, stage: 'plugin', outcome: 'error', severity: 'CRITICAL', code: category, reason: `plugin "${plugin}" failed to initialize (${category})`, detail });
   }
 

@@ -24,7 +24,7 @@ async function main(): Promise<void> {
   }
   const admin = adminToken(paths.dataDir, process.env.CARAPACE_ADMIN_TOKEN || undefined);
   if (admin.origin === 'created') log.info({ file: admin.file }, 'made an admin token for the console and the CLI: `make token` prints it');
-  const core = await Core.start({ runDir: paths.runDir, pluginsDir: paths.pluginsDir, auditFile: auditFile(paths), config, secrets: [...coreSecrets(), admin.token], standingApprovalsFile: join(paths.dataDir, 'standing-approvals.json') });
+  const core = await Core.start({ runDir: paths.runDir, pluginsDir: paths.pluginsDir, auditFile: auditFile(paths), config, secrets: [...coreSecrets(), admin.token], standingApprovalsFile: join(paths.dataDir, 'standing-approvals.json'), configFile: paths.configFile });
   const llm = new LlmProxy({
     upstream: process.env.CARAPACE_MODEL_API_URL || 'https://api.anthropic.com',
     credential: { apiKey: process.env.ANTHROPIC_API_KEY || undefined, oauthToken: process.env.CLAUDE_CODE_OAUTH_TOKEN || undefined },

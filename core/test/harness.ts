@@ -69,6 +69,7 @@ export class Stack {
       pluginsDir: stack.pluginsDir,
       auditFile: stack.auditFile,
       config: parseConfig(stack.rawConfig),
+      configFile: stack.configFile,
     });
     stack.startHost();
     await stack.waitSettled();

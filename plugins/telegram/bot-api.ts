@@ -45,6 +45,7 @@ export interface TgUser {
 export interface TgChat {
   id: number;
   type?: string;
+  title?: string;
 }
 
 export interface TgMessage {

@@ -1,6 +1,8 @@
 // The Telegram channel: long-polls the Bot API for messages from the chats mapped to
 // groups and publishes them as message.inbound; sends what the agent asks, only to the
-// chats of the asking group; puts confirmation buttons in front of the owners.
+// chats of the asking group; puts confirmation buttons in front of the owners. A chat
+// mapped to no group is never answered by an agent: it gets a pairing code for the owner
+// (at most once per PAIRING_REPEAT_MS), and is mapped when the owner approves it.
 import pino from 'pino';
 import {
   InitError,
@@ -31,6 +33,10 @@ const TRACKED_PROMPTS = 200;
 const CALLBACK = /^c:([A-Za-z0-9-]{1,58}):([ads])$/;
 /** "Approve + allow 24 h": the same tool with the same arguments in this group asks nobody for a day. */
 const STANDING_HOURS = 24;
+/** An unknown chat hears its pairing code at most this often, whatever it sends. */
+const PAIRING_REPEAT_MS = 10 * 60_000;
+/** Unknown chats remembered for that limit (a flood of new chats forgets the oldest). */
+const PAIRING_CHATS = 1000;
 
 interface Settings {
   token: string;
@@ -149,6 +155,32 @@ export default class TelegramChannel implements PluginHandler {
     else if (envelope.topic === 'confirmation.resolved') await this.settleConfirmation(envelope.payload);
     else if (envelope.topic === 'agent.error') await this.apologize(envelope.group, envelope.payload);
     else if (envelope.topic === 'user.notify' && typeof envelope.payload.text === 'string') await this.notify(envelope.group, envelope.payload.text);
+    else if (envelope.topic === 'pairing.approved' && envelope.payload.plugin === 'telegram') await this.paired(String(envelope.payload.chat), envelope.group);
+  }
+
+  // ---- pairing -----------------------------------------------------------------------------
+
+  private readonly pairingOffered = new Map<string, number>();
+
+  private async offerPairing(chat: string, message: TgMessage): Promise<void> {
+    const last = this.pairingOffered.get(chat);
+    if (last !== undefined && Date.now() - last < PAIRING_REPEAT_MS) return;
+    this.pairingOffered.delete(chat);
+    if (this.pairingOffered.size >= PAIRING_CHATS) this.pairingOffered.delete(this.pairingOffered.keys().next().value as string);
+    this.pairingOffered.set(chat, Date.now());
+    const name = message.chat.title ?? ([message.from?.first_name, message.from?.username ? `@${message.from.username}` : undefined].filter(Boolean).join(' ') || undefined);
+    const answer = await this.services.requestPairing(chat, { name, text: message.text });
+    if (!answer) return; // refused by the owner lately, or not now: say nothing
+    const text = `This chat is not connected to an agent yet. To connect it, the owner approves the code ${answer.code} in the Carapace console (Groups & channels). The code is valid for an hour.`;
+    await this.exclusive(chat, () => this.send(chat, text, {}));
+  }
+
+  /** The owner approved this chat into `group`: its messages reach that group's agent from now on. */
+  private async paired(chat: string, group: string): Promise<void> {
+    this.settings.chats.set(chat, group);
+    this.pairingOffered.delete(chat);
+    log.info({ chat, group }, 'chat paired');
+    await this.exclusive(chat, () => this.send(chat, `Connected: this chat now talks to the agent (group "${group}").`, {}));
   }
 
   async shutdown(): Promise<void> {
@@ -226,6 +258,7 @@ export default class TelegramChannel implements PluginHandler {
   }
 
   private remember(chat: string, entry: HistoryEntry): void {
+    if (!this.settings.chats.has(chat)) return; // only a group's chats have a history (not one per stranger)
     let list = this.history.get(chat);
     if (!list) this.history.set(chat, (list = []));
     list.push(entry);
@@ -372,12 +405,13 @@ export default class TelegramChannel implements PluginHandler {
   private onMessage(message: TgMessage, updateId: number): void {
     const chat = String(message.chat?.id);
     const group = this.settings.chats.get(chat);
+    if (message.from?.is_bot) return;
     if (!group) {
       // The chat id (never the content) helps the operator map a new chat.
-      log.info({ chat }, 'message from a chat that is not mapped to a group; ignored');
+      log.info({ chat }, 'message from a chat that is not mapped to a group: no agent answers; pairing offered');
+      void this.offerPairing(chat, message).catch((err: unknown) => log.warn({ chat, err: describe(err) }, 'could not offer pairing'));
       return;
     }
-    if (message.from?.is_bot) return;
     if (typeof message.text !== 'string') {
       log.info({ chat }, 'non-text message ignored');
       return;

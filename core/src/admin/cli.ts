@@ -2,14 +2,16 @@
 // admin token (for the console's login) and the container's health check.
 //   node dist/core/src/admin/cli.js confirmations | approve <id> [hours to allow] | deny <id>
 //                                   standing | allow <group> <tool> '<json arguments>' <hours> | revoke <id>
+//                                   pairing | pair <code> <group> [new] | refuse <code>
 //                                   token | health
 import { join } from 'node:path';
 import type { PendingConfirmation } from '../confirm/confirmations.js';
 import type { StandingApproval } from '../confirm/standing-approvals.js';
+import type { PairingRequest } from '../pairing/pairing-requests.js';
 import { ADMIN_TOKEN_FILE, readToken } from '../console/admin-token.js';
 import { pathsFromEnv } from '../settings.js';
 
-const USAGE = "usage: cli.js confirmations | approve <id> [hours to allow] | deny <id> | standing | allow <group> <tool> '<json>' <hours> | revoke <id> | token | health";
+const USAGE = "usage: cli.js confirmations | approve <id> [hours to allow] | deny <id> | standing | allow <group> <tool> '<json>' <hours> | revoke <id> | pairing | pair <code> <group> [new] | refuse <code> | token | health";
 
 const base = process.env.CARAPACE_ADMIN_URL || `http://127.0.0.1:${process.env.CARAPACE_ADMIN_PORT || 8780}`;
 // The one from .env, else the one the core made on its first start.
@@ -40,6 +42,14 @@ async function main(argv: string[]): Promise<void> {
   } else if (command === 'allow' && id && rest.length === 3) {
     const [tool, json, hours] = rest;
     console.log(JSON.stringify(await call('POST', '/standing-approvals', { group: id, tool, arguments: JSON.parse(json) as unknown, hours: Number(hours) })));
+  } else if (command === 'pairing') {
+    const { pending } = (await call('GET', '/pairing')) as { pending: PairingRequest[] };
+    if (pending.length === 0) console.log('No chat is waiting to be paired.');
+    for (const p of pending) console.log(`${p.code}  ${p.plugin} chat ${p.chat}${p.name ? ` (${p.name})` : ''}  "${p.text ?? ''}"  (expires ${p.expires_at})`);
+  } else if (command === 'pair' && id && rest[0]) {
+    console.log(JSON.stringify(await call('POST', `/pairing/${encodeURIComponent(id)}/approve`, { group: rest[0], create: rest[1] === 'new' })));
+  } else if (command === 'refuse' && id) {
+    console.log(JSON.stringify(await call('POST', `/pairing/${encodeURIComponent(id)}/deny`, {})));
   } else if (command === 'token') {
     if (!token) throw new Error('no admin token yet: start the core once (docker compose up -d), then ask again');
     console.log(token);

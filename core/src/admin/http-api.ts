@@ -2,6 +2,7 @@
 // and on the same port the web console (console/console.ts), which has its own login.
 // It listens on loopback by default; with a token, every API call needs it as a bearer token.
 import Fastify, { type FastifyInstance } from 'fastify';
+import { answerPairing, refusePairing } from '../pairing/answers.js';
 import { registerConsole, type ConsoleDeps } from '../console/console.js';
 import { timingSafeEqual } from 'node:crypto';
 import type { Core } from '../core.js';
@@ -66,6 +67,9 @@ async function routes(app: FastifyInstance, core: Core, token: string | undefine
     const revoked = core.revokeStanding(request.params.id, 'admin-api');
     return revoked ? { revoked: revoked.id } : reply.code(404).send({ code: 'NOT_FOUND', message: 'no such standing approval' });
   });
+  app.get('/pairing', async () => ({ pending: core.pairing.list() }));
+  app.post<{ Params: { code: string }; Body: { group?: unknown; create?: unknown } | null }>('/pairing/:code/approve', async (request, reply) => answerPairing(core, request.params.code, request.body, 'admin-api', reply));
+  app.post<{ Params: { code: string } }>('/pairing/:code/deny', async (request, reply) => refusePairing(core, request.params.code, 'admin-api', reply));
   // Prometheus's text format, behind the admin token like everything here.
   app.get('/metrics', async (_request, reply) => reply.type(core.metrics.contentType).send(await core.metrics.text()));
   const usage = sources.usage;

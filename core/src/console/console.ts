@@ -24,6 +24,7 @@ import { APP_VERSION } from '../version.js';
 import { DiskUsage } from './disk-usage.js';
 import { LiveEvents } from './live-events.js';
 import { registerPanelProxy, type Panel } from './panel-proxy.js';
+import { answerPairing, refusePairing } from '../pairing/answers.js';
 
 declare module 'fastify' {
   interface Session {
@@ -239,6 +240,10 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       }),
       panels: (deps.panels?.() ?? []).map(({ name, title }) => ({ name, title })),
     }));
+
+    authed.get('/api/pairing', async () => ({ pending: core.pairing.list() }));
+    authed.post<{ Params: { code: string }; Body: { group?: unknown; create?: unknown } | null }>('/api/pairing/:code/approve', async (request, reply) => answerPairing(core, request.params.code, request.body, 'console', reply));
+    authed.post<{ Params: { code: string } }>('/api/pairing/:code/deny', async (request, reply) => refusePairing(core, request.params.code, 'console', reply));
 
     authed.get('/api/checks', async () => (deps.checks ? await deps.checks() : { ok: true, checks: [] }));
 

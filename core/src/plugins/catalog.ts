@@ -55,6 +55,16 @@ export class ToolCatalog {
     record.category = state === 'failed' ? category ?? 'INTERNAL_ERROR' : undefined;
   }
 
+  /** Healthy plugins with a console panel (manifest `panel`), and their menu titles. */
+  panels(): { name: string; title: string }[] {
+    return [...this.plugins].flatMap(([name, r]) => (r.state === 'healthy' && r.plugin?.manifest.panel ? [{ name, title: r.plugin.manifest.panel.title }] : []));
+  }
+
+  /** Does the plugin provide a channel (may it ask for a chat to be paired)? */
+  isChannel(plugin: string): boolean {
+    return (this.plugins.get(plugin)?.plugin?.manifest.provides.channels.length ?? 0) > 0;
+  }
+
   pluginNames(): string[] {
     return [...this.plugins.keys()];
   }

@@ -20,6 +20,8 @@ export interface Manifest {
   provides: { channels: string[]; hooks: string[]; tools: ToolDeclaration[] };
   subscribes: string[];
   config_schema?: JsonObject;
+  /** A page of the plugin's own in the console (its handler's servePanel), under this menu title. */
+  panel?: { title: string };
 }
 
 export const HOOKS = ['memory_brief'] as const;
@@ -70,5 +72,6 @@ export const manifestSchema = {
     },
     subscribes: { type: 'array', items: { type: 'string', pattern: '^[a-z][a-z0-9_.]*$' }, default: [] },
     config_schema: { type: 'object' },
+    panel: { type: 'object', required: ['title'], additionalProperties: false, properties: { title: { type: 'string', minLength: 1, maxLength: 40 } } },
   },
 } as const;

@@ -22,6 +22,8 @@ export interface ServiceDeps {
   confirmations: Confirmations;
   /** Answers a pending confirmation (and with allow hours, makes the approval stand). */
   answerConfirmation: (id: string, approve: boolean, by: string, allowHours?: number) => { answered: boolean };
+  /** A channel plugin's chat wants pairing: the code to tell it, or null. */
+  requestPairing: (plugin: string, chat: string, details: { name?: string; text?: string }) => { code: string; expires_at: string } | null;
   /** Publishes an event from `source` to the group's other subscribers. */
   publish: (topic: string, group: string, payload: JsonObject, source: string) => void;
 }
@@ -64,6 +66,14 @@ export function answerService(m: Extract<HostToCore, { t: 'service' }>, deps: Se
       // Something broken that the plugin contains but cannot repair (a corrupt file): a person must see it.
       deps.audit.record({ group: m.group && deps.authorizer.pluginMaySee(m.plugin, m.group) ? m.group : null, session: null, source: m.plugin, topic: null, correlation: null, stage: 'plugin', outcome: 'error', severity: 'CRITICAL', reason: String(m.args.message ?? '').slice(0, 2000) });
       return ok(true);
+    case 'requestPairing': {
+      // Only a channel can have chats; what it says of one is cut short, never trusted further.
+      if (!deps.catalog.isChannel(m.plugin)) return fail('only channel plugins may ask for pairing');
+      const chat = m.args.chat;
+      if (typeof chat !== 'string' || chat.length === 0 || chat.length > 64) return fail('chat must be a string of 1 to 64 characters');
+      const text = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+      return ok(deps.requestPairing(m.plugin, chat, { name: text(m.args.name), text: text(m.args.text) }));
+    }
     case 'resolveConfirmation': {
       // Unknown, answered, expired or another group's: all read as "nothing to resolve".
       const pending = deps.confirmations.get(String(m.args.id));

@@ -56,7 +56,8 @@ export function pipelineError(
 export const PLUGIN_ERROR_MESSAGE = 'Internal plugin error';
 
 /** Why a plugin failed to initialize: a closed set, never the raw exception. */
-export const INIT_FAILURE_CATEGORIES = ['NETWORK_ERROR', 'AUTH_ERROR', 'CONFIG_ERROR', 'INTERNAL_ERROR'] as const;
+/** NOT_CONFIGURED: the plugin is simply not set up (no settings, or its .env secret is empty): not a fault. */
+export const INIT_FAILURE_CATEGORIES = ['NETWORK_ERROR', 'AUTH_ERROR', 'CONFIG_ERROR', 'INTERNAL_ERROR', 'NOT_CONFIGURED'] as const;
 export type InitFailureCategory = (typeof INIT_FAILURE_CATEGORIES)[number];
 
 /** Errors that stop the core from starting (bad manifests, bad config). */

@@ -57,12 +57,16 @@ describe('resolvePluginConfig', () => {
 
   it('fails with a reason when the schema rejects the configuration', () => {
     const schema = { type: 'object', additionalProperties: false, required: ['token'], properties: { token: { type: 'string' } } };
-    const missing = resolvePluginConfig({}, schema, env);
+    const missing = resolvePluginConfig({ other: 1 }, schema, env);
     expect(missing.ok).toBe(false);
     if (!missing.ok) {
       expect(missing.reason).toMatch(/^config: /);
       expect(missing.reason).toContain('token');
+      expect(missing.notConfigured).toBe(false);
     }
+    // No settings at all is not a fault: the plugin is simply off until set up.
+    const unset = resolvePluginConfig({}, schema, env);
+    expect(unset).toEqual({ ok: false, reason: expect.stringContaining('no settings for it'), notConfigured: true });
     const extra = resolvePluginConfig({ token: 'x', tokn: 'y' }, schema, env);
     expect(extra.ok).toBe(false);
     if (!extra.ok) expect(extra.reason).toContain('tokn');

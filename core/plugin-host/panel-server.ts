@@ -1,0 +1,46 @@
+// Plugin panels: a plugin whose manifest declares `panel` and whose handler has
+// servePanel() gets an HTTP server on `<runDir>/panels/<plugin>.sock` (folder 0700,
+// socket 0600). Only the core's console connects: it checks the session and CSRF token
+// first and mounts the panel at /plugins/<plugin>/. Agents have no path to this folder.
+import { chmodSync, mkdirSync, rmSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { join } from 'node:path';
+import pino from 'pino';
+
+const log = pino({ base: { service: 'plugin-host' } });
+export const PANELS_DIR = 'panels';
+/** Concurrent connections per panel: the console's proxy keeps a few; more is a flood. */
+const MAX_CONNECTIONS = 64;
+
+export function panelSocket(runDir: string, plugin: string): string {
+  return join(runDir, PANELS_DIR, `${plugin}.sock`);
+}
+
+export async function servePanel(runDir: string, plugin: string, handle: (req: IncomingMessage, res: ServerResponse) => unknown): Promise<Server> {
+  const dir = join(runDir, PANELS_DIR);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  chmodSync(dir, 0o700);
+  const path = panelSocket(runDir, plugin);
+  rmSync(path, { force: true }); // a socket left by a host that was killed
+  const server = createServer((req, res) => {
+    // A panel that throws (or rejects) answers 500; it never takes the host down.
+    const fail = (err: unknown): void => {
+      log.error({ plugin, err: String((err as Error)?.message ?? err) }, 'panel request failed');
+      if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ code: 'INTERNAL_ERROR', message: 'the plugin panel failed' }));
+    };
+    try {
+      Promise.resolve(handle(req, res)).catch(fail);
+    } catch (err) {
+      fail(err);
+    }
+  });
+  server.maxConnections = MAX_CONNECTIONS;
+  server.requestTimeout = 30_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(path, () => resolve());
+  });
+  chmodSync(path, 0o600);
+  return server;
+}
