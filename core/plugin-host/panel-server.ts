@@ -6,18 +6,18 @@ import { chmodSync, mkdirSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import pino from 'pino';
+import { SOCKETS } from '../src/plugins/host-protocol.js';
 
 const log = pino({ base: { service: 'plugin-host' } });
-export const PANELS_DIR = 'panels';
 /** Concurrent connections per panel: the console's proxy keeps a few; more is a flood. */
 const MAX_CONNECTIONS = 64;
 
 export function panelSocket(runDir: string, plugin: string): string {
-  return join(runDir, PANELS_DIR, `${plugin}.sock`);
+  return join(runDir, SOCKETS.panels, `${plugin}.sock`);
 }
 
 export async function servePanel(runDir: string, plugin: string, handle: (req: IncomingMessage, res: ServerResponse) => unknown): Promise<Server> {
-  const dir = join(runDir, PANELS_DIR);
+  const dir = join(runDir, SOCKETS.panels);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   chmodSync(dir, 0o700);
   const path = panelSocket(runDir, plugin);

@@ -13,6 +13,7 @@ import { notHandledNotice, UnfinishedTurns, type UnfinishedTurn } from './agents
 import { StartupError } from './protocol/errors.js';
 import { auditFile, coreSecrets, pathsFromEnv } from './settings.js';
 import { adminToken } from './console/admin-token.js';
+import { SOCKETS } from './plugins/host-protocol.js';
 
 const log = pino({ base: { service: 'core' } });
 
@@ -88,6 +89,7 @@ async function main(): Promise<void> {
         usageHistory: (days) => llm.usageHistory(days),
         folders: [{ name: 'audit logs', path: paths.logDir }, { name: 'workspaces', path: paths.groupsDir }, { name: 'data', path: paths.dataDir }],
         secureCookie: process.env.CARAPACE_CONSOLE_SECURE_COOKIE === '1',
+        panels: () => core.catalog.panels().map((p) => ({ ...p, socket: join(paths.runDir, SOCKETS.panels, `${p.name}.sock`) })),
       },
     },
   );

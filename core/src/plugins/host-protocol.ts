@@ -45,6 +45,8 @@ export const SOCKETS = {
   busOut: 'bus-out.sock',
   busIn: 'bus-in.sock',
   sessions: 'sessions',
+  /** Plugin panels' HTTP sockets, `<panels>/<plugin>.sock` (plugin-host/panel-server.ts). */
+  panels: 'panels',
   /** Not a socket: the plugin host's health file, fresh while it is linked to the core. */
   pluginHostHealth: 'plugin-host.health',
 } as const;

@@ -3,6 +3,7 @@ import { bytes, when } from '/assets/api.js';
 import { useData } from '/assets/pages/use-data.js';
 
 const STATE_CLASS = { healthy: 'ok', starting: 'warn', failed: 'bad' };
+const stateOf = (p) => (p.category === 'NOT_CONFIGURED' ? 'not configured' : p.state === 'starting' ? 'starting (or plugin host away)' : p.state);
 
 export function Overview() {
   const { data, error } = useData('/api/overview', (e) => e.type === 'agent' || (e.type === 'audit' && (e.stage === 'plugin' || e.stage === 'confirm')));
@@ -20,7 +21,7 @@ export function Overview() {
     </div>
     <h2>Plugins</h2>
     <table><thead><tr><th>Plugin</th><th>State</th><th>Problem</th></tr></thead><tbody>
-      ${data.plugins.map((p) => html`<tr><td>${p.name}</td><td class=${STATE_CLASS[p.state] ?? ''}>${p.state === 'starting' ? 'starting (or plugin host away)' : p.state}</td><td>${p.category ?? ''}</td></tr>`)}
+      ${data.plugins.map((p) => html`<tr><td>${p.name}</td><td class=${p.category === 'NOT_CONFIGURED' ? 'muted' : STATE_CLASS[p.state] ?? ''}>${stateOf(p)}</td><td>${p.category === 'NOT_CONFIGURED' ? '' : p.category ?? ''}</td></tr>`)}
     </tbody></table>
     <h2>Disk</h2>
     <table><thead><tr><th>Folder</th><th>Used</th><th>Free on its disk</th></tr></thead><tbody>

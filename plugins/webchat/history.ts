@@ -1,0 +1,112 @@
+// The web chat's conversations: per group, the last `perGroup` messages, kept on disk in
+// the plugin's data directory (written atomically, a moment after each change), and
+// pushed live to the pages that follow a group. Bounded: groups kept, messages per group,
+// open streams, and a stream that stops reading is cut off, not buffered.
+import { randomUUID } from 'node:crypto';
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import type { ServerResponse } from 'node:http';
+import { join } from 'node:path';
+
+export interface ChatMessage {
+  id: string;
+  group: string;
+  /** user: the person; agent: the agent's send_webchat; notice: the core (errors, approvals, notices). */
+  from: 'user' | 'agent' | 'notice';
+  text: string;
+  at: string;
+}
+
+const MAX_GROUPS = 100;
+const MAX_STREAMS = 16;
+const MAX_BUFFERED = 1 << 20;
+const SAVE_DELAY_MS = 200;
+
+export class ChatHistory {
+  private readonly byGroup = new Map<string, ChatMessage[]>();
+  private readonly streams = new Set<{ res: ServerResponse; group: string }>();
+  private saveTimer: NodeJS.Timeout | null = null;
+  private readonly file: string;
+
+  /** `problems` hears of an unreadable file (moved aside; the chat starts empty) and of a failed save (kept in memory). */
+  constructor(
+    dataDir: string,
+    private readonly perGroup: number,
+    private readonly problems: { corrupt(movedTo: string): void; saveFailed(err: Error): void },
+  ) {
+    this.file = join(dataDir, 'history.json');
+    if (!existsSync(this.file)) return;
+    try {
+      const saved = JSON.parse(readFileSync(this.file, 'utf8')) as Record<string, ChatMessage[]>;
+      for (const [group, list] of Object.entries(saved)) if (Array.isArray(list)) this.byGroup.set(group, list.slice(-perGroup));
+    } catch {
+      const movedTo = `${this.file}.corrupt-${Date.now()}`;
+      renameSync(this.file, movedTo);
+      problems.corrupt(movedTo);
+    }
+  }
+
+  list(group: string): ChatMessage[] {
+    return this.byGroup.get(group) ?? [];
+  }
+
+  add(group: string, from: ChatMessage['from'], text: string): ChatMessage {
+    const message: ChatMessage = { id: randomUUID(), group, from, text, at: new Date().toISOString() };
+    let list = this.byGroup.get(group);
+    if (!list) {
+      if (this.byGroup.size >= MAX_GROUPS) this.byGroup.delete(this.byGroup.keys().next().value as string);
+      this.byGroup.set(group, (list = []));
+    }
+    list.push(message);
+    if (list.length > this.perGroup) list.splice(0, list.length - this.perGroup);
+    for (const stream of this.streams) {
+      if (stream.group !== group) continue;
+      if (stream.res.writableLength > MAX_BUFFERED) {
+        this.streams.delete(stream);
+        stream.res.destroy();
+      } else {
+        stream.res.write(`data: ${JSON.stringify(message)}\n\n`);
+      }
+    }
+    this.scheduleSave();
+    return message;
+  }
+
+  /** Follows a group's new messages as server-sent events; false when too many follow already. */
+  follow(res: ServerResponse, group: string): boolean {
+    if (this.streams.size >= MAX_STREAMS) return false;
+    const stream = { res, group };
+    this.streams.add(stream);
+    res.on('close', () => this.streams.delete(stream));
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store' });
+    res.write(': following\n\n');
+    return true;
+  }
+
+  private scheduleSave(): void {
+    if (this.saveTimer) return;
+    this.saveTimer = setTimeout(() => {
+      this.saveTimer = null;
+      this.save();
+    }, SAVE_DELAY_MS);
+  }
+
+  /** Written whole to a temp file, then renamed: a crash leaves the old file or the new one. */
+  save(): void {
+    if (this.saveTimer) clearTimeout(this.saveTimer);
+    this.saveTimer = null;
+    const temp = `${this.file}.tmp`;
+    try {
+      writeFileSync(temp, JSON.stringify(Object.fromEntries(this.byGroup)));
+      renameSync(temp, this.file);
+    } catch (err) {
+      rmSync(temp, { force: true });
+      this.problems.saveFailed(err as Error);
+    }
+  }
+
+  close(): void {
+    for (const { res } of this.streams) res.end();
+    this.streams.clear();
+    this.save();
+  }
+}
