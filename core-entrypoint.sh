@@ -6,6 +6,8 @@ for dir in /app/volumes/data /app/volumes/logs /app/volumes/groups; do
   mkdir -p "$dir"
   chown node:node "$dir"
 done
+# The core writes carapace.json (first start, pairing); the plugin host has it read-only.
+if [ -w /app/volumes/config ]; then chown node:node /app/volumes/config; fi
 groups=node
 if [ -S /var/run/docker.sock ]; then
   groups="node,$(stat -c %g /var/run/docker.sock)"

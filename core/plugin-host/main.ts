@@ -1,4 +1,5 @@
 // The plugin host process. SIGTERM runs the same drain-and-shutdown as a core request.
+import { existsSync } from 'node:fs';
 import { loadConfig } from '../src/config.js';
 import { StartupError } from '../src/protocol/errors.js';
 import { pathsFromEnv } from '../src/settings.js';
@@ -6,6 +7,7 @@ import { PluginHost } from './host.js';
 
 async function main(): Promise<void> {
   const paths = pathsFromEnv();
+  await configWritten(paths.configFile);
   const lostAfter = Number(process.env.CARAPACE_CORE_LOST_AFTER_MS);
   const host = new PluginHost({ ...paths, config: loadConfig(paths.configFile), ...(lostAfter > 0 ? { coreLostAfterMs: lostAfter } : {}) });
   host.onStopped = () => process.exit(0);
@@ -14,6 +16,13 @@ async function main(): Promise<void> {
   process.once('SIGTERM', () => void host.stop());
   process.once('SIGINT', () => void host.stop());
   await host.start();
+}
+
+/** On a first start the core writes carapace.json: wait for it (bounded) rather than fail. */
+async function configWritten(file: string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  if (!existsSync(file)) process.stderr.write(`carapace plugin host: waiting for the core to write ${file}\n`);
+  while (!existsSync(file) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
 }
 
 main().catch((err: unknown) => {

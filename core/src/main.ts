@@ -13,16 +13,20 @@ import { notHandledNotice, UnfinishedTurns, type UnfinishedTurn } from './agents
 import { StartupError } from './protocol/errors.js';
 import { auditFile, coreSecrets, pathsFromEnv } from './settings.js';
 import { adminToken } from './console/admin-token.js';
+import { writeDefaultConfig } from './first-run-config.js';
 import { SOCKETS } from './plugins/host-protocol.js';
 
 const log = pino({ base: { service: 'core' } });
+const NO_MODEL_KEY = 'no model credential: set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN in .env, then run docker compose up -d again';
 
 async function main(): Promise<void> {
   const paths = pathsFromEnv();
+  if (writeDefaultConfig(paths.configFile)) log.info({ file: paths.configFile }, 'no carapace.json: wrote the default (group "main", web chat; Telegram off until its token is in .env)');
   const config = loadConfig(paths.configFile);
-  if (!process.env.ANTHROPIC_API_KEY && !process.env.CLAUDE_CODE_OAUTH_TOKEN) {
-    throw new StartupError('CONFIG_INVALID', 'no model credential: set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN in .env');
-  }
+  // Without a model key the core still starts, so that the console can say what is wrong;
+  // agents are not started and each message gets that answer.
+  const noModelKey = !process.env.ANTHROPIC_API_KEY && !process.env.CLAUDE_CODE_OAUTH_TOKEN;
+  if (noModelKey) process.stderr.write(`carapace: CONFIG_INVALID: ${NO_MODEL_KEY}\n`);
   const admin = adminToken(paths.dataDir, process.env.CARAPACE_ADMIN_TOKEN || undefined);
   if (admin.origin === 'created') log.info({ file: admin.file }, 'made an admin token for the console and the CLI: `make token` prints it');
   const core = await Core.start({ runDir: paths.runDir, pluginsDir: paths.pluginsDir, auditFile: auditFile(paths), config, secrets: [...coreSecrets(), admin.token], standingApprovalsFile: join(paths.dataDir, 'standing-approvals.json'), configFile: paths.configFile });
@@ -72,6 +76,11 @@ async function main(): Promise<void> {
   core.on('plugins-settled', announceLeftovers);
   if (core.pluginsSettled()) announceLeftovers();
   core.on('event', (event) => {
+    if (noModelKey && (event.topic === 'message.inbound' || event.topic === 'task.triggered') && event.group !== null) {
+      core.audit.record({ group: event.group, session: null, source: 'core', topic: event.topic, correlation: null, stage: 'agent', outcome: 'error', reason: NO_MODEL_KEY });
+      core.publish('agent.error', event.group, { reason: NO_MODEL_KEY });
+      return;
+    }
     void swept
       .then(() => agents.onEvent(event))
       .catch((err: unknown) => log.error({ err, group: event.group }, 'agent run failed'));

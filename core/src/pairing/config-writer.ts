@@ -2,8 +2,8 @@
 // have edited it by hand meanwhile: their edit is kept, ours goes on top), checked whole
 // against the schema, the previous file kept as carapace.json.bak, then replaced
 // atomically (temp file, fsync, rename). A file that does not parse now is not touched.
-import { closeSync, copyFileSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { copyFileSync, existsSync, readFileSync } from 'node:fs';
+import { writeAtomically } from '../state/atomic-write.js';
 import { GROUP_NAME_PATTERN } from '../boundary/session-table.js';
 import { parseConfig, type CoreConfig } from '../config.js';
 
@@ -43,28 +43,5 @@ export function addChat(file: string, plugin: string, chat: string, group: strin
     return { ok: true, config, backup };
   } catch (err) {
     return { ok: false, code: 'UNAVAILABLE', message: `could not write ${file}: ${(err as Error).message}` };
-  }
-}
-
-export function writeAtomically(file: string, text: string): void {
-  const temp = `${file}.${process.pid}.tmp`;
-  try {
-    const fd = openSync(temp, 'w', 0o644);
-    try {
-      writeSync(fd, text);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    renameSync(temp, file);
-  } catch (err) {
-    rmSync(temp, { force: true }); // a full disk leaves no half-written temp file behind
-    throw err;
-  }
-  const dir = openSync(dirname(file), 'r');
-  try {
-    fsyncSync(dir);
-  } finally {
-    closeSync(dir);
   }
 }

@@ -1,7 +1,7 @@
 // Plugin host lifecycle: crashes, restarts, start-up conflicts and the shutdown sequence.
 import { describe, expect, it } from '@jest/globals';
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FIXTURES, ROOT, Stack, sleep, until } from '../harness.js';
@@ -93,7 +93,7 @@ describe('the core process', () => {
       if (config) writeFileSync(file, JSON.stringify(config));
       const withConfig = config ? { CARAPACE_CONFIG: file, CARAPACE_PLUGINS_DIR: join(dir, 'none') } : {};
       const child = spawn(process.execPath, [join(ROOT, 'dist/core/src/main.js')], {
-        env: { PATH: process.env.PATH, ANTHROPIC_API_KEY: 'sk-ant-test-key-0000000000', CARAPACE_RUN_DIR: join(dir, 'run'), CARAPACE_LOG_DIR: join(dir, 'logs'), CARAPACE_ADMIN_PORT: '0', ...withConfig, ...env },
+        env: { PATH: process.env.PATH, ANTHROPIC_API_KEY: 'sk-ant-test-key-0000000000', CARAPACE_RUN_DIR: join(dir, 'run'), CARAPACE_LOG_DIR: join(dir, 'logs'), CARAPACE_DATA_DIR: join(dir, 'data'), CARAPACE_ADMIN_PORT: '0', ...withConfig, ...env },
         stdio: ['ignore', 'ignore', 'pipe'],
       });
       let stderr = '';
@@ -118,10 +118,24 @@ describe('the core process', () => {
     expect(r.stderr).toMatch(/^carapace: CONFIG_INVALID: .*agents.*api_network/);
   });
 
-  it('refuses to start without a model credential, saying which variable to set', async () => {
-    const r = await run({ ANTHROPIC_API_KEY: '', CARAPACE_CONFIG: '/nonexistent/carapace.json', CARAPACE_PLUGINS_DIR: '/nonexistent' });
-    expect(r.code).toBe(1);
-    expect(r.stderr.trim()).toBe('carapace: CONFIG_INVALID: no model credential: set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN in .env');
+  it('without a model credential says which variable to set, and stays up for the console to say it too', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cp-nokey-'));
+    const child = spawn(process.execPath, [join(ROOT, 'dist/core/src/main.js')], {
+      env: { PATH: process.env.PATH, ANTHROPIC_API_KEY: '', CARAPACE_RUN_DIR: join(dir, 'run'), CARAPACE_LOG_DIR: join(dir, 'logs'), CARAPACE_DATA_DIR: join(dir, 'data'), CARAPACE_CONFIG: join(dir, 'config', 'carapace.json'), CARAPACE_PLUGINS_DIR: join(dir, 'none'), CARAPACE_ADMIN_PORT: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    await until(() => out.includes('"msg":"core started"'), 15_000);
+    expect(out).toContain('carapace: CONFIG_INVALID: no model credential: set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN in .env');
+    // First start with nothing but .env: a default carapace.json and an admin token were made.
+    expect(JSON.parse(readFileSync(join(dir, 'config', 'carapace.json'), 'utf8'))).toMatchObject({ groups: { main: {} } });
+    expect(statSync(join(dir, 'data', 'admin-token')).mode & 0o777).toBe(0o600);
+    const exited = new Promise<number | null>((r) => child.once('exit', r));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it('refuses conflicting plugins with one clear line naming both', async () => {
