@@ -75,6 +75,11 @@ logs:
 	@mkdir -p volumes/logs && touch volumes/logs/audit.jsonl
 	@tail -n 100 -F volumes/logs/audit.jsonl | $(DOCKER) run --rm -i --network none -e CARAPACE_COLOR=$$([ -t 1 ] && echo 1 || echo 0) carapace-core:latest node dist/core/src/audit/pretty.js
 
+# What the appliance needs, checked now (model key, Docker, agent image, plugins, disk),
+# each problem with its fix; non-zero when something is broken.
+doctor:
+	@$(DOCKER) compose exec core node dist/core/src/admin/cli.js doctor || { s=$$?; [ $$s -eq 1 ] || echo 'carapace: the core is not running: start it with `docker compose up -d`; see `docker compose logs core`'; exit 1; }
+
 # The admin token for the console's login (made on the core's first start).
 token:
 	@$(DOCKER) compose exec core node dist/core/src/admin/cli.js token

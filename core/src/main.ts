@@ -14,6 +14,7 @@ import { StartupError } from './protocol/errors.js';
 import { auditFile, coreSecrets, pathsFromEnv } from './settings.js';
 import { adminToken } from './console/admin-token.js';
 import { writeDefaultConfig } from './first-run-config.js';
+import { runChecks, type Report } from './doctor/checks.js';
 import { SOCKETS } from './plugins/host-protocol.js';
 
 const log = pino({ base: { service: 'core' } });
@@ -30,9 +31,11 @@ async function main(): Promise<void> {
   const admin = adminToken(paths.dataDir, process.env.CARAPACE_ADMIN_TOKEN || undefined);
   if (admin.origin === 'created') log.info({ file: admin.file }, 'made an admin token for the console and the CLI: `make token` prints it');
   const core = await Core.start({ runDir: paths.runDir, pluginsDir: paths.pluginsDir, auditFile: auditFile(paths), config, secrets: [...coreSecrets(), admin.token], standingApprovalsFile: join(paths.dataDir, 'standing-approvals.json'), configFile: paths.configFile });
+  const upstream = process.env.CARAPACE_MODEL_API_URL || 'https://api.anthropic.com';
+  const credential = { apiKey: process.env.ANTHROPIC_API_KEY || undefined, oauthToken: process.env.CLAUDE_CODE_OAUTH_TOKEN || undefined };
   const llm = new LlmProxy({
-    upstream: process.env.CARAPACE_MODEL_API_URL || 'https://api.anthropic.com',
-    credential: { apiKey: process.env.ANTHROPIC_API_KEY || undefined, oauthToken: process.env.CLAUDE_CODE_OAUTH_TOKEN || undefined },
+    upstream,
+    credential,
     audit: core.audit,
     settings: config.llm,
     usage: new UsageStore(join(paths.dataDir, 'llm', 'usage.sqlite'), (problem) => {
@@ -49,7 +52,8 @@ async function main(): Promise<void> {
     },
     (err) => log.error({ err: err.message }, 'could not record an accepted message: it is handled, but a crash now would drop it without a notice'),
   );
-  const agents = new AgentManager(core, new DockerRuntime(), llm, config.agents, {
+  const runtime = new DockerRuntime();
+  const agents = new AgentManager(core, runtime, llm, config.agents, {
     groupsDir: paths.groupsDir,
     stateDir: join(paths.dataDir, 'agents'),
     agentImageDir: paths.agentImageDir,
@@ -85,6 +89,15 @@ async function main(): Promise<void> {
       .then(() => agents.onEvent(event))
       .catch((err: unknown) => log.error({ err, group: event.group }, 'agent run failed'));
   });
+  const checks = (): Promise<Report> =>
+    runChecks({
+      model: { upstream, credential },
+      docker: { ping: () => runtime.docker.ping(), hasImage: (name) => runtime.docker.getImage(name).inspect().then(() => true) },
+      agentImage: config.agents.image,
+      plugins: () => core.catalog.states(),
+      audit: () => core.audit.health(),
+      folders: [{ name: 'logs', path: paths.logDir }, { name: 'data', path: paths.dataDir }, { name: 'workspaces', path: paths.groupsDir }],
+    });
   const server = await startAdminApi(
     core,
     process.env.CARAPACE_ADMIN_HOST || '127.0.0.1',
@@ -92,6 +105,7 @@ async function main(): Promise<void> {
     admin.token,
     {
       usage: () => llm.usage(Object.keys(config.groups)),
+      checks,
       console: {
         config,
         agents,

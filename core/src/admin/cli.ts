@@ -3,15 +3,16 @@
 //   node dist/core/src/admin/cli.js confirmations | approve <id> [hours to allow] | deny <id>
 //                                   standing | allow <group> <tool> '<json arguments>' <hours> | revoke <id>
 //                                   pairing | pair <code> <group> [new] | refuse <code>
-//                                   token | health
+//                                   token | health | doctor
 import { join } from 'node:path';
 import type { PendingConfirmation } from '../confirm/confirmations.js';
 import type { StandingApproval } from '../confirm/standing-approvals.js';
 import type { PairingRequest } from '../pairing/pairing-requests.js';
+import type { Report } from '../doctor/checks.js';
 import { ADMIN_TOKEN_FILE, readToken } from '../console/admin-token.js';
 import { pathsFromEnv } from '../settings.js';
 
-const USAGE = "usage: cli.js confirmations | approve <id> [hours to allow] | deny <id> | standing | allow <group> <tool> '<json>' <hours> | revoke <id> | pairing | pair <code> <group> [new] | refuse <code> | token | health";
+const USAGE = "usage: cli.js confirmations | approve <id> [hours to allow] | deny <id> | standing | allow <group> <tool> '<json>' <hours> | revoke <id> | pairing | pair <code> <group> [new] | refuse <code> | token | health | doctor";
 
 const base = process.env.CARAPACE_ADMIN_URL || `http://127.0.0.1:${process.env.CARAPACE_ADMIN_PORT || 8780}`;
 // The one from .env, else the one the core made on its first start.
@@ -53,6 +54,17 @@ async function main(argv: string[]): Promise<void> {
   } else if (command === 'token') {
     if (!token) throw new Error('no admin token yet: start the core once (docker compose up -d), then ask again');
     console.log(token);
+  } else if (command === 'doctor') {
+    let report: Report;
+    try {
+      report = (await call('GET', '/doctor')) as Report;
+    } catch (err) {
+      console.log(`✗ The core is not answering at ${base} (${(err as Error).message}).\n    Fix: start it with \`docker compose up -d\`; see \`docker compose logs core\` for why it stopped.`);
+      process.exit(1);
+    }
+    for (const c of report.checks) console.log(`${{ ok: '✓', warn: '!', fail: '✗' }[c.status]} ${c.title}: ${c.detail}${c.fix && c.status !== 'ok' ? `\n    Fix: ${c.fix}` : ''}`);
+    console.log(report.ok ? '\nEverything the appliance needs works.' : '\nSomething is broken: see the fixes above.');
+    process.exitCode = report.ok ? 0 : 1;
   } else if (command === 'health') {
     // The container's health check: non-zero unless the core answers and its audit log is writable.
     await call('GET', '/health');

@@ -3,6 +3,7 @@
 // It listens on loopback by default; with a token, every API call needs it as a bearer token.
 import Fastify, { type FastifyInstance } from 'fastify';
 import { answerPairing, refusePairing } from '../pairing/answers.js';
+import type { Report } from '../doctor/checks.js';
 import { registerConsole, type ConsoleDeps } from '../console/console.js';
 import { timingSafeEqual } from 'node:crypto';
 import type { Core } from '../core.js';
@@ -12,14 +13,16 @@ import type { GroupUsage } from '../llm/budgets.js';
 export interface AdminSources {
   /** Today's model usage and budgets per group (the LLM proxy's). */
   usage?: () => GroupUsage[];
+  /** The doctor's checks (GET /doctor, the console's Checks page). */
+  checks?: () => Promise<Report>;
   /** The web console (needs the token: its login is that token). */
-  console?: Omit<ConsoleDeps, 'core' | 'token' | 'usage'>;
+  console?: Omit<ConsoleDeps, 'core' | 'token' | 'usage' | 'checks'>;
 }
 
 export async function startAdminApi(core: Core, host: string, port: number, token?: string, sources: AdminSources = {}): Promise<FastifyInstance> {
   // A stop does not wait for open pages and event streams (closeAllConnections).
   const app = Fastify({ logger: false, bodyLimit: 16 * 1024, forceCloseConnections: true });
-  if (token && sources.console) await registerConsole(app, { ...sources.console, core, token, usage: sources.usage });
+  if (token && sources.console) await registerConsole(app, { ...sources.console, core, token, usage: sources.usage, checks: sources.checks });
   await app.register(async (api) => routes(api, core, token, sources));
   await app.listen({ host, port });
   return app;
@@ -74,4 +77,6 @@ async function routes(app: FastifyInstance, core: Core, token: string | undefine
   app.get('/metrics', async (_request, reply) => reply.type(core.metrics.contentType).send(await core.metrics.text()));
   const usage = sources.usage;
   if (usage) app.get('/usage', async () => ({ groups: usage() }));
+  const checks = sources.checks;
+  if (checks) app.get('/doctor', async () => checks());
 }

@@ -21,6 +21,7 @@ import type { Core } from '../core.js';
 import type { GroupUsage } from '../llm/budgets.js';
 import type { DayUsage } from '../llm/usage-store.js';
 import { APP_VERSION } from '../version.js';
+import type { Report } from '../doctor/checks.js';
 import { DiskUsage } from './disk-usage.js';
 import { LiveEvents } from './live-events.js';
 import { registerPanelProxy, type Panel } from './panel-proxy.js';
@@ -44,7 +45,7 @@ export interface ConsoleDeps {
   /** Plugins with a panel, and where their sockets are. */
   panels?: () => Panel[];
   /** The first-run checks (doctor). */
-  checks?: () => Promise<unknown>;
+  checks?: () => Promise<Report>;
   /** Set the cookie's Secure flag (behind an https proxy). */
   secureCookie?: boolean;
   /** Login attempts per client per minute (default 10). */
@@ -166,15 +167,10 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
     });
 
     authed.get('/api/overview', async () => {
-      const health = core.catalog.health();
       return {
         version: APP_VERSION,
         uptime_s: Math.round(process.uptime()),
-        plugins: core.catalog.pluginNames().map((name) => ({
-          name,
-          state: core.catalog.state(name),
-          category: health.failed.find((f) => f.name === name)?.category ?? null,
-        })),
+        plugins: core.catalog.states(),
         agents: deps.agents?.states.list() ?? [],
         audit: core.audit.health(),
         disk: await disk.read(),

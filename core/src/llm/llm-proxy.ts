@@ -73,6 +73,19 @@ interface SessionState {
   inFlight: number;
 }
 
+/** The real credential on an upstream request (the proxy's, and the doctor's model check). */
+export function withCredential(headers: Headers, credential: LlmCredential): Headers {
+  if (credential.apiKey) headers.set('x-api-key', credential.apiKey);
+  else if (credential.oauthToken) {
+    headers.set('authorization', `Bearer ${credential.oauthToken}`);
+    // The API takes an OAuth token only with this beta; the agent, given an API-key-shaped
+    // session token, does not send it.
+    const betas = (headers.get('anthropic-beta') ?? '').split(',').map((b) => b.trim()).filter(Boolean);
+    if (!betas.includes(OAUTH_BETA)) headers.set('anthropic-beta', [...betas, OAUTH_BETA].join(','));
+  }
+  return headers;
+}
+
 export class LlmProxy {
   private readonly servers = new Map<string, Server>();
   private readonly settings: LlmSettings;
@@ -235,15 +248,7 @@ export class LlmProxy {
     if (isRefusal(checked)) return refuse(checked);
 
     const released = state.ready?.();
-    const headers = forwardedHeaders(req.headers);
-    if (credential.apiKey) headers.set('x-api-key', credential.apiKey);
-    else if (credential.oauthToken) {
-      headers.set('authorization', `Bearer ${credential.oauthToken}`);
-      // The API takes an OAuth token only with this beta; the agent, given an API-key-shaped
-      // session token, does not send it.
-      const betas = (headers.get('anthropic-beta') ?? '').split(',').map((b) => b.trim()).filter(Boolean);
-      if (!betas.includes(OAUTH_BETA)) headers.set('anthropic-beta', [...betas, OAUTH_BETA].join(','));
-    }
+    const headers = withCredential(forwardedHeaders(req.headers), credential);
     // An agent that hangs up stops the upstream request (and its cost) with it.
     const abort = new AbortController();
     res.on('close', () => abort.abort());

@@ -55,6 +55,11 @@ export class ToolCatalog {
     record.category = state === 'failed' ? category ?? 'INTERNAL_ERROR' : undefined;
   }
 
+  /** Every plugin's state, with its failure's category (the console, the doctor). */
+  states(): { name: string; state: PluginState; category: InitFailureCategory | null }[] {
+    return [...this.plugins].map(([name, r]) => ({ name, state: r.state, category: r.state === 'failed' ? r.category ?? 'INTERNAL_ERROR' : null }));
+  }
+
   /** Healthy plugins with a console panel (manifest `panel`), and their menu titles. */
   panels(): { name: string; title: string }[] {
     return [...this.plugins].flatMap(([name, r]) => (r.state === 'healthy' && r.plugin?.manifest.panel ? [{ name, title: r.plugin.manifest.panel.title }] : []));

@@ -1,0 +1,140 @@
+// The doctor: what the appliance needs to work, checked now, in plain words with a fix for
+// each problem. One implementation for the console's Checks page, GET /doctor and
+// `make doctor`. Each check has its own deadline; none throws; a slow one never holds up
+// the others.
+import { statfs } from 'node:fs/promises';
+import type { AuditFileHealth } from '../audit/audit-file.js';
+import { withCredential, type LlmCredential } from '../llm/llm-proxy.js';
+
+export type CheckStatus = 'ok' | 'warn' | 'fail';
+
+export interface Check {
+  id: string;
+  title: string;
+  status: CheckStatus;
+  detail: string;
+  fix?: string;
+}
+
+export interface Report {
+  ok: boolean;
+  checks: Check[];
+}
+
+export interface PluginState {
+  name: string;
+  state: string | undefined;
+  category: string | null;
+}
+
+export interface DoctorDeps {
+  model: { upstream: string; credential: LlmCredential };
+  docker: { ping(): Promise<unknown>; hasImage(name: string): Promise<boolean> };
+  agentImage: string;
+  plugins: () => PluginState[];
+  audit: () => AuditFileHealth;
+  /** Folders whose free space matters (logs, data, workspaces). */
+  folders: { name: string; path: string }[];
+  /** Extra checks (the agent runtime, ...), run like the rest. */
+  extra?: (() => Promise<Check>)[];
+  timeoutMs?: number;
+}
+
+const LOW_DISK_BYTES = 1 << 30;
+const FIX_ENV = 'edit .env, then run `docker compose up -d` again';
+
+async function modelKey({ upstream, credential }: DoctorDeps['model'], signal: AbortSignal): Promise<Check> {
+  const base = { id: 'model-key', title: 'Model key' };
+  if (!credential.apiKey && !credential.oauthToken) {
+    return { ...base, status: 'fail', detail: 'No model key is set: agents cannot answer.', fix: `put your Anthropic key in ANTHROPIC_API_KEY (or a Claude Code token in CLAUDE_CODE_OAUTH_TOKEN); ${FIX_ENV}` };
+  }
+  const host = new URL(upstream).host;
+  let res: Response;
+  try {
+    // Listing models costs no tokens and needs a valid key.
+    res = await fetch(new URL('/v1/models?limit=1', upstream), { headers: withCredential(new Headers({ 'anthropic-version': '2023-06-01' }), credential), signal });
+  } catch (err) {
+    return { ...base, status: 'fail', detail: `Cannot reach ${host}: ${(err as Error).name === 'AbortError' ? 'no answer in time' : (err as Error).message}.`, fix: 'check the server\'s internet connection (and CARAPACE_MODEL_API_URL in .env, if set)' };
+  }
+  if (res.status === 401 || res.status === 403) return { ...base, status: 'fail', detail: `${host} refuses the key (HTTP ${res.status}).`, fix: `copy the key again from the Anthropic console into .env; ${FIX_ENV}` };
+  if (!res.ok) return { ...base, status: 'warn', detail: `${host} answered HTTP ${res.status} to a key check.`, fix: 'try again in a minute; if it stays, check the Anthropic status page' };
+  return { ...base, status: 'ok', detail: `${host} accepts the key.` };
+}
+
+async function docker(deps: DoctorDeps): Promise<Check[]> {
+  const engine = { id: 'docker', title: 'Docker engine' };
+  try {
+    await deps.docker.ping();
+  } catch (err) {
+    return [{ ...engine, status: 'fail', detail: `The core cannot reach Docker: ${(err as Error).message}.`, fix: 'compose.yaml must mount /var/run/docker.sock into the core; is Docker running (systemctl status docker)?' }];
+  }
+  const image = { id: 'agent-image', title: 'Agent image' };
+  const present = await deps.docker.hasImage(deps.agentImage).catch(() => false);
+  return [
+    { ...engine, status: 'ok', detail: 'The core reaches Docker.' },
+    present
+      ? { ...image, status: 'ok', detail: `${deps.agentImage} is there.` }
+      : { ...image, status: 'fail', detail: `The agent image ${deps.agentImage} is missing: no agent can start.`, fix: 'run `make images` (or `docker build -f Dockerfile.agent -t carapace-agent:latest .`) in the Carapace folder' },
+  ];
+}
+
+function plugins(deps: DoctorDeps): Check[] {
+  return deps.plugins().map(({ name, state, category }): Check => {
+    const base = { id: `plugin-${name}`, title: `Plugin ${name}` };
+    if (state === 'healthy') return { ...base, status: 'ok', detail: 'Running.' };
+    if (category === 'NOT_CONFIGURED') return { ...base, status: 'warn', detail: 'Not set up, so off.', fix: name === 'telegram' ? `to use Telegram, put your bot's token in TELEGRAM_BOT_TOKEN; ${FIX_ENV}` : `add its settings to volumes/config/carapace.json (see carapace.example.json), then restart` };
+    if (state === 'starting') return { ...base, status: 'warn', detail: 'Starting, or the plugin host is away.', fix: 'wait a minute; if it stays, see `docker compose logs plugins`' };
+    const fixes: Record<string, string> = {
+      AUTH_ERROR: name === 'telegram' ? `Telegram refused the bot token: copy it again from @BotFather into TELEGRAM_BOT_TOKEN; ${FIX_ENV}` : `its server refused the credentials: check them in .env; ${FIX_ENV}`,
+      NETWORK_ERROR: 'its server could not be reached: check the address in carapace.json and the internet connection',
+      CONFIG_ERROR: 'its settings in carapace.json are wrong: see `docker compose logs plugins` for which one',
+    };
+    return { ...base, status: 'fail', detail: `Failed to start (${category ?? 'unknown'}).`, fix: fixes[category ?? ''] ?? 'see `docker compose logs plugins`' };
+  });
+}
+
+async function disk(deps: DoctorDeps): Promise<Check[]> {
+  const audit = deps.audit();
+  const checks: Check[] = [
+    audit.ok
+      ? { id: 'audit', title: 'Audit log', status: audit.failures > 0 ? 'warn' : 'ok', detail: audit.failures > 0 ? `Writable again; ${audit.failures} writes failed and ${audit.lost_entries} entries were lost since start.` : 'Writable.' }
+      : { id: 'audit', title: 'Audit log', status: 'fail', detail: `Cannot be written (${audit.last_error ?? 'unknown'}): tool calls are refused.`, fix: 'free space on the disk that holds volumes/logs' },
+  ];
+  for (const { name, path } of deps.folders) {
+    const fs = await statfs(path).catch(() => null);
+    if (!fs) continue;
+    const free = fs.bavail * fs.bsize;
+    const gib = (free / 2 ** 30).toFixed(1);
+    checks.push(free < LOW_DISK_BYTES ? { id: `disk-${name}`, title: `Disk (${name})`, status: 'warn', detail: `Only ${gib} GiB free.`, fix: 'free space on that disk: old workspaces, logs, Docker images (`docker image prune`)' } : { id: `disk-${name}`, title: `Disk (${name})`, status: 'ok', detail: `${gib} GiB free.` });
+  }
+  return checks;
+}
+
+/** Runs every check, each bounded by `timeoutMs` (default 8 s). */
+export async function runChecks(deps: DoctorDeps): Promise<Report> {
+  const timeoutMs = deps.timeoutMs ?? 8000;
+  const bounded = async (id: string, title: string, run: (signal: AbortSignal) => Promise<Check | Check[]>): Promise<Check[]> => {
+    const abort = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<Check[]>((resolve) => {
+      timer = setTimeout(() => {
+        abort.abort();
+        resolve([{ id, title, status: 'fail', detail: `No answer within ${timeoutMs / 1000} s.`, fix: 'try again; if it stays, see `docker compose logs core`' }]);
+      }, timeoutMs);
+    });
+    const done = run(abort.signal).then((c) => (Array.isArray(c) ? c : [c]), (err: unknown) => [{ id, title, status: 'fail' as const, detail: `The check failed: ${(err as Error).message}.` }]);
+    try {
+      return await Promise.race([done, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+  const groups = await Promise.all([
+    bounded('model-key', 'Model key', (signal) => modelKey(deps.model, signal)),
+    bounded('docker', 'Docker engine', () => docker(deps)),
+    bounded('disk', 'Disk', () => disk(deps)),
+    ...(deps.extra ?? []).map((check, i) => bounded(`extra-${i}`, 'Check', () => check())),
+  ]);
+  const checks = [...groups[0], ...groups[1], ...plugins(deps), ...groups.slice(2).flat()];
+  return { ok: checks.every((c) => c.status !== 'fail'), checks };
+}
