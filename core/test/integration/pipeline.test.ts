@@ -12,7 +12,8 @@ const CONFIG = {
   tool_rate_limits: { custom_code: { per_minute: 1, burst: 2 } },
   handler_timeout_ms: 1000,
   confirmation_timeout_ms: 1500,
-  plugins: { faulty: { api_token: '${FAULTY_TOKEN}' } },
+  // badconfig's settings are there but wrong (a plugin with none at all is only "not configured").
+  plugins: { faulty: { api_token: '${FAULTY_TOKEN}' }, badconfig: { endpoint: 42 } },
 };
 
 let stack: Stack;
