@@ -109,6 +109,11 @@ export interface AgentSettings {
    * never enters a container.
    */
   mode: 'legacy' | 'api';
+  /**
+   * The OCI runtime of agent containers (agents/sandbox.ts): runsc (gVisor, a user-space
+   * kernel) or runc; auto: runsc when the engine has it registered with --host-uds=all.
+   */
+  runtime: 'auto' | 'runsc' | 'runc';
   idle_timeout_ms: number;
   /** A run longer than this is a hung agent: killed, and the user told. */
   run_timeout_ms: number;
@@ -215,6 +220,7 @@ export const configSchema = {
       properties: {
         image: { type: 'string', minLength: 1, default: 'carapace-agent:latest' },
         mode: { enum: ['legacy', 'api'], default: 'legacy' },
+        runtime: { enum: ['auto', 'runsc', 'runc'], default: 'auto' },
         idle_timeout_ms: { type: 'integer', minimum: 1000, default: 900_000 },
         run_timeout_ms: { type: 'integer', minimum: 1000, default: 600_000 },
         memory_mb: { type: 'integer', minimum: 128, default: 1024 },

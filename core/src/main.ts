@@ -52,7 +52,11 @@ async function main(): Promise<void> {
     },
     (err) => log.error({ err: err.message }, 'could not record an accepted message: it is handled, but a crash now would drop it without a notice'),
   );
-  const runtime = new DockerRuntime();
+  const runtime = new DockerRuntime({ sandbox: config.agents.runtime, image: config.agents.image });
+  // Decided now, said now: a wrong setting stops the start here with one clear line.
+  const sandbox = await runtime.sandbox();
+  if (sandbox.runtime === 'runsc') log.info({ agentRuntime: 'runsc', reason: sandbox.reason }, 'agents run in gVisor (runsc)');
+  else log.warn({ agentRuntime: 'runc', reason: sandbox.reason, howToGetRunsc: sandbox.hint }, 'agents run under runc, sharing the host kernel');
   const agents = new AgentManager(core, runtime, llm, config.agents, {
     groupsDir: paths.groupsDir,
     stateDir: join(paths.dataDir, 'agents'),
@@ -97,6 +101,7 @@ async function main(): Promise<void> {
       plugins: () => core.catalog.states(),
       audit: () => core.audit.health(),
       folders: [{ name: 'logs', path: paths.logDir }, { name: 'data', path: paths.dataDir }, { name: 'workspaces', path: paths.groupsDir }],
+      sandbox,
     });
   const server = await startAdminApi(
     core,
@@ -106,6 +111,7 @@ async function main(): Promise<void> {
     {
       usage: () => llm.usage(Object.keys(config.groups)),
       checks,
+      health: { agent_runtime: sandbox.runtime },
       console: {
         config,
         agents,

@@ -13,6 +13,8 @@ import type { GroupUsage } from '../llm/budgets.js';
 export interface AdminSources {
   /** Today's model usage and budgets per group (the LLM proxy's). */
   usage?: () => GroupUsage[];
+  /** Added to /health (e.g. the agents' runtime). */
+  health?: Record<string, unknown>;
   /** The doctor's checks (GET /doctor, the console's Checks page). */
   checks?: () => Promise<Report>;
   /** The web console (needs the token: its login is that token). */
@@ -43,7 +45,7 @@ async function routes(app: FastifyInstance, core: Core, token: string | undefine
     // An unwritable audit log is not ok: tool calls are refused until it recovers.
     const audit = core.audit.health();
     if (!audit.ok) void reply.code(503);
-    return { status: audit.ok ? 'ok' : 'degraded', plugins: core.catalog.health(), sessions: core.sessions.all().length, audit };
+    return { status: audit.ok ? 'ok' : 'degraded', plugins: core.catalog.health(), sessions: core.sessions.all().length, audit, ...sources.health };
   });
   app.get('/confirmations', async () => ({ pending: core.confirmations.list() }));
   // An approval may also stand: `{"allow_hours": N}` allows this tool with these exact

@@ -5,6 +5,7 @@ import { hostname } from 'node:os';
 import { createInterface } from 'node:readline';
 import { PassThrough } from 'node:stream';
 import Docker from 'dockerode';
+import { chooseSandbox, type Sandbox, type SandboxSetting } from './sandbox.js';
 import { LABELS, type AgentProcess, type AgentRuntime, type AgentSpec, type AttachedAgent } from './runtime.js';
 
 /** exec(): output kept per call, stdout and stderr together. */
@@ -54,8 +55,23 @@ export class DockerRuntime implements AgentRuntime {
   private own: Promise<OwnContainer | null> | null = null;
   private readonly hostCpus = new Map<string, Promise<number>>();
 
-  constructor(socketPath = process.env.DOCKER_HOST?.replace(/^unix:\/\//, '') || '/var/run/docker.sock') {
-    this.docker = new Docker({ socketPath });
+  private chosen: Promise<Sandbox> | null = null;
+
+  private readonly sandboxSetting: SandboxSetting;
+  private readonly agentImage: string;
+
+  /** `sandbox`: which OCI runtime agents get (agents/sandbox.ts), decided once, tried with `image`. */
+  constructor(options: { socketPath?: string; sandbox?: SandboxSetting; image?: string } = {}) {
+    this.docker = new Docker({ socketPath: options.socketPath ?? (process.env.DOCKER_HOST?.replace(/^unix:\/\//, '') || '/var/run/docker.sock') });
+    this.sandboxSetting = options.sandbox ?? 'auto';
+    this.agentImage = options.image ?? 'carapace-agent:latest';
+  }
+
+  /** The runtime agents run under (runsc or runc), and why. */
+  sandbox(): Promise<Sandbox> {
+    this.chosen ??= chooseSandbox(this.docker, this.sandboxSetting, () => this.probeRunsc());
+    this.chosen.catch(() => (this.chosen = null));
+    return this.chosen;
   }
 
   /**
@@ -124,7 +140,11 @@ export class DockerRuntime implements AgentRuntime {
    * conversation, which must not also land in the engine's log files on the host.
    */
   private async create(spec: AgentSpec, attached: boolean): Promise<Docker.Container> {
-    const { nanoCpus, startNanoCpus } = spec.limits;
+    const { nanoCpus } = spec.limits;
+    const sandbox = await this.sandbox();
+    // runsc cannot change a running sandbox's limits (it has no `update`): its agents start
+    // at their limit, without the start-up allowance.
+    const startNanoCpus = sandbox.runtime === 'runsc' ? undefined : spec.limits.startNanoCpus;
     const [binds, cpus] = await Promise.all([
       Promise.all(spec.mounts.map(async (m) => (m.volume ? `${m.source}:${m.target}:${m.readOnly ? 'ro' : 'rw'},nocopy` : `${await this.hostPath(m.source)}:${m.target}:${m.readOnly ? 'ro' : 'rw'}`))),
       // The engine refuses a limit above the host's CPU count.
@@ -153,9 +173,32 @@ export class DockerRuntime implements AgentRuntime {
         Tmpfs: { '/tmp': 'rw,nosuid,nodev,size=256m', '/home/node/.claude': `rw,nosuid,nodev,size=${spec.limits.stateMb}m,uid=1000,gid=1000,mode=0700` },
         Init: true,
         AutoRemove: false,
+        Runtime: sandbox.runtime,
         ...(attached ? { LogConfig: { Type: 'none', Config: {} } } : {}),
       },
     });
+  }
+
+  /** What agents need of runsc, tried in a throwaway container (see SandboxProbe). */
+  private async probeRunsc(): Promise<string | null> {
+    const present = await this.docker.getImage(this.agentImage).inspect().then(() => true, () => false);
+    if (!present) return null; // nothing to try with; the doctor reports the missing image
+    const container = await this.docker.createContainer({
+      Image: this.agentImage,
+      Entrypoint: ['sh', '-c', 'stat / >/dev/null && ls / >/dev/null'],
+      User: '1000:1000',
+      NetworkDisabled: true,
+      HostConfig: { Runtime: 'runsc', NetworkMode: 'none', ReadonlyRootfs: true, CapDrop: ['ALL'], LogConfig: { Type: 'none', Config: {} } },
+    });
+    try {
+      await container.start();
+      const result = (await Promise.race([container.wait(), new Promise((resolve) => setTimeout(() => resolve({ StatusCode: -1 }), 30_000).unref())])) as { StatusCode: number };
+      return result.StatusCode === 0 ? null : `\`stat /\` failed in a runsc container (exit ${result.StatusCode})`;
+    } catch (err) {
+      return `a runsc container would not start: ${(err as Error).message}`;
+    } finally {
+      await container.remove({ force: true }).catch(() => undefined);
+    }
   }
 
   /** The host's CPU count (from the engine, once), in the unit of NanoCpus. */
@@ -164,6 +207,7 @@ export class DockerRuntime implements AgentRuntime {
   }
 
   async limitCpus(id: string, nanoCpus: number): Promise<void> {
+    if ((await this.sandbox()).runtime === 'runsc') return; // started at its limit (see create)
     await this.docker.getContainer(id).update({ NanoCpus: nanoCpus });
   }
 

@@ -4,6 +4,7 @@
 // the others.
 import { statfs } from 'node:fs/promises';
 import type { AuditFileHealth } from '../audit/audit-file.js';
+import type { Sandbox } from '../agents/sandbox.js';
 import { withCredential, type LlmCredential } from '../llm/llm-proxy.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail';
@@ -35,8 +36,8 @@ export interface DoctorDeps {
   audit: () => AuditFileHealth;
   /** Folders whose free space matters (logs, data, workspaces). */
   folders: { name: string; path: string }[];
-  /** Extra checks (the agent runtime, ...), run like the rest. */
-  extra?: (() => Promise<Check>)[];
+  /** The agents' runtime, as chosen at start (agents/sandbox.ts). */
+  sandbox?: Sandbox;
   timeoutMs?: number;
 }
 
@@ -110,6 +111,13 @@ async function disk(deps: DoctorDeps): Promise<Check[]> {
   return checks;
 }
 
+function sandboxCheck(sandbox: Sandbox): Check {
+  const base = { id: 'agent-runtime', title: 'Agent sandbox' };
+  return sandbox.runtime === 'runsc'
+    ? { ...base, status: 'ok', detail: 'Agents run in gVisor (runsc): a user-space kernel between them and the host.' }
+    : { ...base, status: 'warn', detail: `Agents run under runc and share the host's kernel (${sandbox.reason}).`, fix: sandbox.hint };
+}
+
 /** Runs every check, each bounded by `timeoutMs` (default 8 s). */
 export async function runChecks(deps: DoctorDeps): Promise<Report> {
   const timeoutMs = deps.timeoutMs ?? 8000;
@@ -133,8 +141,8 @@ export async function runChecks(deps: DoctorDeps): Promise<Report> {
     bounded('model-key', 'Model key', (signal) => modelKey(deps.model, signal)),
     bounded('docker', 'Docker engine', () => docker(deps)),
     bounded('disk', 'Disk', () => disk(deps)),
-    ...(deps.extra ?? []).map((check, i) => bounded(`extra-${i}`, 'Check', () => check())),
   ]);
+  if (deps.sandbox) groups.push([sandboxCheck(deps.sandbox)]);
   const checks = [...groups[0], ...groups[1], ...plugins(deps), ...groups.slice(2).flat()];
   return { ok: checks.every((c) => c.status !== 'fail'), checks };
 }

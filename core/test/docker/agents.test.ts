@@ -4,10 +4,11 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { release } from 'node:os';
 import type { AgentManager } from '../../src/agents/agent-manager.js';
 import { DockerRuntime } from '../../src/agents/docker-runtime.js';
 import { Stack } from '../harness.js';
-import { newAgentManager, sh as shIn } from '../support/agents.js';
+import { AGENT_RUNTIME, newAgentManager, testRuntime, sh as shIn } from '../support/agents.js';
 import { AnthropicStandIn, toolResults, type Policy } from '../support/anthropic-standin.js';
 import { expectLockedDown, expectMounts } from '../support/hardening.js';
 
@@ -23,7 +24,7 @@ beforeAll(async () => {
   stack = await Stack.start({ plugins: ['echo'], config: { groups: { family: {}, other: {} } } });
   standIn = new AnthropicStandIn(() => [{ type: 'text', text: 'ok' }]);
   const upstream = await standIn.start();
-  runtime = new DockerRuntime();
+  runtime = testRuntime();
   groupsDir = join(stack.dir, 'groups');
   mkdirSync(join(groupsDir, 'other'), { recursive: true });
   writeFileSync(join(groupsDir, 'other', 'other-secret.txt'), 'belongs to other');
@@ -46,6 +47,15 @@ describe('hardening (docker inspect)', () => {
     const info = await runtime.inspect(container);
     expectLockedDown(info);
     expect(info.HostConfig.NetworkMode).toBe('none');
+  });
+
+  it('runs in the sandbox the engine offers: under gVisor its kernel is not the host\'s', async () => {
+    const sandbox = await runtime.sandbox();
+    if (AGENT_RUNTIME !== 'auto') expect(sandbox.runtime).toBe(AGENT_RUNTIME);
+    expect((await runtime.inspect(container)).HostConfig.Runtime).toBe(sandbox.runtime);
+    const kernel = (await sh('uname -r')).out.trim();
+    if (sandbox.runtime === 'runsc') expect(kernel).not.toBe(release());
+    else expect(kernel).toBe(release());
   });
 
   it('mounts exactly the spec table, with read-only overlays', async () => {
@@ -89,7 +99,8 @@ describe('attacks from inside the container', () => {
   });
 
   it('has no network interface but loopback, and nothing listening on it', async () => {
-    const r = await sh('ls /sys/class/net');
+    // /proc/net/dev, not /sys/class/net: gVisor has no such sysfs folder.
+    const r = await sh("tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '");
     expect(r.out.trim().split(/\s+/)).toEqual(['lo']);
     expect((await sh('cat /proc/net/route | tail -n +2')).out.trim()).toBe('');
     // State 0A is LISTEN: the model is reached over the mounted proxy socket, not a loopback port.

@@ -11,7 +11,7 @@ import { startAdminApi } from '../../src/admin/http-api.js';
 import type { AgentManager } from '../../src/agents/agent-manager.js';
 import { DockerRuntime } from '../../src/agents/docker-runtime.js';
 import { freePort, Stack } from '../harness.js';
-import { newAgentManager, sh } from '../support/agents.js';
+import { newAgentManager, testRuntime, sh } from '../support/agents.js';
 import { AnthropicStandIn } from '../support/anthropic-standin.js';
 import { bridgeGateway } from '../support/compose.js';
 import { probeCommand, probeOutcomes, type Target } from '../support/reach.js';
@@ -67,7 +67,7 @@ beforeAll(async () => {
   stack = await Stack.start({ plugins: ['echo'], config: { groups: { family: {}, friends: {} } } });
   standIn = new AnthropicStandIn(() => [{ type: 'text', text: 'ok' }]);
   const upstream = await standIn.start();
-  runtime = new DockerRuntime();
+  runtime = testRuntime();
   manager = newAgentManager(stack, { upstream, apiKey: MODEL_KEY, agents: { mode: 'api', run_timeout_ms: 120_000 }, instance: `iso-${process.pid}`, runtime, groups: ['family', 'friends'] });
   await manager.removeOrphans();
   // The admin API as compose runs it: on every interface (CARAPACE_ADMIN_HOST 0.0.0.0).

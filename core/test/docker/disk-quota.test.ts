@@ -10,7 +10,7 @@ import type { AgentManager } from '../../src/agents/agent-manager.js';
 import { DockerRuntime } from '../../src/agents/docker-runtime.js';
 import { LoopStorage } from '../../src/agents/storage.js';
 import { Stack } from '../harness.js';
-import { newAgentManager, sh as shIn } from '../support/agents.js';
+import { newAgentManager, testRuntime, sh as shIn } from '../support/agents.js';
 import { AnthropicStandIn } from '../support/anthropic-standin.js';
 
 const QUOTA_MB = Number(process.env.QUOTA_TEST_MB ?? 32);
@@ -44,7 +44,7 @@ beforeAll(async () => {
   standIn = new AnthropicStandIn(() => [{ type: 'text', text: 'ok' }]);
   standInUrl = standIn.start();
   const upstream = await standInUrl;
-  runtime = new DockerRuntime();
+  runtime = testRuntime();
   // A workspace from before quotas: it must come along.
   mkdirSync(join(stack.dir, 'groups', GROUP, 'notes'), { recursive: true });
   writeFileSync(join(stack.dir, 'groups', GROUP, 'notes', 'old.txt'), 'written before the upgrade');

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { AgentManager } from '../../src/agents/agent-manager.js';
 import { DockerRuntime } from '../../src/agents/docker-runtime.js';
 import { Stack } from '../harness.js';
-import { newAgentManager } from '../support/agents.js';
+import { newAgentManager, testRuntime } from '../support/agents.js';
 import { AnthropicStandIn, type RecordedRequest } from '../support/anthropic-standin.js';
 
 const REAL_KEY = 'sk-ant-api03-REAL-KEY-LLM-ATTACKS-0123456789abcdef';
@@ -20,7 +20,7 @@ beforeAll(async () => {
   stack = await Stack.start({ plugins: ['echo'], config: { groups: { family: {}, tight: {} } } });
   standIn = new AnthropicStandIn(() => [{ type: 'text', text: 'ok' }]);
   const upstream = await standIn.start();
-  runtime = new DockerRuntime();
+  runtime = testRuntime();
   manager = newAgentManager(stack, {
     upstream,
     apiKey: REAL_KEY,

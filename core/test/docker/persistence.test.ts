@@ -12,9 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AgentManager } from '../../src/agents/agent-manager.js';
-import { DockerRuntime } from '../../src/agents/docker-runtime.js';
 import { ROOT, Stack } from '../harness.js';
-import { newAgentManager, sh } from '../support/agents.js';
+import { newAgentManager, testRuntime, sh } from '../support/agents.js';
 import { AnthropicStandIn } from '../support/anthropic-standin.js';
 import { expectLockedDown, expectMounts } from '../support/hardening.js';
 import { REPLY, sendUserMessage, startMilkScenario, type MilkScenario } from '../support/milk-scenario.js';
@@ -25,7 +24,7 @@ const BOT_TOKEN = '123456789:AAPersistenceTestTokenForTheStandIn01';
 const CHAT = 1003;
 
 let scenario: MilkScenario;
-const runtime = new DockerRuntime();
+const runtime = testRuntime();
 /** The manager the Telegram messages go to (one mode at a time). */
 let current: AgentManager | null = null;
 

@@ -11,7 +11,7 @@ import { DockerRuntime } from '../../src/agents/docker-runtime.js';
 import type { Abuse } from '../../src/boundary/session-guard.js';
 import type { JsonObject } from '../../src/protocol/envelope.js';
 import { sleep, Stack } from '../harness.js';
-import { newAgentManager, sh } from '../support/agents.js';
+import { newAgentManager, testRuntime, sh } from '../support/agents.js';
 import { AnthropicStandIn, toolResults, type Policy } from '../support/anthropic-standin.js';
 import { ATTACKER_SOURCE, type AttackMode, type AttackResult } from '../support/zmtp-attacker.js';
 
@@ -34,7 +34,7 @@ beforeAll(async () => {
   stack.core.on('quarantined', (q) => quarantines.push(q));
   standIn = new AnthropicStandIn(() => [{ type: 'text', text: 'ok' }]);
   const upstream = await standIn.start();
-  runtime = new DockerRuntime();
+  runtime = testRuntime();
   manager = newAgentManager(stack, { upstream, apiKey: 'sk-ant-test-guard', agents: { run_timeout_ms: 60_000 }, instance: `guard-${process.pid}`, runtime, groups: ['family', 'other'] });
   await manager.removeOrphans();
   await manager.enqueue('other', 'warm up');

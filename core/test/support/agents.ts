@@ -12,6 +12,17 @@ import { ROOT, type Stack } from '../harness.js';
 /** The agent image the docker tests run (make images AGENT_IMAGE=... builds another tag). */
 export const AGENT_IMAGE = process.env.CARAPACE_AGENT_IMAGE || 'carapace-agent:latest';
 
+/**
+ * The runtime the docker tests' agents run under: CARAPACE_AGENT_RUNTIME (runsc, runc),
+ * else what the product does (auto: runsc where the engine has it). CI runs the agent
+ * suites under both.
+ */
+export const AGENT_RUNTIME = (process.env.CARAPACE_AGENT_RUNTIME || 'auto') as 'auto' | 'runsc' | 'runc';
+
+export function testRuntime(): DockerRuntime {
+  return new DockerRuntime({ sandbox: AGENT_RUNTIME, image: AGENT_IMAGE });
+}
+
 export interface AgentManagerOptions {
   /** The model (stand-in) the LLM proxy forwards to, and the key it adds to every request. */
   upstream: string;
@@ -38,11 +49,11 @@ export function newAgentManager(stack: Stack, options: AgentManagerOptions): Age
   const groups = options.groups ?? ['family'];
   return new AgentManager(
     stack.core,
-    options.runtime ?? new DockerRuntime(),
+    options.runtime ?? testRuntime(),
     llm,
     // Disk quotas off unless a test asks (disk-quota.test.ts): each loop-mounted group costs
     // a helper container and a loop device, and these tests read workspaces on the host.
-    parseConfig({ agents: { image: AGENT_IMAGE, disk_quota_mb: 0, ...options.agents } }).agents,
+    parseConfig({ agents: { image: AGENT_IMAGE, disk_quota_mb: 0, runtime: AGENT_RUNTIME, ...options.agents } }).agents,
     { groupsDir: join(stack.dir, 'groups'), stateDir: join(stack.dir, 'state'), agentImageDir: join(ROOT, 'agent-image'), instance: options.instance },
     () => groups,
   );
