@@ -35,10 +35,17 @@ images:
 	$(DOCKER) build --network host -f Dockerfile.core -t carapace-core .
 	$(DOCKER) build --network host -f Dockerfile.agent -t $(AGENT_IMAGE) .
 
-# ipc's own unit tests (ZMTP framing, arguments), then every jest suite.
+# ipc's own unit tests (ZMTP framing, arguments), then every jest suite; agents run in
+# gVisor where the engine has runsc (agents.runtime auto). Then the agent suites (lockdown,
+# attacks from inside, end to end) once more under runc, so that both runtimes are tested.
+AGENT_SUITES := docker/agents docker/e2e docker/api-mode docker/api-mode-isolation docker/llm-attacks docker/session-guard
 test: build images
 	cd ipc && $(CARGO) test --locked --release
 	node --experimental-vm-modules node_modules/jest/bin/jest.js
+	@if $(DOCKER) info --format '{{json .Runtimes}}' | grep -q '"runsc"'; then \
+	  echo "the agent suites again, under runc"; \
+	  CARAPACE_AGENT_RUNTIME=runc node --experimental-vm-modules node_modules/jest/bin/jest.js $(addprefix dist/core/test/,$(AGENT_SUITES)); \
+	fi
 
 # The end-to-end scenarios alone: Telegram message → real agent container with the real
 # Claude Code CLI → ipc → plugins → Telegram, in both agent modes and with the appliance

@@ -28,6 +28,12 @@ async function main(): Promise<void> {
   // agents are not started and each message gets that answer.
   const noModelKey = !process.env.ANTHROPIC_API_KEY && !process.env.CLAUDE_CODE_OAUTH_TOKEN;
   if (noModelKey) process.stderr.write(`carapace: CONFIG_INVALID: ${NO_MODEL_KEY}\n`);
+  const runtime = new DockerRuntime({ sandbox: config.agents.runtime, image: config.agents.image });
+  // Decided before the core starts (from then on nothing may be awaited until events are
+  // taken, see below); a wrong setting stops the start here with one clear line.
+  const sandbox = await runtime.sandbox();
+  if (sandbox.runtime === 'runsc') log.info({ agentRuntime: 'runsc', reason: sandbox.reason }, 'agents run in gVisor (runsc)');
+  else log.warn({ agentRuntime: 'runc', reason: sandbox.reason, howToGetRunsc: sandbox.hint }, 'agents run under runc, sharing the host kernel');
   const admin = adminToken(paths.dataDir, process.env.CARAPACE_ADMIN_TOKEN || undefined);
   if (admin.origin === 'created') log.info({ file: admin.file }, 'made an admin token for the console and the CLI: `make token` prints it');
   const core = await Core.start({ runDir: paths.runDir, pluginsDir: paths.pluginsDir, auditFile: auditFile(paths), config, secrets: [...coreSecrets(), admin.token], standingApprovalsFile: join(paths.dataDir, 'standing-approvals.json'), configFile: paths.configFile });
@@ -52,11 +58,6 @@ async function main(): Promise<void> {
     },
     (err) => log.error({ err: err.message }, 'could not record an accepted message: it is handled, but a crash now would drop it without a notice'),
   );
-  const runtime = new DockerRuntime({ sandbox: config.agents.runtime, image: config.agents.image });
-  // Decided now, said now: a wrong setting stops the start here with one clear line.
-  const sandbox = await runtime.sandbox();
-  if (sandbox.runtime === 'runsc') log.info({ agentRuntime: 'runsc', reason: sandbox.reason }, 'agents run in gVisor (runsc)');
-  else log.warn({ agentRuntime: 'runc', reason: sandbox.reason, howToGetRunsc: sandbox.hint }, 'agents run under runc, sharing the host kernel');
   const agents = new AgentManager(core, runtime, llm, config.agents, {
     groupsDir: paths.groupsDir,
     stateDir: join(paths.dataDir, 'agents'),

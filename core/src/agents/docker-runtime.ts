@@ -69,9 +69,9 @@ export class DockerRuntime implements AgentRuntime {
 
   /** The runtime agents run under (runsc or runc), and why. */
   sandbox(): Promise<Sandbox> {
-    this.chosen ??= chooseSandbox(this.docker, this.sandboxSetting, () => this.probeRunsc());
-    this.chosen.catch(() => (this.chosen = null));
-    return this.chosen;
+    const chosen = (this.chosen ??= chooseSandbox(this.docker, this.sandboxSetting, () => this.probeRunsc()));
+    chosen.then((s) => s.provisional && (this.chosen = null), () => (this.chosen = null));
+    return chosen;
   }
 
   /**

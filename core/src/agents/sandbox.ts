@@ -15,6 +15,8 @@ export interface Sandbox {
   reason: string;
   /** Under runc: how to get runsc. */
   hint?: string;
+  /** The engine did not answer: decided for now, asked again next time. */
+  provisional?: boolean;
 }
 
 export const RUNSC_ARGS = ['--platform=systrap', '--network=none', '--host-uds=all'];
@@ -30,7 +32,13 @@ export type SandboxProbe = () => Promise<string | null>;
 /** The runtime for agents under `setting`, from what the engine lists and the probe finds. */
 export async function chooseSandbox(docker: Pick<Docker, 'info'>, setting: SandboxSetting, probe: SandboxProbe): Promise<Sandbox> {
   if (setting === 'runc') return { runtime: 'runc', reason: 'agents.runtime is "runc" in carapace.json', hint: RUNSC_HINT };
-  const info = (await docker.info()) as { Runtimes?: Record<string, { path?: string; runtimeArgs?: string[] }> };
+  let info: { Runtimes?: Record<string, { path?: string; runtimeArgs?: string[] }> };
+  try {
+    info = (await docker.info()) as typeof info;
+  } catch (err) {
+    // The core still starts (the doctor says what is wrong); no agent can start meanwhile.
+    return { runtime: 'runc', reason: `the Docker engine did not answer (${(err as Error).message})`, provisional: true };
+  }
   const runsc = info.Runtimes?.runsc;
   let problem = !runsc ? 'the Docker engine has no runsc runtime' : !(runsc.runtimeArgs ?? []).includes('--host-uds=all') ? 'runsc is registered without --host-uds=all, so agents could not reach their sockets' : null;
   if (!problem) {

@@ -258,7 +258,7 @@ describe('API mode lifecycle', () => {
     try {
       await manager.enqueue('family', 'start a new agent');
       const live = manager.live('family')!;
-      const planted = await sh(runtime, live.container, `ln -sfn ${decoyPath} /run/api/api.sock && test -L /run/api/api.sock && echo planted`);
+      const planted = await sh(runtime, live.container, `rm -f /run/api/api.sock; ln -s ${decoyPath} /run/api/api.sock && test -L /run/api/api.sock && echo planted`);
       expect(planted.out.trim()).toBe('planted');
       const outcome = await manager.enqueue('family', 'through the symlink');
       expect(outcome.ok).toBe(false);
