@@ -6,7 +6,7 @@ import { dirname } from 'node:path';
 
 const file = process.argv[2];
 const config = existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : {};
-const runsc = { path: '/usr/bin/runsc', runtimeArgs: ['--platform=systrap', '--network=none', '--host-uds=all'] };
+const runsc = { path: '/usr/bin/runsc', runtimeArgs: ['--platform=ptrace', '--network=none', '--host-uds=all'] };
 if (JSON.stringify(config.runtimes?.runsc) === JSON.stringify(runsc)) process.exit(1);
 config.runtimes = { ...config.runtimes, runsc };
 mkdirSync(dirname(file), { recursive: true });

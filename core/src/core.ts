@@ -245,6 +245,11 @@ export class Core extends EventEmitter<CoreEvents> {
     return { answered: this.confirmations.resolve(id, approve, by), ...(standing ? { standing } : {}) };
   }
 
+  /** The running configuration (pairing adds groups and chats to it in place). */
+  get config(): CoreConfig {
+    return this.options.config;
+  }
+
   /** The tools a group's agent may call now (intrinsics and healthy plugins' tools), for the console. */
   toolsOf(group: string): string[] {
     return this.catalog.available().map((t) => t.name).filter((name) => {

@@ -114,7 +114,6 @@ async function main(): Promise<void> {
       checks,
       health: { agent_runtime: sandbox.runtime },
       console: {
-        config,
         agents,
         usageHistory: (days) => llm.usageHistory(days),
         folders: [{ name: 'audit logs', path: paths.logDir }, { name: 'workspaces', path: paths.groupsDir }, { name: 'data', path: paths.dataDir }],

@@ -19,7 +19,7 @@ export interface Sandbox {
   provisional?: boolean;
 }
 
-export const RUNSC_ARGS = ['--platform=systrap', '--network=none', '--host-uds=all'];
+export const RUNSC_ARGS = ['--platform=ptrace', '--network=none', '--host-uds=all'];
 export const RUNSC_HINT = `install gVisor from Debian's bookworm-backports (apt-get install -t bookworm-backports runsc; bookworm's own 2022 release is too old), add {"runtimes":{"runsc":{"path":"/usr/bin/runsc","runtimeArgs":${JSON.stringify(RUNSC_ARGS)}}}} to /etc/docker/daemon.json, then reload Docker (systemctl reload docker) and restart Carapace`;
 
 /**

@@ -16,7 +16,6 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AgentStates } from '../agents/agent-states.js';
 import type { AuditOutcome } from '../audit/audit-log.js';
-import type { CoreConfig } from '../config.js';
 import type { Core } from '../core.js';
 import type { GroupUsage } from '../llm/budgets.js';
 import type { DayUsage } from '../llm/usage-store.js';
@@ -35,7 +34,6 @@ declare module 'fastify' {
 
 export interface ConsoleDeps {
   core: Core;
-  config: CoreConfig;
   token: string;
   agents?: { states: AgentStates; retire(group: string): Promise<void> };
   usage?: () => GroupUsage[];
@@ -213,10 +211,10 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
     authed.get('/api/agents', async () => {
       const states = new Map((deps.agents?.states.list() ?? []).map((s) => [s.group, s]));
       const tokens = new Map((deps.usage?.() ?? []).map((u) => [u.group, u.tokens]));
-      return { agents: Object.keys(deps.config.groups).map((group) => ({ group, state: 'stopped', container: null, since: null, last_turn: null, ...states.get(group), tokens_today: tokens.get(group) ?? 0 })) };
+      return { agents: Object.keys(core.config.groups).map((group) => ({ group, state: 'stopped', container: null, since: null, last_turn: null, ...states.get(group), tokens_today: tokens.get(group) ?? 0 })) };
     });
     authed.post<{ Params: { group: string } }>('/api/agents/:group/stop', async (request, reply) => {
-      if (!deps.agents || !(request.params.group in deps.config.groups)) return reply.code(404).send({ code: 'NOT_FOUND', message: 'no such group' });
+      if (!deps.agents || !(request.params.group in core.config.groups)) return reply.code(404).send({ code: 'NOT_FOUND', message: 'no such group' });
       await deps.agents.retire(request.params.group);
       core.audit.record({ group: request.params.group, session: null, source: 'console', topic: null, correlation: null, stage: 'agent', outcome: 'ok', reason: 'agent stopped from the console' });
       return { stopped: request.params.group };
@@ -228,9 +226,9 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
     });
 
     authed.get('/api/groups', async () => ({
-      groups: Object.keys(deps.config.groups).map((group) => ({ group, tools: core.toolsOf(group) })),
+      groups: Object.keys(core.config.groups).map((group) => ({ group, tools: core.toolsOf(group) })),
       // Chats mapped to groups, from each channel plugin's settings (`chats`: id → group).
-      chats: Object.entries(deps.config.plugins).flatMap(([plugin, settings]) => {
+      chats: Object.entries(core.config.plugins).flatMap(([plugin, settings]) => {
         const chats = (settings as { chats?: unknown } | null)?.chats;
         return chats && typeof chats === 'object' ? Object.entries(chats as Record<string, unknown>).map(([chat, group]) => ({ plugin, chat, group: String(group) })) : [];
       }),

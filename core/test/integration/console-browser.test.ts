@@ -5,13 +5,12 @@
 // $SCREENSHOT_DIR (default dist/screenshots); the README shows copies from docs/screenshots.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { FastifyInstance } from 'fastify';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { startAdminApi } from '../../src/admin/http-api.js';
-import { parseConfig } from '../../src/config.js';
 import { ROOT, Stack } from '../harness.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
@@ -27,8 +26,8 @@ let evilBase: string;
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`no browser at ${CHROMIUM}: apt-get install chromium (or set CHROMIUM_PATH)`);
   mkdirSync(SHOTS, { recursive: true });
-  stack = await Stack.start({ plugins: ['guarded'] });
-  admin = await startAdminApi(stack.core, '127.0.0.1', 0, TOKEN, { console: { config: parseConfig({ groups: { family: { tools: ['*'] } } }), folders: [{ name: 'audit logs', path: join(stack.dir, 'logs') }] } });
+  stack = await Stack.start({ plugins: ['guarded'], config: { groups: { family: { tools: ['*'] } } } });
+  admin = await startAdminApi(stack.core, '127.0.0.1', 0, TOKEN, { console: { folders: [{ name: 'audit logs', path: join(stack.dir, 'logs') }] } });
   base = `http://127.0.0.1:${(admin.server.address() as AddressInfo).port}`;
   // Another origin on the same host (other port: same site, so SameSite does not stop its
   // requests carrying the cookie; only the CSRF token does): a page that tries to
@@ -157,9 +156,26 @@ describe('console in a browser', () => {
     await context.close();
   });
 
+  it('a chat waiting to be paired shows on Groups & channels; connecting it into a new group maps it', async () => {
+    const asked = stack.core.pairing.request('telegram', '4242', { name: 'Alice', text: 'hello, may I talk to your agent?' })!;
+    const page = await loggedIn();
+    await page.goto(`${base}/#/groups`);
+    await page.waitForSelector(`.pairing[data-code="${asked.code}"]`);
+    expect(await page.$eval(`.pairing[data-code="${asked.code}"]`, (e) => e.textContent)).toContain('may I talk to your agent');
+    await shot(page, 'groups');
+    await page.type(`.pairing[data-code="${asked.code}"] .new-group`, 'alice');
+    await page.click(`.pairing[data-code="${asked.code}"] button.create`);
+    await page.waitForFunction((code) => !document.querySelector(`.pairing[data-code="${code}"]`), {}, asked.code);
+    const written = JSON.parse(readFileSync(stack.configFile, 'utf8')) as { groups: Record<string, unknown>; plugins: { telegram: { chats: Record<string, string> } } };
+    expect(written.plugins.telegram.chats['4242']).toBe('alice');
+    expect(written.groups).toHaveProperty('alice');
+    await page.waitForFunction(() => document.querySelector('main')?.textContent?.includes('4242'));
+    await page.browserContext().close();
+  });
+
   it('every page renders (screenshots)', async () => {
     const page = await loggedIn();
-    for (const [name, marker] of [['agents', 'family'], ['usage', 'Model tokens'], ['groups', 'Groups and their tools'], ['checks', 'Check again']]) {
+    for (const [name, marker] of [['agents', 'family'], ['usage', 'Model tokens'], ['checks', 'Check again']]) {
       await page.goto(`${base}/#/${name}`);
       await page.waitForFunction((m) => document.querySelector('main')?.textContent?.includes(m), { timeout: 5000 }, marker);
       await shot(page, name);

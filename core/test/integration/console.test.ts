@@ -7,7 +7,6 @@ import type { FastifyInstance } from 'fastify';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { parseConfig } from '../../src/config.js';
 import { startAdminApi } from '../../src/admin/http-api.js';
 import { Stack } from '../harness.js';
 
@@ -31,7 +30,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => panel.listen(socket, r));
   admin = await startAdminApi(stack.core, '127.0.0.1', 0, TOKEN, {
-    console: { config: parseConfig({}), loginPerMinute: 25, panels: () => [{ name: 'fixture', title: 'Fixture', socket }, { name: 'gone', title: 'Gone', socket: join(stack.dir, 'none.sock') }] },
+    console: { loginPerMinute: 25, panels: () => [{ name: 'fixture', title: 'Fixture', socket }, { name: 'gone', title: 'Gone', socket: join(stack.dir, 'none.sock') }] },
   });
   port = (admin.server.address() as AddressInfo).port;
   base = `http://127.0.0.1:${port}`;

@@ -8,7 +8,6 @@ import { statSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { startAdminApi } from '../../src/admin/http-api.js';
-import { parseConfig } from '../../src/config.js';
 import type { EventEnvelope } from '../../src/protocol/envelope.js';
 import { SOCKETS } from '../../src/plugins/host-protocol.js';
 import { ROOT, Stack, until } from '../harness.js';
@@ -25,7 +24,7 @@ beforeAll(async () => {
   stack = await Stack.start({ plugins: [], extraPluginDirs: { webchat: join(ROOT, 'plugins/webchat') }, config: { groups: { family: {} } } });
   stack.core.on('event', (e) => events.push(e));
   admin = await startAdminApi(stack.core, '127.0.0.1', 0, TOKEN, {
-    console: { config: parseConfig({ groups: { family: {} } }), panels: () => stack.core.catalog.panels().map((p) => ({ ...p, socket: join(stack.runDir, SOCKETS.panels, `${p.name}.sock`) })) },
+    console: { panels: () => stack.core.catalog.panels().map((p) => ({ ...p, socket: join(stack.runDir, SOCKETS.panels, `${p.name}.sock`) })) },
   });
   base = `http://127.0.0.1:${(admin.server.address() as AddressInfo).port}`;
   const login = await fetch(`${base}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: TOKEN }) });

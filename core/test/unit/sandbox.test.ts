@@ -5,7 +5,7 @@ import { chooseSandbox } from '../../src/agents/sandbox.js';
 import { StartupError } from '../../src/protocol/errors.js';
 
 const engine = (runtimes: Record<string, { path?: string; runtimeArgs?: string[] }>) => ({ info: async () => ({ Runtimes: runtimes }) });
-const good = { runc: { path: 'runc' }, runsc: { path: '/usr/bin/runsc', runtimeArgs: ['--platform=systrap', '--network=none', '--host-uds=all'] } };
+const good = { runc: { path: 'runc' }, runsc: { path: '/usr/bin/runsc', runtimeArgs: ['--platform=ptrace', '--network=none', '--host-uds=all'] } };
 const passes = async () => null;
 
 describe('chooseSandbox', () => {
