@@ -3,10 +3,12 @@
 // Everything about who wrote an entry comes from the request envelope; the agent supplies
 // only type, content, tags and what the entry supersedes.
 import { isAbsolute, resolve } from 'node:path';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import pino from 'pino';
 import { InitError, ToolError, type CoreServices, type MemoryBrief, type PluginConfig, type PluginHandler, type RequestEnvelope } from '#sdk';
 import { DamagedDatabaseError, InvalidGroupError, isCorruption, MemoryDatabases } from './databases.js';
 import { SessionLimits, type LimitKind } from './limits.js';
+import { serveMemoryPanel } from './panel.js';
 import { SchemaTooNewError } from './schema.js';
 import { emptyBrief, ENTRY_TYPES, MAX_TAGS, MemoryInputError, type Brief, type EntryType } from './store.js';
 
@@ -138,6 +140,11 @@ export default class MemoryPlugin implements PluginHandler {
 
   async shutdown(): Promise<void> {
     this.databases?.closeAll();
+  }
+
+  /** The console's memory page (panel.ts). */
+  servePanel(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    return serveMemoryPanel(this.databases, req, res);
   }
 
   // ---- tools -----------------------------------------------------------------------------

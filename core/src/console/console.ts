@@ -20,6 +20,7 @@ import type { Core } from '../core.js';
 import type { GroupUsage } from '../llm/budgets.js';
 import type { DayUsage } from '../llm/usage-store.js';
 import { APP_VERSION } from '../version.js';
+import { GROUP_NAME_PATTERN } from '../boundary/session-table.js';
 import type { Report } from '../doctor/checks.js';
 import { DiskUsage } from './disk-usage.js';
 import { LiveEvents } from './live-events.js';
@@ -241,7 +242,12 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
 
     authed.get('/api/checks', async () => (deps.checks ? await deps.checks() : { ok: true, checks: [] }));
 
-    if (deps.panels) await registerPanelProxy(authed, deps.panels);
+    if (deps.panels) {
+      await registerPanelProxy(authed, deps.panels, (plugin, method, path, status) => {
+        const group = new URL(path, 'http://x').searchParams.get('group');
+        core.audit.record({ group: group && GROUP_NAME_PATTERN.test(group) ? group : null, session: null, source: 'console', topic: null, correlation: null, stage: 'plugin', outcome: status < 400 ? 'ok' : 'rejected', reason: `${method} ${plugin} page ${path.slice(0, 200)} → ${status}` });
+      });
+    }
   });
   return live;
 }

@@ -17,9 +17,19 @@ export interface Panel {
 const DROPPED_REQUEST_HEADERS = ['cookie', 'authorization', 'x-csrf-token', 'csrf-token', 'xsrf-token', 'x-xsrf-token'];
 const DROPPED_RESPONSE_HEADERS = ['set-cookie', 'content-security-policy', 'content-security-policy-report-only', 'x-frame-options', 'access-control-allow-origin', 'access-control-allow-credentials', 'strict-transport-security'];
 
-export async function registerPanelProxy(app: FastifyInstance, panels: () => Panel[]): Promise<void> {
+/** A state change made through a panel (method, path with query, the panel's status), for the audit log. */
+export type PanelChange = (plugin: string, method: string, path: string, status: number) => void;
+
+export async function registerPanelProxy(app: FastifyInstance, panels: () => Panel[], changed: PanelChange): Promise<void> {
   // Node's http client: undici cannot reach a unix socket through reply-from.
   await app.register(replyFrom, { http: {} });
+  // Whatever a person changes through a plugin's page is on the audit trail, whatever the plugin logs.
+  app.addHook('onResponse', async (request, reply) => {
+    const name = (request.params as { name?: string } | undefined)?.name;
+    if (name && request.method !== 'GET' && request.method !== 'HEAD' && request.url.startsWith('/plugins/')) {
+      changed(name, request.method, request.url.slice(`/plugins/${name}`.length), reply.statusCode);
+    }
+  });
   app.get<{ Params: { name: string } }>('/plugins/:name', (request, reply) => reply.redirect(`/plugins/${encodeURIComponent(request.params.name)}/`, 308));
   app.all<{ Params: { name: string; '*': string } }>('/plugins/:name/*', (request, reply) => {
     const panel = panels().find((p) => p.name === request.params.name);

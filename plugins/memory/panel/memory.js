@@ -1,0 +1,70 @@
+// The memory page (served by the memory plugin, mounted by the console at /plugins/memory/):
+// per group, search, read an entry with its provenance, delete.
+import { html, render, useEffect, useState } from '/assets/vendor/preact-htm.js';
+
+let csrf = null;
+async function call(path, options = {}) {
+  const headers = options.body ? { 'content-type': 'application/json' } : {};
+  if (options.method === 'POST') headers['x-csrf-token'] = csrf ??= (await call('/api/csrf')).token;
+  const res = await fetch(path, { ...options, headers, credentials: 'same-origin' });
+  if (res.status === 401) location.assign('/login');
+  const body = await res.json().catch(() => ({}));
+  if (!res.ok) throw new Error(body.message || `the core answered ${res.status}`);
+  return body;
+}
+
+function Memory() {
+  const [groups, setGroups] = useState([]);
+  const [group, setGroup] = useState('');
+  const [query, setQuery] = useState('');
+  const [superseded, setSuperseded] = useState(false);
+  const [results, setResults] = useState([]);
+  const [open, setOpen] = useState(null);
+  const [error, setError] = useState(null);
+  const q = (path) => `./api/${path}${path.includes('?') ? '&' : '?'}group=${encodeURIComponent(group)}`;
+
+  useEffect(() => {
+    call('./api/groups').then((g) => {
+      setGroups(g.groups);
+      setGroup((current) => current || g.groups[0] || '');
+    }, (err) => setError(err.message));
+  }, []);
+  const search = () => group && call(q(`search?q=${encodeURIComponent(query)}${superseded ? '&superseded=1' : ''}`)).then((r) => (setResults(r.results), setError(null)), (err) => setError(err.message));
+  useEffect(() => void search(), [group, superseded]);
+
+  const show = (id) => call(q(`entry?id=${encodeURIComponent(id)}`)).then((r) => setOpen(r.entry), (err) => setError(err.message));
+  const remove = async (id) => {
+    if (!confirm('Delete this memory? The agent will no longer know it.')) return;
+    try {
+      await call(q('delete'), { method: 'POST', body: JSON.stringify({ id }) });
+      setOpen(null);
+      await search();
+    } catch (err) {
+      setError(`not deleted: ${err.message}`);
+    }
+  };
+
+  return html`<main class="page">
+    <div class="row"><a href="/">← Console</a><h1 style="margin:0 12px">Memory</h1>
+      <select id="group" value=${group} onChange=${(e) => setGroup(e.target.value)}>${groups.map((g) => html`<option value=${g}>${g}</option>`)}</select></div>
+    ${error && html`<div class="error" role="alert">${error}</div>`}
+    ${groups.length === 0 && html`<p class="muted">No group has stored a memory yet.</p>`}
+    <form class="row" style="margin:12px 0" onSubmit=${(e) => (e.preventDefault(), search())}>
+      <input id="query" style="flex:1" placeholder="search words (empty: the newest)" value=${query} onInput=${(e) => setQuery(e.target.value)} />
+      <label><input type="checkbox" checked=${superseded} onChange=${(e) => setSuperseded(e.target.checked)} /> include replaced ones</label>
+      <button class="primary" type="submit">Search</button>
+    </form>
+    ${open && html`<div class="card entry" data-id=${open.id}>
+      <div class="row"><strong>${open.type}</strong>${open.behavioral && html`<span class="warn">shapes behaviour</span>`}<span class="muted mono">${open.id}</span></div>
+      <pre>${open.content}</pre>
+      <div class="muted">tags: ${open.tags.join(', ') || '—'}${open.superseded_by ? ` · replaced by ${open.superseded_by}` : ''}${open.supersedes ? ` · replaces ${open.supersedes}` : ''}</div>
+      <div class="muted provenance">stored ${new Date(open.provenance.timestamp).toLocaleString()} by session ${open.provenance.session_id}${open.provenance.correlation ? html`, call <a href=${`/#/activity/${open.provenance.correlation}`}>${open.provenance.correlation}</a>` : ''}</div>
+      <div class="row" style="margin-top:8px"><button class="danger delete" onClick=${() => remove(open.id)}>Delete</button><button onClick=${() => setOpen(null)}>Close</button></div>
+    </div>`}
+    <table id="results"><thead><tr><th>Stored</th><th>Type</th><th>Memory</th><th>Tags</th></tr></thead><tbody>
+      ${results.map((r) => html`<tr class="clickable" data-id=${r.id} onClick=${() => show(r.id)}><td>${new Date(r.created_at).toLocaleDateString()}</td><td>${r.type}</td><td>${r.content}</td><td class="mono">${r.tags.join(', ')}</td></tr>`)}
+    </tbody></table>
+  </main>`;
+}
+
+render(html`<${Memory} />`, document.getElementById('memory'));
