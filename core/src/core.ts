@@ -245,6 +245,11 @@ export class Core extends EventEmitter<CoreEvents> {
     return { answered: this.confirmations.resolve(id, approve, by), ...(standing ? { standing } : {}) };
   }
 
+  /** A plugin host is linked to this core now. */
+  get pluginHostConnected(): boolean {
+    return this.hostLink.connected;
+  }
+
   /** The running configuration (pairing adds groups and chats to it in place). */
   get config(): CoreConfig {
     return this.options.config;

@@ -169,6 +169,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       return {
         version: APP_VERSION,
         uptime_s: Math.round(process.uptime()),
+        plugin_host: core.pluginHostConnected,
         plugins: core.catalog.states(),
         agents: deps.agents?.states.list() ?? [],
         audit: core.audit.health(),

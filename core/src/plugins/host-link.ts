@@ -34,6 +34,11 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
     this.host ? this.queue.push([this.host, ...frames]) : Promise.reject(new Error('plugin host not connected')),
   );
   private host: Buffer | null = null;
+
+  /** A plugin host is linked now (the console's overview). */
+  get connected(): boolean {
+    return this.host !== null;
+  }
   /** Hosts asked to register since the last hello: asked once each, not per message. */
   private readonly asked = new Set<string>();
   /** Plugins whose init result this host connection has given: a registration said twice counts once. */

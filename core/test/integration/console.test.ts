@@ -96,7 +96,9 @@ describe('console: login', () => {
     expect(setCookie).toMatch(/HttpOnly/i);
     expect(setCookie).toMatch(/SameSite=Strict/i);
     const cookie = setCookie.split(';')[0];
-    expect((await fetch(`${base}/api/overview`, { headers: { cookie } })).status).toBe(200);
+    const overview = await fetch(`${base}/api/overview`, { headers: { cookie } });
+    expect(overview.status).toBe(200);
+    expect(await overview.json()).toMatchObject({ plugin_host: true, plugins: [{ name: 'guarded', state: 'healthy', category: null }] });
     const { token } = (await (await fetch(`${base}/api/csrf`, { headers: { cookie } })).json()) as { token: string };
     expect((await fetch(`${base}/logout`, { method: 'POST', headers: { cookie, 'x-csrf-token': token } })).status).toBe(204);
     expect((await fetch(`${base}/api/overview`, { headers: { cookie } })).status).toBe(401);

@@ -13,6 +13,7 @@ export function Overview() {
     ${error && html`<div class="error">${error}</div>`}
     <div class="cards">
       <div class="card"><div class="muted">Core</div><div class="big ok">running</div><div class="muted">version ${data.version}, up ${Math.round(data.uptime_s / 60)} min</div></div>
+      <div class="card"><div class="muted">Plugin host</div><div class="big ${data.plugin_host ? 'ok' : 'bad'}">${data.plugin_host ? 'linked' : 'away'}</div><div class="muted">${data.plugin_host ? 'runs the plugins' : 'its tools are unavailable: see docker compose logs plugins'}</div></div>
       <div class="card"><div class="muted">Agents running</div><div class="big">${running.length}</div><div class="muted">${running.map((a) => a.group).join(', ') || 'none'}</div></div>
       <div class="card"><div class="muted">Waiting for you</div><div class="big ${data.pending_confirmations ? 'warn' : ''}">${data.pending_confirmations}</div><div class="muted"><a href="#/approvals">approvals</a></div></div>
       <div class="card"><div class="muted">Audit log</div>
