@@ -1,6 +1,7 @@
 // The plugin host process. SIGTERM runs the same drain-and-shutdown as a core request.
 import { existsSync } from 'node:fs';
-import { loadConfig } from '../src/config.js';
+import { loadConfig, type CoreConfig } from '../src/config.js';
+import { ConfigError } from '../src/config-errors.js';
 import { StartupError } from '../src/protocol/errors.js';
 import { pathsFromEnv } from '../src/settings.js';
 import { PluginHost } from './host.js';
@@ -9,7 +10,7 @@ async function main(): Promise<void> {
   const paths = pathsFromEnv();
   await configWritten(paths.configFile);
   const lostAfter = Number(process.env.CARAPACE_CORE_LOST_AFTER_MS);
-  const host = new PluginHost({ ...paths, config: loadConfig(paths.configFile), ...(lostAfter > 0 ? { coreLostAfterMs: lostAfter } : {}) });
+  const host = new PluginHost({ ...paths, config: await validConfig(paths.configFile), ...(lostAfter > 0 ? { coreLostAfterMs: lostAfter } : {}) });
   host.onStopped = () => process.exit(0);
   // Compose's restart policy starts a fresh host, which publishes what this one held.
   host.onCoreLost = () => process.exit(1);
@@ -23,6 +24,19 @@ async function configWritten(file: string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   if (!existsSync(file)) process.stderr.write(`carapace plugin host: waiting for the core to write ${file}\n`);
   while (!existsSync(file) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+}
+
+/** A broken carapace.json loads no plugin: wait for it to be fixed (the core's safe mode says what is wrong). */
+async function validConfig(file: string): Promise<CoreConfig> {
+  for (let told = false; ; told = true) {
+    try {
+      return loadConfig(file);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      if (!told) process.stderr.write(`carapace plugin host: ${err.message}; no plugin runs until it is fixed (the console says so too)\n`);
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+  }
 }
 
 main().catch((err: unknown) => {

@@ -3,7 +3,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { StartupError } from './protocol/errors.js';
 import type { JsonObject } from './protocol/envelope.js';
-import { createAjv, describeFailure } from './plugins/schema-compiler.js';
+import { createAjv, describeFailure, type SchemaFailure } from './plugins/schema-compiler.js';
+import { ConfigError, settingProblem, syntaxProblem } from './config-errors.js';
 
 export interface RateLimit {
   per_minute: number;
@@ -266,22 +267,30 @@ export const configSchema = {
 const validateConfig = createAjv().compile(configSchema);
 
 export function parseConfig(raw: unknown, origin = 'configuration'): CoreConfig {
-  const copy = structuredClone(raw ?? {});
-  if (!validateConfig(copy)) {
-    const failure = describeFailure(validateConfig.errors);
-    throw new StartupError('CONFIG_INVALID', `${origin}: ${failure.field ? `${failure.field}: ` : ''}${failure.message}`);
-  }
-  return copy as unknown as CoreConfig;
+  const checked = checkConfig(raw);
+  if ('failure' in checked) throw new StartupError('CONFIG_INVALID', `${origin}: ${checked.failure.field ? `${checked.failure.field}: ` : ''}${checked.failure.message}`);
+  return checked.config;
 }
 
-/** A missing file means all defaults; a present but broken one stops start-up clearly. */
+function checkConfig(raw: unknown): { config: CoreConfig } | { failure: SchemaFailure } {
+  const copy = structuredClone(raw ?? {});
+  return validateConfig(copy) ? { config: copy as unknown as CoreConfig } : { failure: describeFailure(validateConfig.errors) };
+}
+
+/**
+ * A missing file means all defaults; a present but broken one throws a ConfigError that
+ * says where (line, column) and what was expected.
+ */
 export function loadConfig(file: string): CoreConfig {
   if (!existsSync(file)) return parseConfig({}, file);
+  const text = readFileSync(file, 'utf8');
   let raw: unknown;
   try {
-    raw = JSON.parse(readFileSync(file, 'utf8'));
+    raw = JSON.parse(text);
   } catch (err) {
-    throw new StartupError('CONFIG_INVALID', `${file} is not valid JSON: ${(err as Error).message}`);
+    throw new ConfigError(syntaxProblem(file, text) ?? { file, line: 1, column: 1, field: null, message: `not valid JSON: ${(err as Error).message}` });
   }
-  return parseConfig(raw, file);
+  const checked = checkConfig(raw);
+  if ('failure' in checked) throw new ConfigError(settingProblem(file, text, checked.failure.field, checked.failure.message));
+  return checked.config;
 }

@@ -1,5 +1,6 @@
 // The core process: load configuration, start, serve until SIGTERM, then shut down
-// gracefully. A configuration problem is one clear line and exit code 1.
+// gracefully. A broken carapace.json puts it in safe mode (safe-mode/) until it is fixed;
+// any other start-up problem is one clear line and exit code 1.
 import pino from 'pino';
 import { join } from 'node:path';
 import { startAdminApi } from './admin/http-api.js';
@@ -7,11 +8,16 @@ import { AgentManager } from './agents/agent-manager.js';
 import { DockerRuntime } from './agents/docker-runtime.js';
 import { LlmProxy } from './llm/llm-proxy.js';
 import { UsageStore } from './llm/usage-store.js';
-import { loadConfig } from './config.js';
+import { loadConfig, type CoreConfig } from './config.js';
 import { Core } from './core.js';
 import { notHandledNotice, UnfinishedTurns, type UnfinishedTurn } from './agents/unfinished-turns.js';
 import { StartupError } from './protocol/errors.js';
-import { auditFile, coreSecrets, pathsFromEnv } from './settings.js';
+import { auditFile, coreSecrets, pathsFromEnv, type Paths } from './settings.js';
+import { AuditLog } from './audit/audit-log.js';
+import { ConfigError } from './config-errors.js';
+import { consoleSessions, type ConsoleSessions } from './console/console-login.js';
+import { createSanitizer } from './response/sanitize.js';
+import { safeModeUntilFixed } from './safe-mode/safe-mode.js';
 import { adminToken } from './console/admin-token.js';
 import { writeDefaultConfig } from './first-run-config.js';
 import { runChecks, type Report } from './doctor/checks.js';
@@ -20,10 +26,33 @@ import { SOCKETS } from './plugins/host-protocol.js';
 const log = pino({ base: { service: 'core' } });
 const NO_MODEL_KEY = 'no model credential: set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN in .env, then run docker compose up -d again';
 
+const ADMIN_HOST = process.env.CARAPACE_ADMIN_HOST || '127.0.0.1';
+const ADMIN_PORT = Number(process.env.CARAPACE_ADMIN_PORT || 8780);
+const SECURE_COOKIE = process.env.CARAPACE_CONSOLE_SECURE_COOKIE === '1';
+
+/** The configuration; while the file is broken, the safe mode's console until it is fixed. */
+async function configuration(paths: Paths, token: string, sessions: ConsoleSessions): Promise<CoreConfig> {
+  try {
+    return loadConfig(paths.configFile);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`carapace: ${err.code}: ${err.message}; safe mode: the console (http://${ADMIN_HOST}:${ADMIN_PORT}) says so until it is fixed\n`);
+    const audit = new AuditLog(auditFile(paths), createSanitizer([...coreSecrets(), token]).scrub);
+    try {
+      return await safeModeUntilFixed(err.problem, { configFile: paths.configFile, host: ADMIN_HOST, port: ADMIN_PORT, token, sessions, audit, secureCookie: SECURE_COOKIE });
+    } finally {
+      await audit.close();
+    }
+  }
+}
+
 async function main(): Promise<void> {
   const paths = pathsFromEnv();
   if (writeDefaultConfig(paths.configFile)) log.info({ file: paths.configFile }, 'no carapace.json: wrote the default (group "main", web chat; Telegram off until its token is in .env)');
-  const config = loadConfig(paths.configFile);
+  const admin = adminToken(paths.dataDir, process.env.CARAPACE_ADMIN_TOKEN || undefined);
+  if (admin.origin === 'created') log.info({ file: admin.file }, 'made an admin token for the console and the CLI: `make token` prints it');
+  const sessions = consoleSessions();
+  const config = await configuration(paths, admin.token, sessions);
   // Without a model key the core still starts, so that the console can say what is wrong;
   // agents are not started and each message gets that answer.
   const noModelKey = !process.env.ANTHROPIC_API_KEY && !process.env.CLAUDE_CODE_OAUTH_TOKEN;
@@ -34,8 +63,6 @@ async function main(): Promise<void> {
   const sandbox = await runtime.sandbox();
   if (sandbox.runtime === 'runsc') log.info({ agentRuntime: 'runsc', reason: sandbox.reason }, 'agents run in gVisor (runsc)');
   else log.warn({ agentRuntime: 'runc', reason: sandbox.reason, howToGetRunsc: sandbox.hint }, 'agents run under runc, sharing the host kernel');
-  const admin = adminToken(paths.dataDir, process.env.CARAPACE_ADMIN_TOKEN || undefined);
-  if (admin.origin === 'created') log.info({ file: admin.file }, 'made an admin token for the console and the CLI: `make token` prints it');
   const core = await Core.start({ runDir: paths.runDir, pluginsDir: paths.pluginsDir, auditFile: auditFile(paths), config, secrets: [...coreSecrets(), admin.token], standingApprovalsFile: join(paths.dataDir, 'standing-approvals.json'), configFile: paths.configFile });
   const upstream = process.env.CARAPACE_MODEL_API_URL || 'https://api.anthropic.com';
   const credential = { apiKey: process.env.ANTHROPIC_API_KEY || undefined, oauthToken: process.env.CLAUDE_CODE_OAUTH_TOKEN || undefined };
@@ -49,6 +76,10 @@ async function main(): Promise<void> {
       core.audit.record({ group: null, session: null, source: 'llm-proxy', topic: null, correlation: null, stage: 'llm', outcome: 'error', reason: `usage file unreadable (${problem.error}); moved to ${problem.movedTo}` });
     }),
     notify: (group, text) => void core.publish('user.notify', group, { text }),
+    // A key the model API refuses: the turn ends now with the reason, instead of retrying.
+    refused: (session, group, problem) => {
+      if (agents.groupOf(session) === group) void agents.end(group, problem.message, 'llm-proxy');
+    },
   });
   const unfinished = new UnfinishedTurns(
     join(paths.dataDir, 'unfinished-turns.sqlite'),
@@ -106,8 +137,8 @@ async function main(): Promise<void> {
     });
   const server = await startAdminApi(
     core,
-    process.env.CARAPACE_ADMIN_HOST || '127.0.0.1',
-    Number(process.env.CARAPACE_ADMIN_PORT || 8780),
+    ADMIN_HOST,
+    ADMIN_PORT,
     admin.token,
     {
       usage: () => llm.usage(Object.keys(config.groups)),
@@ -116,8 +147,10 @@ async function main(): Promise<void> {
       console: {
         agents,
         usageHistory: (days) => llm.usageHistory(days),
+        model: () => llm.modelHealth(),
         folders: [{ name: 'audit logs', path: paths.logDir }, { name: 'workspaces', path: paths.groupsDir }, { name: 'data', path: paths.dataDir }],
-        secureCookie: process.env.CARAPACE_CONSOLE_SECURE_COOKIE === '1',
+        secureCookie: SECURE_COOKIE,
+        sessions,
         panels: () => core.catalog.panels().map((p) => ({ ...p, socket: join(paths.runDir, SOCKETS.panels, `${p.name}.sock`) })),
       },
     },

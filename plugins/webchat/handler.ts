@@ -70,7 +70,9 @@ export default class WebChat implements PluginHandler {
     if (url.pathname.startsWith('/api/') && !GROUP.test(group)) return reply(res, 400, { code: 'INVALID_INPUT', message: 'group is a group name' });
     if (req.method === 'GET' && url.pathname === '/api/history') return reply(res, 200, { messages: this.history.list(group) });
     if (req.method === 'GET' && url.pathname === '/api/stream') {
-      if (!this.history.follow(res, group)) reply(res, 503, { code: 'UNAVAILABLE', message: 'too many chat pages open; close one' });
+      // The browser's own reconnect sends the newest id it had; `since` is the page's.
+      const since = req.headers['last-event-id'] ?? url.searchParams.get('since');
+      if (!this.history.follow(res, group, typeof since === 'string' ? since : null)) reply(res, 503, { code: 'UNAVAILABLE', message: 'too many chat pages open; close one' });
       return;
     }
     if (req.method === 'POST' && url.pathname === '/api/send') {

@@ -1,7 +1,9 @@
 // The web chat's conversations: per group, the last `perGroup` messages, kept on disk in
 // the plugin's data directory (written atomically, a moment after each change), and
 // pushed live to the pages that follow a group. Bounded: groups kept, messages per group,
-// open streams, and a stream that stops reading is cut off, not buffered.
+// open streams, and a stream that stops reading is cut off, not buffered. Each message
+// goes out with its id; a page that reconnects with the last id it had gets what came
+// after it, so it sees every message once.
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
@@ -20,11 +22,14 @@ const MAX_GROUPS = 100;
 const MAX_STREAMS = 16;
 const MAX_BUFFERED = 1 << 20;
 const SAVE_DELAY_MS = 200;
+/** A comment line this often keeps an idle stream open (and finds a page that is gone). */
+const KEEPALIVE_MS = 15_000;
 
 export class ChatHistory {
   private readonly byGroup = new Map<string, ChatMessage[]>();
   private readonly streams = new Set<{ res: ServerResponse; group: string }>();
   private saveTimer: NodeJS.Timeout | null = null;
+  private readonly keepalive: NodeJS.Timeout;
   private readonly file: string;
 
   /** `problems` hears of an unreadable file (moved aside; the chat starts empty) and of a failed save (kept in memory). */
@@ -34,6 +39,10 @@ export class ChatHistory {
     private readonly problems: { corrupt(movedTo: string): void; saveFailed(err: Error): void },
   ) {
     this.file = join(dataDir, 'history.json');
+    this.keepalive = setInterval(() => {
+      for (const stream of this.streams) this.write(stream, ': keep-alive\n\n');
+    }, KEEPALIVE_MS);
+    this.keepalive.unref();
     if (!existsSync(this.file)) return;
     try {
       const saved = JSON.parse(readFileSync(this.file, 'utf8')) as Record<string, ChatMessage[]>;
@@ -58,28 +67,38 @@ export class ChatHistory {
     }
     list.push(message);
     if (list.length > this.perGroup) list.splice(0, list.length - this.perGroup);
-    for (const stream of this.streams) {
-      if (stream.group !== group) continue;
-      if (stream.res.writableLength > MAX_BUFFERED) {
-        this.streams.delete(stream);
-        stream.res.destroy();
-      } else {
-        stream.res.write(`data: ${JSON.stringify(message)}\n\n`);
-      }
-    }
+    for (const stream of this.streams) if (stream.group === group) this.write(stream, event(message));
     this.scheduleSave();
     return message;
   }
 
-  /** Follows a group's new messages as server-sent events; false when too many follow already. */
-  follow(res: ServerResponse, group: string): boolean {
+  /**
+   * Follows a group's new messages as server-sent events, first those after the message
+   * `since` (the last one the page had) when given; false when too many follow already.
+   */
+  follow(res: ServerResponse, group: string, since: string | null = null): boolean {
     if (this.streams.size >= MAX_STREAMS) return false;
     const stream = { res, group };
     this.streams.add(stream);
     res.on('close', () => this.streams.delete(stream));
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store' });
+    // Exactly this type: the console's proxy lifts its 10 s request timeout only for it.
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store' });
     res.write(': following\n\n');
+    // An id no longer kept (or from before a restart): all that is kept; the page skips what it has.
+    if (since !== null) {
+      const list = this.list(group);
+      for (const message of list.slice(list.findIndex((m) => m.id === since) + 1)) res.write(event(message));
+    }
     return true;
+  }
+
+  private write(stream: { res: ServerResponse; group: string }, text: string): void {
+    if (stream.res.writableLength > MAX_BUFFERED) {
+      this.streams.delete(stream);
+      stream.res.destroy();
+    } else {
+      stream.res.write(text);
+    }
   }
 
   private scheduleSave(): void {
@@ -105,8 +124,13 @@ export class ChatHistory {
   }
 
   close(): void {
+    clearInterval(this.keepalive);
     for (const { res } of this.streams) res.end();
     this.streams.clear();
     this.save();
   }
+}
+
+function event(message: ChatMessage): string {
+  return `id: ${message.id}\ndata: ${JSON.stringify(message)}\n\n`;
 }

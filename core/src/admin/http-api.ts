@@ -30,17 +30,20 @@ export async function startAdminApi(core: Core, host: string, port: number, toke
   return app;
 }
 
+/** Every request in `app`'s context needs `Authorization: Bearer <token>`. */
+export function requireBearer(app: FastifyInstance, token: string): void {
+  const expected = Buffer.from(`Bearer ${token}`);
+  app.addHook('onRequest', async (request, reply) => {
+    const given = Buffer.from(request.headers.authorization ?? '');
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+      await reply.code(401).send({ code: 'UNAUTHORIZED', message: 'missing or wrong admin token' });
+    }
+  });
+}
+
 /** The bearer-token API (its own context: the token hook does not apply to the console's routes). */
 async function routes(app: FastifyInstance, core: Core, token: string | undefined, sources: AdminSources): Promise<void> {
-  if (token) {
-    const expected = Buffer.from(`Bearer ${token}`);
-    app.addHook('onRequest', async (request, reply) => {
-      const given = Buffer.from(request.headers.authorization ?? '');
-      if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-        await reply.code(401).send({ code: 'UNAUTHORIZED', message: 'missing or wrong admin token' });
-      }
-    });
-  }
+  if (token) requireBearer(app, token);
   app.get('/health', async (_request, reply) => {
     // An unwritable audit log is not ok: tool calls are refused until it recovers.
     const audit = core.audit.health();

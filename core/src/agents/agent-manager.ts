@@ -75,6 +75,8 @@ interface Agent {
   cpus: StartupCpus | null;
   /** Watchdog disk quota: stops looking at the group's usage. */
   unwatch?: () => void;
+  /** Why the core ended it (stopped by a person, the model refused the key): its turn ends with this. */
+  ended?: string;
 }
 
 export interface RunOutcome {
@@ -187,6 +189,10 @@ export class AgentManager {
       // Its container was stopped under it; the user has had the one notice already.
       await this.retire(group);
       return { ok: false, output: 'session quarantined' };
+    }
+    if (agent.ended !== undefined) {
+      this.core.publish('agent.error', group, { session: agent.session, reason: agent.ended, ...trigger });
+      return { ok: false, output: agent.ended };
     }
     if (agent.cpus) {
       // Normally lowered before the first model answer; a turn can also end without one.
@@ -365,6 +371,26 @@ export class AgentManager {
     agent.unwatch?.();
     agent.runner.close();
     await this.teardown(agent);
+  }
+
+  /**
+   * Ends the group's agent now, its turn included (the console's Stop; a model API that
+   * refused the key): the turn ends with `reason`, which is audited and told on the
+   * group's channels. False when the group has no agent.
+   */
+  async end(group: string, reason: string, by: string): Promise<boolean> {
+    const agent = this.agents.get(group);
+    if (!agent) return false;
+    agent.ended = reason;
+    this.core.audit.record({ group, session: agent.session, source: by, topic: null, correlation: null, stage: 'agent', outcome: 'error', reason: `agent stopped: ${reason}` });
+    await this.retire(group);
+    return true;
+  }
+
+  /** The live agent's group for a session, if it still has one. */
+  groupOf(session: string): string | null {
+    for (const [group, agent] of this.agents) if (agent.session === session) return group;
+    return null;
   }
 
   /** Watchdog disk quota: past it the agent is stopped (its turn ends as exited) and the user told. */

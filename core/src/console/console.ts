@@ -4,21 +4,13 @@
 // session: an HttpOnly, SameSite=Strict cookie that only the admin token makes. Every
 // state change also needs the session's CSRF token, and the CSP allows this origin only.
 // The console decides nothing itself: it calls the same core methods as the admin API.
-import cookie from '@fastify/cookie';
-import csrf from '@fastify/csrf-protection';
-import helmet from '@fastify/helmet';
-import rateLimit from '@fastify/rate-limit';
-import session from '@fastify/session';
-import fastifyStatic from '@fastify/static';
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AgentStates } from '../agents/agent-states.js';
 import type { AuditOutcome } from '../audit/audit-log.js';
 import type { Core } from '../core.js';
 import type { GroupUsage } from '../llm/budgets.js';
 import type { DayUsage } from '../llm/usage-store.js';
+import type { ModelHealthReport } from '../llm/model-health.js';
 import { APP_VERSION } from '../version.js';
 import { GROUP_NAME_PATTERN } from '../boundary/session-table.js';
 import type { Report } from '../doctor/checks.js';
@@ -26,19 +18,16 @@ import { DiskUsage } from './disk-usage.js';
 import { LiveEvents } from './live-events.js';
 import { registerPanelProxy, type Panel } from './panel-proxy.js';
 import { answerPairing, refusePairing } from '../pairing/answers.js';
-
-declare module 'fastify' {
-  interface Session {
-    user?: 'admin';
-  }
-}
+import { registerLogin, registerShell, type ConsoleSessions } from './console-login.js';
 
 export interface ConsoleDeps {
   core: Core;
   token: string;
-  agents?: { states: AgentStates; retire(group: string): Promise<void> };
+  agents?: { states: AgentStates; end(group: string, reason: string, by: string): Promise<boolean> };
   usage?: () => GroupUsage[];
   usageHistory?: (days: number) => DayUsage[];
+  /** Whether the model API takes the key (the LLM proxy's last answer). */
+  model?: () => ModelHealthReport;
   /** Folders whose size the overview shows (logs, workspaces). */
   folders?: { name: string; path: string }[];
   /** Plugins with a panel, and where their sockets are. */
@@ -49,37 +38,11 @@ export interface ConsoleDeps {
   secureCookie?: boolean;
   /** Login attempts per client per minute (default 10). */
   loginPerMinute?: number;
+  /** The process's console sessions (a login in safe mode stays valid after it). */
+  sessions?: ConsoleSessions;
 }
 
-const SESSION_HOURS = 12;
-const MAX_SESSIONS = 100;
-const LOGIN_PER_MINUTE = 10;
-const UI_DIR = join(dirname(fileURLToPath(import.meta.url)), '../../../../core/src/console/ui');
-const VENDOR_DIR = join(dirname(fileURLToPath(import.meta.url)), '../../../../node_modules/htm/preact');
 const OUTCOMES = new Set<AuditOutcome>(['passed', 'routed', 'rejected', 'sanitized', 'error', 'ok', 'dropped', 'pending']);
-
-/** The session store: a Map that forgets its oldest entry past MAX_SESSIONS (each login makes one). */
-class BoundedMap<K, V> extends Map<K, V> {
-  override set(key: K, value: V): this {
-    if (!this.has(key) && this.size >= MAX_SESSIONS) this.delete(this.keys().next().value as K);
-    return super.set(key, value);
-  }
-}
-
-function sameToken(given: unknown, expected: string): boolean {
-  if (typeof given !== 'string') return false;
-  const digest = (s: string): Buffer => createHash('sha256').update(s).digest();
-  return timingSafeEqual(digest(given), digest(expected));
-}
-
-/** fastify's and its plugins' errors as the console's `{code, message}`. */
-function errorBody(err: FastifyError): { status: number; body: { code: string; message: string } } {
-  const status = err.statusCode ?? 500;
-  if (err.code?.startsWith('FST_CSRF')) return { status: 403, body: { code: 'CSRF_REFUSED', message: 'missing or wrong CSRF token: reload the page' } };
-  if (status === 429) return { status, body: { code: 'RATE_LIMITED', message: 'too many attempts: wait a minute' } };
-  if (status < 500) return { status, body: { code: 'INVALID_INPUT', message: err.message } };
-  return { status, body: { code: 'INTERNAL_ERROR', message: 'the console failed to answer; see the core log' } };
-}
 
 export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): Promise<LiveEvents> {
   const { core } = deps;
@@ -90,86 +53,24 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
   app.addHook('preClose', async () => live.close());
   const disk = new DiskUsage(deps.folders ?? []);
 
-  await app.register(helmet, {
-    contentSecurityPolicy: {
-      useDefaults: false,
-      directives: {
-        defaultSrc: ["'none'"],
-        scriptSrc: ["'self'"],
-        styleSrc: ["'self'"],
-        imgSrc: ["'self'", 'data:'],
-        connectSrc: ["'self'"],
-        formAction: ["'self'"],
-        frameAncestors: ["'none'"],
-        baseUri: ["'none'"],
-      },
-    },
-    // Plain http on loopback: HSTS would pin a name to https that nothing serves.
-    strictTransportSecurity: deps.secureCookie ? undefined : false,
-  });
-  await app.register(cookie);
-  await app.register(session, {
-    secret: randomBytes(32).toString('base64url'),
-    cookieName: 'carapace_session',
-    saveUninitialized: false,
-    store: new session.MemoryStore(new BoundedMap()),
-    cookie: { httpOnly: true, sameSite: 'strict', secure: deps.secureCookie ?? false, path: '/', maxAge: SESSION_HOURS * 3_600_000 },
-  });
-  await app.register(csrf, { sessionPlugin: '@fastify/session' });
-  await app.register(rateLimit, { global: false });
-  app.setErrorHandler((err: FastifyError, _request, reply) => {
-    const { status, body } = errorBody(err);
-    void reply.code(status).send(body);
-  });
-
-  // ---- public: the login page --------------------------------------------------------
-  await app.register(fastifyStatic, { root: join(UI_DIR, 'public'), prefix: '/public/', index: false });
-  app.get('/login', (_request, reply) => reply.sendFile('login.html', join(UI_DIR, 'public')));
-  app.post('/login', { config: { rateLimit: { max: deps.loginPerMinute ?? LOGIN_PER_MINUTE, timeWindow: 60_000 } } }, async (request, reply) => {
-    // JSON only: a cross-site form cannot send it without a CORS preflight, which fails here.
-    if (!request.headers['content-type']?.startsWith('application/json')) {
-      return reply.code(415).send({ code: 'INVALID_INPUT', message: 'send {"token": "..."} as application/json' });
-    }
-    const given = (request.body as { token?: unknown } | null)?.token;
-    const audit = (outcome: 'ok' | 'rejected', reason: string) =>
-      core.audit.record({ group: null, session: null, source: 'console', topic: null, correlation: null, stage: 'core', outcome, reason: `${reason} from ${request.ip}` });
-    if (!sameToken(given, deps.token)) {
-      audit('rejected', 'console login refused');
-      return reply.code(401).send({ code: 'UNAUTHORIZED', message: 'wrong admin token' });
-    }
-    await request.session.regenerate();
-    request.session.set('user', 'admin');
-    audit('ok', 'console login');
-    return reply.code(204).send();
+  await registerLogin(app, {
+    token: deps.token,
+    sessions: deps.sessions,
+    secureCookie: deps.secureCookie,
+    loginPerMinute: deps.loginPerMinute,
+    audit: (outcome, reason) => core.audit.record({ group: null, session: null, source: 'console', topic: null, correlation: null, stage: 'core', outcome, reason }),
   });
 
   // ---- everything else: session, then CSRF on state changes ---------------------------
   await app.register(async (authed) => {
-    authed.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
-      if (request.session.get('user') === 'admin') return;
-      const wantsPage = request.method === 'GET' && !request.url.startsWith('/api/') && (request.headers.accept ?? '').includes('text/html');
-      if (wantsPage) return reply.redirect('/login', 303);
-      return reply.code(401).send({ code: 'UNAUTHORIZED', message: 'log in first' });
-    });
-    authed.addHook('onRequest', (request, reply, done) => {
-      if (request.method === 'GET' || request.method === 'HEAD') return done();
-      authed.csrfProtection(request, reply, done);
-    });
-
-    await authed.register(fastifyStatic, { root: join(UI_DIR, 'app'), prefix: '/assets/', index: false, decorateReply: false });
-    authed.get('/assets/vendor/preact-htm.js', (_request, reply) => reply.sendFile('standalone.module.js', VENDOR_DIR));
-    authed.get('/', (_request, reply) => reply.header('cache-control', 'no-store').sendFile('index.html', join(UI_DIR, 'app')));
-    authed.get('/api/csrf', async (_request, reply) => ({ token: reply.generateCsrf() }));
-    authed.post('/logout', async (request, reply) => {
-      await request.session.destroy();
-      return reply.code(204).send();
-    });
+    await registerShell(authed);
 
     authed.get('/api/overview', async () => {
       return {
         version: APP_VERSION,
         uptime_s: Math.round(process.uptime()),
         plugin_host: core.pluginHostConnected,
+        model: deps.model?.() ?? null,
         plugins: core.catalog.states(),
         agents: deps.agents?.states.list() ?? [],
         audit: core.audit.health(),
@@ -203,9 +104,11 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       return { entries };
     });
 
-    authed.get<{ Querystring: { group?: string } }>('/api/events', (request, reply) => {
+    authed.get<{ Querystring: { group?: string; since?: string } }>('/api/events', (request, reply) => {
       reply.hijack();
-      if (!live.attach(reply.raw, request.query.group || null)) {
+      // The browser's own reconnect sends the newest id it had; `since` is the page's.
+      const since = request.headers['last-event-id'] ?? request.query.since;
+      if (!live.attach(reply.raw, request.query.group || null, typeof since === 'string' ? since : null)) {
         reply.raw.writeHead(503, { 'content-type': 'application/json' }).end(JSON.stringify({ code: 'UNAVAILABLE', message: 'too many live views open; close one' }));
       }
     });
@@ -217,9 +120,8 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
     });
     authed.post<{ Params: { group: string } }>('/api/agents/:group/stop', async (request, reply) => {
       if (!deps.agents || !(request.params.group in core.config.groups)) return reply.code(404).send({ code: 'NOT_FOUND', message: 'no such group' });
-      await deps.agents.retire(request.params.group);
-      core.audit.record({ group: request.params.group, session: null, source: 'console', topic: null, correlation: null, stage: 'agent', outcome: 'ok', reason: 'agent stopped from the console' });
-      return { stopped: request.params.group };
+      const stopped = await deps.agents.end(request.params.group, 'stopped from the console', 'console');
+      return { group: request.params.group, stopped };
     });
 
     authed.get<{ Querystring: { days?: string } }>('/api/usage', async (request) => {

@@ -14,6 +14,7 @@ import { Budgets, dayOf, type GroupUsage } from './budgets.js';
 import { checkBody, checkTarget, forwardedHeaders, isRefusal, type ApiErrorType, type Refusal } from './request-policy.js';
 import { UsageStore, type DayUsage } from './usage-store.js';
 import { UsageMeter } from './usage.js';
+import { classifyRefusal, ModelHealth, REFUSAL_STATUSES, type ModelHealthReport, type ModelProblem } from './model-health.js';
 
 export interface LlmCredential {
   /** Sent as x-api-key. */
@@ -32,6 +33,11 @@ export interface LlmProxyOptions {
   usage?: UsageStore;
   /** Tells a group's user something on its channel (the core's `user.notify`). */
   notify?: (group: string, text: string) => void;
+  /**
+   * The model API refused the credential in a way the person must fix (model-health.ts):
+   * the session's turn should end with `problem.message` rather than retry.
+   */
+  refused?: (session: string, group: string, problem: ModelProblem) => void;
   /** Tests only: the budget clock, and how long a whole request may take to arrive. */
   now?: () => number;
   requestTimeoutMs?: number;
@@ -91,6 +97,7 @@ export class LlmProxy {
   private readonly settings: LlmSettings;
   private readonly budgets: Budgets;
   private readonly store: UsageStore;
+  private readonly health = new ModelHealth();
 
   constructor(private readonly options: LlmProxyOptions) {
     this.settings = options.settings ?? parseConfig({}).llm;
@@ -104,6 +111,11 @@ export class LlmProxy {
   /** Today's model usage and budgets per group (`groups` are listed even if unused). */
   usage(groups: string[] = []): GroupUsage[] {
     return this.budgets.report(groups);
+  }
+
+  /** Whether the model API takes the credential, as the last answer said. */
+  modelHealth(): ModelHealthReport {
+    return this.health.report();
   }
 
   /** Tokens and requests per group per UTC day over the last `days` days (today included). */
@@ -275,6 +287,8 @@ export class LlmProxy {
     upstreamResponse.headers.forEach((value, name) => {
       if (!DROP_RESPONSE.has(name)) outHeaders[name] = value;
     });
+    if (upstreamResponse.ok) this.health.succeeded();
+    else if (REFUSAL_STATUSES.has(upstreamResponse.status)) return this.refusedUpstream(req, res, state, upstreamResponse, outHeaders, checked.model);
     res.writeHead(upstreamResponse.status, outHeaders);
     const meter = new UsageMeter();
     let complete = true;
@@ -299,6 +313,37 @@ export class LlmProxy {
     const ok = upstreamResponse.ok && complete && !res.destroyed;
     this.audit(state, req, ok ? 'ok' : 'error', `status ${upstreamResponse.status}; model ${checked.model}; ${counts}${complete ? '' : '; stream cut short'}`);
   }
+
+  /**
+   * A 4xx that may be the credential's: relayed as the upstream said it, but marked not to
+   * be retried; a refusal the person must fix ends the turn (`refused`) and shows on the
+   * console until a request succeeds.
+   */
+  private async refusedUpstream(req: IncomingMessage, res: ServerResponse, state: SessionState, upstream: Response, headers: Record<string, string>, model: string): Promise<void> {
+    const body = await readSmall(upstream).catch(() => '');
+    const credentialVar = this.options.credential.apiKey ? 'ANTHROPIC_API_KEY' : 'CLAUDE_CODE_OAUTH_TOKEN';
+    const classified = classifyRefusal(upstream.status, body, credentialVar, model);
+    const problem = classified && this.health.refused(classified);
+    if (problem) headers['x-should-retry'] = 'false';
+    res.writeHead(upstream.status, headers).end(body);
+    this.audit(state, req, 'error', `status ${upstream.status}; model ${model}; ${problem ? `${problem.message} (upstream: ${problem.upstream})` : 'refused'}`, problem ? 'MODEL_REFUSED' : undefined);
+    if (problem) this.options.refused?.(state.session, state.group, problem);
+  }
+}
+
+/** An error body, read whole up to `max` bytes (an error is small; more is cut). */
+async function readSmall(response: Response, max = 64 * 1024): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  if (response.body) {
+    for await (const chunk of Readable.fromWeb(response.body as import('node:stream/web').ReadableStream<Uint8Array>)) {
+      const buffer = Buffer.from(chunk as Uint8Array);
+      chunks.push(buffer.subarray(0, max - size));
+      size += buffer.length;
+      if (size >= max) break;
+    }
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 function sendError(res: ServerResponse, refusal: Refusal, headers: Record<string, string> = {}): void {

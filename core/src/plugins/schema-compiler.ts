@@ -32,6 +32,9 @@ export function describeFailure(errors: ErrorObject[] | null | undefined): Schem
     return { field: [...path, name].join('.'), message: `missing required property "${name}"` };
   }
   const field = path.join('.');
+  if (error.keyword === 'enum' && Array.isArray(params.allowedValues)) {
+    return { field, message: `${field || 'value'} must be one of ${params.allowedValues.map((v) => JSON.stringify(v)).join(', ')}` };
+  }
   return { field, message: `${field || 'value'} ${error.message ?? 'is invalid'}` };
 }
 

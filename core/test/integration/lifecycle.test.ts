@@ -104,20 +104,6 @@ describe('the core process', () => {
       });
     });
 
-  it('refuses a broken configuration with one clear line', async () => {
-    const r = await run({}, { rate_limit: { per_minute: 'fast' } });
-    expect(r.code).toBe(1);
-    expect(r.stderr.trim().split('\n')).toHaveLength(1);
-    expect(r.stderr).toMatch(/^carapace: CONFIG_INVALID: .*rate_limit\.per_minute/);
-  });
-
-  it('refuses the retired agents.api_network setting with one clear line (API-mode agents have no network)', async () => {
-    const r = await run({}, { agents: { mode: 'api', api_network: 'carapace-agents' } });
-    expect(r.code).toBe(1);
-    expect(r.stderr.trim().split('\n')).toHaveLength(1);
-    expect(r.stderr).toMatch(/^carapace: CONFIG_INVALID: .*agents.*api_network/);
-  });
-
   it('without a model credential says which variable to set, and stays up for the console to say it too', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cp-nokey-'));
     const child = spawn(process.execPath, [join(ROOT, 'dist/core/src/main.js')], {

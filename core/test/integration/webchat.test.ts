@@ -92,6 +92,60 @@ describe('web chat', () => {
     await stack.core.closeSession(session.id);
   });
 
+  it('a pause longer than the proxy\'s 10 s: the stream stays open and the second message is accepted (issue 20: it got 403 CSRF_REFUSED)', async () => {
+    // A fresh login, as in the browser: the page opens its stream before it has a CSRF token.
+    const login = await fetch(`${base}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: TOKEN }) });
+    const fresh = (login.headers.get('set-cookie') ?? '').split(';')[0];
+    const stream = await fetch(`${base}/plugins/webchat/api/stream?group=pause`, { headers: { cookie: fresh } });
+    const reader = stream.body!.getReader();
+    let text = '';
+    let ended = false;
+    void (async () => {
+      for (;;) {
+        const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true }));
+        if (done) return void (ended = true);
+        text += new TextDecoder().decode(value);
+      }
+    })();
+    const token = ((await (await fetch(`${base}/api/csrf`, { headers: { cookie: fresh } })).json()) as { token: string }).token;
+    const post = (body: string) => fetch(`${base}/plugins/webchat/api/send?group=pause`, { method: 'POST', headers: { cookie: fresh, 'x-csrf-token': token, 'content-type': 'application/json' }, body: JSON.stringify({ text: body }) });
+    expect((await post('first')).status).toBe(202);
+    await new Promise((r) => setTimeout(r, 11_000));
+    const second = await post('second, after a pause');
+    expect([second.status, await second.text()]).toEqual([202, expect.stringContaining('"id"')]);
+    expect(ended).toBe(false);
+    await until(() => text.includes('second, after a pause'), 5000);
+    await reader.cancel();
+  }, 30_000);
+
+  it('a page that reconnects gets what it missed, once: Last-Event-ID or since', async () => {
+    const ids: string[] = [];
+    for (const body of ['one', 'two', 'three']) ids.push(((await (await send(body, 'resume')).json()) as { id: string }).id);
+    const read = async (headers: Record<string, string>, query = '') => {
+      const controller = new AbortController();
+      const res = await fetch(`${base}/plugins/webchat/api/stream?group=resume${query}`, { headers: { cookie, ...headers }, signal: controller.signal });
+      expect(res.headers.get('content-type')).toBe('text/event-stream');
+      const reader = res.body!.getReader();
+      let text = '';
+      const deadline = Date.now() + 1500;
+      while (Date.now() < deadline && !text.includes('three')) {
+        const chunk = await Promise.race([reader.read(), new Promise<null>((r) => setTimeout(() => r(null), 300))]);
+        if (chunk?.value) text += new TextDecoder().decode(chunk.value);
+      }
+      controller.abort();
+      return text;
+    };
+    const afterFirst = await read({ 'last-event-id': ids[0] });
+    expect(afterFirst).not.toContain('"one"');
+    expect(afterFirst).toContain(`id: ${ids[1]}`);
+    expect(afterFirst).toContain('three');
+    const afterSecond = await read({}, `&since=${ids[1]}`);
+    expect(afterSecond).not.toContain('"two"');
+    expect(afterSecond).toContain('three');
+    // An id it no longer has: everything kept (the page skips what it has by id).
+    expect(await read({}, '&since=start')).toContain('"one"');
+  });
+
   it('shows the agent\'s errors instead of swallowing them', async () => {
     stack.core.publish('agent.error', 'family', { reason: 'timeout' });
     const notice = await eventually(async () => (await history()).find((m) => m.from === 'notice'));

@@ -1,4 +1,4 @@
-import { html } from '/assets/vendor/preact-htm.js';
+import { html, useEffect } from '/assets/vendor/preact-htm.js';
 import { bytes, when } from '/assets/api.js';
 import { useData } from '/assets/pages/use-data.js';
 
@@ -6,14 +6,18 @@ const STATE_CLASS = { healthy: 'ok', starting: 'warn', failed: 'bad' };
 const stateOf = (p) => (p.category === 'NOT_CONFIGURED' ? 'not configured' : p.state === 'starting' ? 'starting (or plugin host away)' : p.state);
 
 export function Overview() {
-  const { data, error } = useData('/api/overview', (e) => e.type === 'agent' || (e.type === 'audit' && (e.stage === 'plugin' || e.stage === 'confirm')));
+  const { data, error, reload } = useData('/api/overview', (e) => e.type === 'agent' || (e.type === 'audit' && (e.stage === 'plugin' || e.stage === 'confirm' || e.code === 'MODEL_REFUSED')));
   if (!data) return html`<h1>Overview</h1>${error ? html`<div class="error">${error}</div>` : html`<p class="muted">Loading…</p>`}`;
+  if (data.safe_mode) return html`<${SafeMode} problem=${data.safe_mode} reload=${reload} />`;
   const running = data.agents.filter((a) => a.state === 'working' || a.state === 'idle' || a.state === 'starting');
   return html`<h1>Overview</h1>
     ${error && html`<div class="error">${error}</div>`}
     <div class="cards">
       <div class="card"><div class="muted">Core</div><div class="big ok">running</div><div class="muted">version ${data.version}, up ${Math.round(data.uptime_s / 60)} min</div></div>
       <div class="card"><div class="muted">Plugin host</div><div class="big ${data.plugin_host ? 'ok' : 'bad'}">${data.plugin_host ? 'linked' : 'away'}</div><div class="muted">${data.plugin_host ? 'runs the plugins' : 'its tools are unavailable: see docker compose logs plugins'}</div></div>
+      ${data.model && html`<div class="card" id="model"><div class="muted">Model API</div>
+        <div class="big ${data.model.ok ? 'ok' : 'bad'}">${data.model.ok ? (data.model.last_ok ? 'answering' : 'not asked yet') : 'REFUSED'}</div>
+        <div class="muted">${data.model.ok ? (data.model.last_ok ? `last answer ${when(data.model.last_ok)}` : 'the key is checked on the Checks page') : html`since ${when(data.model.problem.since)}: ${data.model.problem.message}`}</div></div>`}
       <div class="card"><div class="muted">Agents running</div><div class="big">${running.length}</div><div class="muted">${running.map((a) => a.group).join(', ') || 'none'}</div></div>
       <div class="card"><div class="muted">Waiting for you</div><div class="big ${data.pending_confirmations ? 'warn' : ''}">${data.pending_confirmations}</div><div class="muted"><a href="#/approvals">approvals</a></div></div>
       <div class="card"><div class="muted">Audit log</div>
@@ -32,4 +36,16 @@ export function Overview() {
     <table><thead><tr><th>Group</th><th>Tokens used</th><th>Left today</th><th>Requests this minute</th></tr></thead><tbody>
       ${data.budgets.map((b) => html`<tr><td>${b.group}</td><td>${b.tokens}</td><td class=${b.tokens >= b.tokens_per_day ? 'bad' : ''}>${Math.max(0, b.tokens_per_day - b.tokens)}</td><td>${b.requests_this_minute} / ${b.requests_per_minute}</td></tr>`)}
     </tbody></table>`;
+}
+
+/** carapace.json is broken: what is wrong and where; looked at again until the core runs. */
+function SafeMode({ problem, reload }) {
+  useEffect(() => {
+    const again = setInterval(reload, 3000);
+    return () => clearInterval(again);
+  }, []);
+  return html`<h1>Overview</h1>
+    <div class="card" id="safe-mode"><div class="big bad">Safe mode: carapace.json is broken</div>
+      <p><span class="mono">${problem.file}</span>, <strong>line ${problem.line}, column ${problem.column}</strong>${problem.field ? html` (<span class="mono">${problem.field}</span>)` : ''}: ${problem.message}.</p>
+      <p>Nothing runs until it is fixed: no agent starts and no plugin acts. Fix the file; the core takes it within a second (or run <code>docker compose restart</code>). This page follows by itself.</p></div>`;
 }
