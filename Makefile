@@ -5,7 +5,7 @@ IPC_BIN := dist/bin/ipc
 CARGO := RUSTC=/usr/bin/rustc /usr/bin/cargo
 IPC_TARGET := x86_64-unknown-linux-gnu
 
-.PHONY: all build ipc images test bench soak chaos logs up down ps e2e clean
+.PHONY: all build ipc images test bench soak chaos logs doctor token up down ps e2e clean
 
 all: build
 
@@ -31,6 +31,12 @@ $(IPC_BIN): $(wildcard ipc/src/*.rs) ipc/Cargo.toml ipc/Cargo.lock ipc/.cargo/co
 # AGENT_IMAGE: another tag for the agent image (the docker tests read $$CARAPACE_AGENT_IMAGE).
 DOCKER ?= docker
 AGENT_IMAGE ?= carapace-agent:latest
+
+# Compose: v2 (`$(DOCKER) compose`) when the client has it, else v1 (`docker-compose`, as
+# Debian packages it). Worked out once, the first time a recipe needs it; with neither,
+# those recipes stop with one line saying how to get one.
+COMPOSE_MISSING := carapace: neither `docker compose` (Compose v2) nor `docker-compose` was found: install Docker's compose plugin (docker-compose-plugin) or `apt-get install docker-compose`
+COMPOSE = $(eval COMPOSE := $(or $(shell if $(DOCKER) compose version >/dev/null 2>&1; then echo '$(DOCKER) compose'; elif command -v docker-compose >/dev/null 2>&1; then echo docker-compose; fi),$(error $(COMPOSE_MISSING))))$(COMPOSE)
 images:
 	$(DOCKER) build --network host -f Dockerfile.core -t carapace-core .
 	$(DOCKER) build --network host -f Dockerfile.agent -t $(AGENT_IMAGE) .
@@ -83,20 +89,24 @@ logs:
 	@tail -n 100 -F volumes/logs/audit.jsonl | $(DOCKER) run --rm -i --network none -e CARAPACE_COLOR=$$([ -t 1 ] && echo 1 || echo 0) carapace-core:latest node dist/core/src/audit/pretty.js
 
 # What the appliance needs, checked now (model key, Docker, agent image, plugins, disk),
-# each problem with its fix; non-zero when something is broken.
+# each problem with its fix; non-zero when something is broken. Exit status 1 is the
+# doctor's "something is broken" only while the core's container answers an exec at all
+# (docker-compose v1 says nothing when it does not). -T: no pseudo-terminal, which
+# docker-compose v1 cannot have when make's input is not a terminal.
+CORE_DOWN = echo 'carapace: the core is not running: start it with `$(COMPOSE) up -d`; see `$(COMPOSE) logs core`'
 doctor:
-	@$(DOCKER) compose exec core node dist/core/src/admin/cli.js doctor || { s=$$?; [ $$s -eq 1 ] || echo 'carapace: the core is not running: start it with `docker compose up -d`; see `docker compose logs core`'; exit 1; }
+	@$(COMPOSE) exec -T core node dist/core/src/admin/cli.js doctor || { s=$$?; [ $$s -eq 1 ] && $(COMPOSE) exec -T core true >/dev/null 2>&1 || $(CORE_DOWN); exit 1; }
 
 # The admin token for the console's login (made on the core's first start).
 token:
-	@$(DOCKER) compose exec core node dist/core/src/admin/cli.js token
+	@$(COMPOSE) exec -T core node dist/core/src/admin/cli.js token || { $(COMPOSE) exec -T core true >/dev/null 2>&1 || $(CORE_DOWN); exit 1; }
 
 up:
-	docker compose up -d
+	$(COMPOSE) up -d
 down:
-	docker compose down
+	$(COMPOSE) down
 ps:
-	docker compose ps
+	$(COMPOSE) ps
 
 clean:
 	rm -rf dist ipc/target

@@ -49,9 +49,11 @@ function App() {
   return html`<div class="shell">
     <nav>
       <div class="brand">Carapace</div>
-      ${PAGES.map(([n, title]) => html`<a href=${`#/${n}`} class=${n === at.name ? 'active' : ''}>${title}${n === 'approvals' && pending > 0 ? html`<span class="badge">${pending}</span>` : ''}</a>`)}
-      ${panels.length > 0 && html`<div class="section">Plugins</div>`}
-      ${panels.map((p) => html`<a href=${`/plugins/${encodeURIComponent(p.name)}/`}>${p.title}</a>`)}
+      <div class="links">
+        ${PAGES.map(([n, title]) => html`<a href=${`#/${n}`} class=${n === at.name ? 'active' : ''}>${title}${n === 'approvals' && pending > 0 ? html`<span class="badge">${pending}</span>` : ''}</a>`)}
+        ${panels.length > 0 && html`<div class="section">Plugins</div>`}
+        ${panels.map((p) => html`<a href=${`/plugins/${encodeURIComponent(p.name)}/`}>${p.title}</a>`)}
+      </div>
       <form onSubmit=${logout}><button type="submit">Log out</button></form>
     </nav>
     <main class="page"><${Page} arg=${at.arg} /></main>

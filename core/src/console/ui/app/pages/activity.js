@@ -24,14 +24,14 @@ export function Activity({ arg }) {
   return html`<h1>Activity</h1>
     ${error && html`<div class="error">${error}</div>`}
     ${trail && html`<div class="card trail"><div class="row"><strong>Trail of ${arg}</strong><a href="#/activity">close</a></div>
-      <table><tbody>${trail.map((e) => html`<tr><td class="mono">${e.timestamp}</td><td>${e.stage}</td><td class=${e.outcome}>${e.outcome}</td><td>${e.reason ?? ''}${e.code ? ` (${e.code})` : ''}</td></tr>`)}</tbody></table></div>`}
-    <div class="row" style="margin-bottom:10px">${field('group', 'group')} ${field('tool', 'tool')}
+      <div class="scroll"><table class="wide"><tbody>${trail.map((e) => html`<tr><td class="mono">${e.timestamp}</td><td>${e.stage}</td><td class=${e.outcome}>${e.outcome}</td><td>${e.reason ?? ''}${e.code ? ` (${e.code})` : ''}</td></tr>`)}</tbody></table></div></div>`}
+    <div class="row filters">${field('group', 'group')} ${field('tool', 'tool')}
       <select value=${filter.outcome} onChange=${(ev) => setFilter({ ...filter, outcome: ev.target.value })}>
         <option value="">any outcome</option>${['passed', 'routed', 'rejected', 'sanitized', 'error', 'ok', 'dropped', 'pending'].map((o) => html`<option value=${o}>${o}</option>`)}
       </select><span class="muted">live · newest first</span></div>
-    <table class="activity"><thead><tr><th>Time</th><th>Group</th><th>Source</th><th>Topic</th><th>Stage</th><th>Outcome</th><th>Reason</th></tr></thead><tbody>
+    <div class="scroll"><table class="activity wide"><thead><tr><th>Time</th><th>Group</th><th>Source</th><th>Topic</th><th>Stage</th><th>Outcome</th><th>Reason</th></tr></thead><tbody>
       ${rows.map((e) => html`<tr class=${e.correlation ? 'clickable' : ''} data-correlation=${e.correlation ?? ''} onClick=${() => e.correlation && (location.hash = `#/activity/${e.correlation}`)}>
         <td class="mono">${e.timestamp.slice(11, 23)}</td><td>${e.group ?? ''}</td><td>${e.source}</td><td class="mono">${e.topic ?? ''}</td><td>${e.stage}</td>
         <td class=${e.outcome === 'error' || e.outcome === 'rejected' ? 'bad' : e.outcome === 'pending' ? 'warn' : ''}>${e.outcome}</td><td>${e.reason ?? ''}${e.code ? ` (${e.code})` : ''}</td></tr>`)}
-    </tbody></table>`;
+    </tbody></table></div>`;
 }

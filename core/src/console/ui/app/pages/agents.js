@@ -10,9 +10,9 @@ export function Agents() {
   return html`<h1>Agents</h1>
     ${(problem || error) && html`<div class="error">${problem || error}</div>`}
     <p class="muted">One agent container per group, started by a message and stopped after a while without one.</p>
-    <table><thead><tr><th>Group</th><th>State</th><th>Container</th><th>Since</th><th>Last turn</th><th>Model tokens today</th><th></th></tr></thead><tbody>
+    <div class="scroll"><table class="wide"><thead><tr><th>Group</th><th>State</th><th>Container</th><th>Since</th><th>Last turn</th><th>Model tokens today</th><th></th></tr></thead><tbody>
       ${data.agents.map((a) => html`<tr data-group=${a.group}><td>${a.group}</td><td class=${a.state === 'failed' ? 'bad' : a.state === 'working' ? 'warn' : ''}>${a.state}</td>
         <td class="mono">${a.container ? a.container.slice(0, 12) : '—'}</td><td>${when(a.since)}</td><td>${when(a.last_turn)}</td><td>${a.tokens_today}</td>
         <td>${a.container && html`<button class="danger" onClick=${() => stop(a.group)}>Stop</button>`}</td></tr>`)}
-    </tbody></table>`;
+    </tbody></table></div>`;
 }

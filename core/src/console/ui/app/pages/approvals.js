@@ -15,15 +15,15 @@ export function Approvals() {
     ${data.pending.map((p) => html`<div class="card pending" data-id=${p.id}>
       <div class="row"><strong>${p.tool}</strong><span class="muted">group ${p.group} · asked ${when(p.requested_at)} · expires ${when(p.expires_at)}</span></div>
       <pre class="args">${JSON.stringify(p.arguments, null, 2)}</pre>
-      <div class="row" style="margin-top:8px">
+      <div class="row actions">
         <button class="primary approve" onClick=${() => answer(p.id, 'approve')}>Approve</button>
         <button class="deny" onClick=${() => answer(p.id, 'deny')}>Deny</button>
         <button class="allow" onClick=${() => answer(p.id, 'approve', 24)}>Approve + allow exactly this for 24 h</button>
       </div></div>`)}
     <h2>Standing approvals</h2>
     ${data.standing.length === 0 ? html`<p class="muted">None. An approval can stand for a tool with exactly the same arguments in one group, for up to 7 days.</p>` : html`
-    <table><thead><tr><th>Group</th><th>Tool</th><th>Arguments</th><th>By</th><th>Until</th><th></th></tr></thead><tbody>
+    <div class="scroll"><table class="wide"><thead><tr><th>Group</th><th>Tool</th><th>Arguments</th><th>By</th><th>Until</th><th></th></tr></thead><tbody>
       ${data.standing.map((s) => html`<tr><td>${s.group}</td><td>${s.tool}</td><td><pre>${JSON.stringify(s.arguments)}</pre></td><td>${s.created_by}</td><td>${when(s.expires_at)}</td>
         <td><button class="danger" onClick=${() => act(del(`/api/standing/${encodeURIComponent(s.id)}`))}>Revoke</button></td></tr>`)}
-    </tbody></table>`}`;
+    </tbody></table></div>`}`;
 }

@@ -13,7 +13,7 @@ function PairingRequest({ request, groups, done }) {
       <span class="muted">code ${request.code} · asked ${when(request.requested_at)} · until ${when(request.expires_at)}</span></div>
     ${request.text && html`<pre class="muted">“${request.text}”</pre>`}
     ${problem && html`<div class="error">${problem}</div>`}
-    <div class="row" style="margin-top:8px">
+    <div class="row actions">
       <select class="group" value=${group} onChange=${(e) => setGroup(e.target.value)}>${groups.map((g) => html`<option value=${g}>${g}</option>`)}</select>
       <button class="primary approve" disabled=${!group} onClick=${() => act('approve', { group })}>Connect to this group</button>
       <span class="muted">or a new group</span>
@@ -40,11 +40,11 @@ export function Groups() {
     ${(pairing.data?.pending ?? []).map((r) => html`<${PairingRequest} key=${r.code} request=${r} groups=${names} done=${reload} />`)}
     <h2>Chats</h2>
     ${data.chats.length === 0 ? html`<p class="muted">No chat is mapped to a group. The web chat talks to every group.</p>` : html`
-    <table><thead><tr><th>Channel</th><th>Chat</th><th>Group</th></tr></thead><tbody>
+    <div class="scroll"><table><thead><tr><th>Channel</th><th>Chat</th><th>Group</th></tr></thead><tbody>
       ${data.chats.map((c) => html`<tr><td>${c.plugin}</td><td class="mono">${c.chat}</td><td>${c.group}</td></tr>`)}
-    </tbody></table>`}
+    </tbody></table></div>`}
     <h2>Groups and their tools</h2>
-    <table><thead><tr><th>Group</th><th>Tools its agent may call now</th></tr></thead><tbody>
+    <div class="scroll"><table><thead><tr><th>Group</th><th>Tools its agent may call now</th></tr></thead><tbody>
       ${data.groups.map((g) => html`<tr><td>${g.group}</td><td class="mono">${g.tools.join(', ')}</td></tr>`)}
-    </tbody></table>`;
+    </tbody></table></div>`;
 }

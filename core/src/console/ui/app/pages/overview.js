@@ -25,17 +25,17 @@ export function Overview() {
         <div class="muted">${data.audit.ok ? `${data.audit.failures} write failures, ${data.audit.lost_entries} entries lost since start` : `since ${when(data.audit.down_since)}: tool calls are refused (${data.audit.last_error})`}</div></div>
     </div>
     <h2>Plugins</h2>
-    <table><thead><tr><th>Plugin</th><th>State</th><th>Problem</th></tr></thead><tbody>
+    <div class="scroll"><table><thead><tr><th>Plugin</th><th>State</th><th>Problem</th></tr></thead><tbody>
       ${data.plugins.map((p) => html`<tr><td>${p.name}</td><td class=${p.category === 'NOT_CONFIGURED' ? 'muted' : STATE_CLASS[p.state] ?? ''}>${stateOf(p)}</td><td>${p.category === 'NOT_CONFIGURED' ? '' : p.category ?? ''}</td></tr>`)}
-    </tbody></table>
+    </tbody></table></div>
     <h2>Disk</h2>
-    <table><thead><tr><th>Folder</th><th>Used</th><th>Free on its disk</th></tr></thead><tbody>
+    <div class="scroll"><table><thead><tr><th>Folder</th><th>Used</th><th>Free on its disk</th></tr></thead><tbody>
       ${data.disk.map((d) => html`<tr><td>${d.name} <span class="muted mono">${d.path}</span></td><td>${d.partial ? '≥ ' : ''}${bytes(d.bytes)}</td><td>${d.free === null ? '—' : bytes(d.free)}</td></tr>`)}
-    </tbody></table>
+    </tbody></table></div>
     <h2>Model budgets today</h2>
-    <table><thead><tr><th>Group</th><th>Tokens used</th><th>Left today</th><th>Requests this minute</th></tr></thead><tbody>
+    <div class="scroll"><table><thead><tr><th>Group</th><th>Tokens used</th><th>Left today</th><th>Requests this minute</th></tr></thead><tbody>
       ${data.budgets.map((b) => html`<tr><td>${b.group}</td><td>${b.tokens}</td><td class=${b.tokens >= b.tokens_per_day ? 'bad' : ''}>${Math.max(0, b.tokens_per_day - b.tokens)}</td><td>${b.requests_this_minute} / ${b.requests_per_minute}</td></tr>`)}
-    </tbody></table>`;
+    </tbody></table></div>`;
 }
 
 /** carapace.json is broken: what is wrong and where; looked at again until the core runs. */

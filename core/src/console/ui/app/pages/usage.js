@@ -8,7 +8,7 @@ export function Usage() {
   return html`<h1>Usage</h1>
     <p class="muted">Model tokens per group per day (UTC), counted by the core's model proxy: the last ${data.days} days, ${total} tokens in all.</p>
     ${data.usage.length === 0 ? html`<p class="muted">No model requests yet.</p>` : html`
-    <table><thead><tr><th>Day</th><th>Group</th><th>Input tokens</th><th>Output tokens</th><th>Requests</th></tr></thead><tbody>
+    <div class="scroll"><table><thead><tr><th>Day</th><th>Group</th><th>Input tokens</th><th>Output tokens</th><th>Requests</th></tr></thead><tbody>
       ${data.usage.map((u) => html`<tr><td>${u.day}</td><td>${u.group}</td><td>${u.input_tokens}</td><td>${u.output_tokens}</td><td>${u.requests}</td></tr>`)}
-    </tbody></table>`}`;
+    </tbody></table></div>`}`;
 }
