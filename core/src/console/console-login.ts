@@ -135,7 +135,7 @@ export async function registerShell(authed: FastifyInstance): Promise<void> {
   authed.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     if (request.session.get('user') === 'admin') return;
     const wantsPage = request.method === 'GET' && !request.url.startsWith('/api/') && (request.headers.accept ?? '').includes('text/html');
-    if (wantsPage) return reply.redirect(`/login?next=${encodeURIComponent(request.url)}`, 303);
+    if (wantsPage) return reply.redirect(request.url === '/' ? '/login' : `/login?next=${encodeURIComponent(request.url)}`, 303);
     return reply.code(401).send({ code: 'UNAUTHORIZED', message: 'log in first' });
   });
   authed.addHook('onRequest', (request, reply, done) => {
