@@ -8,10 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import puppeteer, { type Browser } from 'puppeteer-core';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { DockerRuntime } from '../../src/agents/docker-runtime.js';
 import { LoopStorage } from '../../src/agents/storage.js';
-import { ROOT } from '../harness.js';
+import { ROOT, sleep } from '../harness.js';
 import { AGENT_IMAGE } from '../support/agents.js';
 import { AnthropicStandIn, hasTool, toolResults } from '../support/anthropic-standin.js';
 import { bridgeGateway, ComposeProject, type Health } from '../support/compose.js';
@@ -25,15 +25,19 @@ const name = `carapace-firstrun-${process.pid}`;
 let project: ComposeProject;
 let model: AnthropicStandIn;
 let browser: Browser;
+let page: Page;
+const refused: string[] = [];
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`no browser at ${CHROMIUM}: apt-get install chromium`);
   mkdirSync(SHOTS, { recursive: true });
   // The model: reply through the web chat's tool, then end the turn.
+  let answers = 0;
   model = new AnthropicStandIn((request) => {
     if (!hasTool(request, 'Bash')) return [{ type: 'text', text: 'ok' }];
     if (toolResults(request).length === 0) {
-      return [{ type: 'tool_use', name: 'Bash', input: { command: `ipc tool.invoke.send_webchat '${JSON.stringify({ recipient: 'console', body: REPLY })}'`, description: 'Reply' } }];
+      const body = answers++ === 0 ? REPLY : `${REPLY} (answer ${answers})`;
+      return [{ type: 'tool_use', name: 'Bash', input: { command: `ipc tool.invoke.send_webchat '${JSON.stringify({ recipient: 'console', body })}'`, description: 'Reply' } }];
     }
     return [{ type: 'text', text: 'Replied.' }];
   });
@@ -87,13 +91,13 @@ describe('first run with only .env', () => {
   });
 
   it('in the browser: log in, open the web chat, write, and the real agent answers', async () => {
-    const page = await browser.newPage();
+    page = await browser.newPage();
     await page.setViewport({ width: 1100, height: 720 });
+    // What the person must never meet: a refused request, a connection banner while idle.
+    page.on('response', (r) => r.status() === 403 && refused.push(r.url()));
     const base = `http://127.0.0.1:${project.port}`;
     await page.goto(`${base}/`);
-    await page.waitForSelector('#token');
-    await page.type('#token', project.adminToken()!);
-    await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
+    await logIn();
     await page.waitForFunction(() => document.querySelector('nav')?.textContent?.includes('Web chat'));
     await page.waitForFunction(() => document.body.textContent?.includes('not configured'));
     await page.screenshot({ path: join(SHOTS, 'overview-first-run.png') as `${string}.png` });
@@ -116,6 +120,90 @@ describe('first run with only .env', () => {
     expect(await page.evaluate(() => (window as unknown as { states: string[] }).states)).toContain('working…');
     const seen = model.requests.filter((r) => (r.body?.tools ?? []).length > 0);
     expect(JSON.stringify(seen[0].body.messages)).toContain('hello, are you there?');
-    await page.close();
+  }, 200_000);
+
+  it('a pause of 30 s, then a core restart: every message answered, none refused, no banner while idle', async () => {
+    await page.evaluate(() => {
+      const banners: string[] = [];
+      (window as unknown as { banners: string[] }).banners = banners;
+      new MutationObserver(() => {
+        const shown = document.querySelector('#offline, .error');
+        if (shown) banners.push(shown.textContent ?? '');
+      }).observe(document.body, { childList: true, subtree: true });
+    });
+    await sleep(Number(process.env.PAUSE_MS ?? 30_000));
+    expect(await page.evaluate(() => (window as unknown as { banners: string[] }).banners)).toEqual([]);
+    await say('and after a pause?', 2);
+    expect(refused).toEqual([]);
+
+    project.run(['restart', 'core']);
+    // The console's sessions live in the core: the page goes to the login and comes back here.
+    await page.waitForSelector('#token', { timeout: 120_000 });
+    expect(new URL(page.url()).searchParams.get('next')).toBe('/plugins/webchat/?group=main');
+    await logIn();
+    expect(new URL(page.url()).pathname).toBe('/plugins/webchat/');
+    await say('and after a restart?', 3);
+    expect(refused).toEqual([]);
+  }, 300_000);
+
+  it('a turn that runs away: the page shows how long it works and Stop ends it, audited', async () => {
+    model.delayMs = 120_000; // the model never answers in time
+    await page.type('#text', 'think about this for a long time');
+    await page.click('form button[type=submit]');
+    await page.waitForSelector('#stop', { timeout: 60_000 });
+    await page.waitForFunction(() => /\d+ s/.test(document.querySelector('#elapsed')?.textContent ?? ''));
+    await page.click('#stop');
+    await page.waitForFunction(() => [...document.querySelectorAll('.msg.notice')].some((m) => m.textContent?.includes('stopped from the console')), { timeout: 20_000 });
+    await page.waitForFunction(() => !document.querySelector('#stop'));
+    model.delayMs = 0;
+    const audit = readFileSync(join(project.volumes, 'logs', 'audit.jsonl'), 'utf8');
+    expect(audit).toContain('agent stopped: stopped from the console');
+  }, 120_000);
+
+  it('a model key the API refuses: the chat says so within seconds, the Overview is red until a request succeeds', async () => {
+    model.modelKey = 'sk-ant-api03-some-other-key-0000000000000000';
+    const before = model.requests.length;
+    const asked = Date.now();
+    await page.type('#text', 'are you still there?');
+    await page.click('form button[type=submit]');
+    await page.waitForFunction(() => [...document.querySelectorAll('.msg.notice')].some((m) => m.textContent?.includes('refused the key in .env: ANTHROPIC_API_KEY')), { timeout: 60_000 });
+    const tookMs = Date.now() - asked;
+    await page.screenshot({ path: join(SHOTS, 'webchat-key-refused.png') as `${string}.png` });
+    // The turn was ended, not retried: the model API was asked once or twice, not 11 times.
+    await sleep(3000);
+    const tries = model.requests.slice(before).filter((r) => r.path.startsWith('/v1/messages')).length;
+    expect(tries).toBeLessThanOrEqual(2);
+    const overview = await browser.newPage();
+    await overview.setViewport({ width: 1100, height: 720 });
+    await overview.goto(`http://127.0.0.1:${project.port}/#/overview`);
+    await overview.waitForFunction(() => document.querySelector('#model')?.textContent?.includes('REFUSED'));
+    expect(await overview.$eval('#model', (e) => e.textContent)).toContain('ANTHROPIC_API_KEY');
+    await overview.screenshot({ path: join(SHOTS, 'overview-key-refused.png') as `${string}.png` });
+    // Fixed (here: the API takes the key again): the next message is answered and the Overview is green.
+    model.modelKey = MODEL_KEY;
+    await page.bringToFront(); // a background tab's page is throttled: puppeteer's click would wait on it
+    await say('and now?', 4);
+    await overview.bringToFront();
+    await overview.reload();
+    await overview.waitForFunction(() => document.querySelector('#model')?.textContent?.includes('answering'));
+    await overview.close();
+    expect(refused).toEqual([]);
+    process.stdout.write(`the refused key reached the chat in ${tookMs} ms\n`);
   }, 200_000);
 });
+
+/** On the login page: the token, then wherever the console sends the person. */
+async function logIn(): Promise<void> {
+  await page.waitForSelector('#token');
+  await page.type('#token', project.adminToken()!);
+  await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
+}
+
+/** Writes in the web chat and waits for the agent's `n`th answer and the end of its turn. */
+async function say(text: string, n: number): Promise<void> {
+  await page.waitForSelector('#text');
+  await page.type('#text', text);
+  await page.click('form button[type=submit]');
+  await page.waitForFunction((count) => document.querySelectorAll('.msg.agent').length >= count, { timeout: 150_000 }, n);
+  await page.waitForFunction(() => !document.querySelector('#stop'), { timeout: 30_000 });
+}

@@ -96,7 +96,7 @@ describe('a core restart under a running plugin host', () => {
     const first = await starting;
     cores.push(first.process);
     expect(first.states).toEqual({ telegram: 'healthy' });
-    expect(existsSync(health)).toBe(true);
+    await until(() => existsSync(health), 5000); // written by the host once its link is up, a moment after the core sees it
 
     await kill9(first.process);
     await until(() => !existsSync(health), 5000);

@@ -6,11 +6,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer from 'puppeteer-core';
-import { HOST_MAIN, ROOT, sleep, until } from '../harness.js';
+import { freePort, HOST_MAIN, ROOT, sleep, until } from '../harness.js';
 
 const TOKEN = 'safe-mode-admin-token-0123456789';
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
@@ -56,14 +55,6 @@ beforeAll(async () => {
   host = start(HOST_MAIN, env, (t) => (hostOut += t));
   await until(() => coreOut.includes(`"console":"${base}"`), 15_000);
 });
-
-function freePort(): Promise<number> {
-  const server = createServer();
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => {
-    const { port } = server.address() as AddressInfo;
-    server.close(() => resolve(port));
-  }));
-}
 
 /** Polls an async probe until it gives something. */
 async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {

@@ -24,7 +24,7 @@ export class AnthropicStandIn {
   private counter = 0;
   /** Holds every answer this long: a model that hangs. */
   delayMs = 0;
-  /** The key GET /v1/models accepts (null: any). */
+  /** The only key accepted (null: any); others get the real API's 401. */
   modelKey: string | null = null;
   private readonly timers = new Set<NodeJS.Timeout>();
 
@@ -44,13 +44,13 @@ export class AnthropicStandIn {
         const [path, ...query] = (req.url ?? '').split('?');
         const recorded: RecordedRequest = { method: req.method ?? '', path, query: query.join('?'), headers: req.headers, body };
         this.requests.push(recorded);
+        // Like the real API: the key is checked on every call (when the stand-in knows it).
+        if (this.modelKey !== null && req.headers['x-api-key'] !== this.modelKey) {
+          res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ type: 'error', error: { type: 'authentication_error', message: 'invalid x-api-key' } }));
+          return;
+        }
         if (req.method === 'GET' && recorded.path === '/v1/models') {
-          // Like the real API: the key is checked (when the stand-in knows it), nothing is spent.
-          if (this.modelKey !== null && req.headers['x-api-key'] !== this.modelKey) {
-            res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ type: 'error', error: { type: 'authentication_error', message: 'invalid x-api-key' } }));
-          } else {
-            res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ data: [{ type: 'model', id: 'claude-standin' }], has_more: false }));
-          }
+          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ data: [{ type: 'model', id: 'claude-standin' }], has_more: false }));
           return;
         }
         if (req.method !== 'POST' || !recorded.path.startsWith('/v1/messages')) {

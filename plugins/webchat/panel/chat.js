@@ -44,6 +44,7 @@ function Chat() {
 
   useEffect(() => {
     if (!group) return undefined;
+    history.replaceState(null, '', `?group=${encodeURIComponent(group)}`); // a reload or a new login comes back here
     setMessages([]);
     setTools([]);
     get('/api/agents').then((a) => {
