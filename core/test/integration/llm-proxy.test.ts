@@ -429,3 +429,54 @@ describe('LLM proxy: bounds on what one agent can hold', () => {
     }
   });
 });
+
+describe('a model API that refuses the credential', () => {
+  const refusals = [
+    { name: 'a wrong key (401)', status: 401, type: 'authentication_error', message: 'invalid x-api-key', kind: 'key_refused', says: 'the model API refused the key in .env: ANTHROPIC_API_KEY' },
+    { name: 'no permission (403)', status: 403, type: 'permission_error', message: 'Your API key does not have permission to use the specified resource.', kind: 'not_permitted', says: 'it is not allowed to do this' },
+    { name: 'no credit left (400)', status: 400, type: 'invalid_request_error', message: 'Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.', kind: 'no_credit', says: 'has no credit left' },
+    { name: 'a model it does not offer (404)', status: 404, type: 'not_found_error', message: `model: ${MODEL}`, kind: 'unknown_model', says: `does not offer the model "${MODEL}"` },
+  ];
+  for (const refusal of refusals) {
+    it(`${refusal.name}: relayed as said, not to be retried, the turn told to end, the health red until a request succeeds`, async () => {
+      const told: { session: string; group: string; message: string }[] = [];
+      const refusing = new LlmProxy({ upstream: standInUrl, credential: { apiKey: REAL_KEY }, audit, refused: (s, g, problem) => told.push({ session: s, group: g, message: problem.message }) });
+      const own = await refusing.open('agent-refused', 'family', join(dir, 'refused.sock'));
+      try {
+        standIn.failWith = refusal;
+        const r = await post('/v1/messages', { model: MODEL, max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': own.token }, own.socketPath);
+        expect(r.status).toBe(refusal.status);
+        expect(JSON.parse(r.text).error.message).toBe(refusal.message);
+        expect(r.headers['x-should-retry']).toBe('false');
+        expect(told).toEqual([{ session: 'agent-refused', group: 'family', message: expect.stringContaining(refusal.says) }]);
+        expect(refusing.modelHealth()).toMatchObject({ ok: false, problem: { kind: refusal.kind, status: refusal.status } });
+        await audit.flush();
+        expect(readFileSync(join(dir, 'audit.jsonl'), 'utf8')).toContain('"code":"MODEL_REFUSED"');
+        standIn.failWith = null;
+        const ok = await post('/v1/messages', { model: MODEL, max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': own.token }, own.socketPath);
+        expect(ok.status).toBe(200);
+        expect(refusing.modelHealth()).toMatchObject({ ok: true, problem: null });
+      } finally {
+        standIn.failWith = null;
+        await refusing.close('agent-refused');
+      }
+    });
+  }
+
+  it('an ordinary 400 (a bad request) is relayed but is not the key\'s fault', async () => {
+    const told: string[] = [];
+    const plain = new LlmProxy({ upstream: standInUrl, credential: { apiKey: REAL_KEY }, audit, refused: (_s, _g, p) => told.push(p.message) });
+    const own = await plain.open('agent-plain', 'family', join(dir, 'plain.sock'));
+    try {
+      standIn.failWith = { status: 400, type: 'invalid_request_error', message: 'messages: at least one message is required' };
+      const r = await post('/v1/messages', { model: MODEL, max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': own.token }, own.socketPath);
+      expect(r.status).toBe(400);
+      expect(r.headers['x-should-retry']).toBeUndefined();
+      expect(told).toEqual([]);
+      expect(plain.modelHealth().ok).toBe(true);
+    } finally {
+      standIn.failWith = null;
+      await plain.close('agent-plain');
+    }
+  });
+});

@@ -26,6 +26,8 @@ export class AnthropicStandIn {
   delayMs = 0;
   /** The only key accepted (null: any); others get the real API's 401. */
   modelKey: string | null = null;
+  /** Every model call answered with this error, as the real API words it (null: answer). */
+  failWith: { status: number; type: string; message: string } | null = null;
   private readonly timers = new Set<NodeJS.Timeout>();
 
   constructor(public policy: Policy) {}
@@ -55,6 +57,11 @@ export class AnthropicStandIn {
         }
         if (req.method !== 'POST' || !recorded.path.startsWith('/v1/messages')) {
           res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ type: 'error', error: { type: 'not_found_error', message: 'not here' } }));
+          return;
+        }
+        if (this.failWith) {
+          const { status, type, message } = this.failWith;
+          res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ type: 'error', error: { type, message } }));
           return;
         }
         if (recorded.path === '/v1/messages/count_tokens') {
