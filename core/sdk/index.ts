@@ -6,8 +6,10 @@ import type { EventEnvelope, JsonObject, RequestEnvelope } from '../src/protocol
 import type { AuditEntry, AuditOutcome } from '../src/audit/audit-log.js';
 import type { PluginHealth, ToolSummary } from '../src/plugins/catalog.js';
 import type { PendingConfirmation } from '../src/confirm/confirmations.js';
+import type { FileRef } from '../src/files/file-store.js';
 
-export type { EventEnvelope, JsonObject, RequestEnvelope, InitFailureCategory, AuditEntry, ToolSummary, PendingConfirmation };
+/** A file argument (manifest `file_arguments`) reaches the handler as a FileRef: the core read and checked the file; the console serves it at /api/files/<id>. */
+export type { EventEnvelope, JsonObject, RequestEnvelope, InitFailureCategory, AuditEntry, ToolSummary, PendingConfirmation, FileRef };
 export { isKnownTimeZone, zoneOffsetMs, zonedToUtc } from './time.js';
 export { truncate } from './text.js';
 

@@ -17,6 +17,7 @@ import { StandingApprovals, type Grant, type GrantRefusal, type StandingApproval
 import { INTRINSIC_NAMES, intrinsicTools } from './intrinsics/intrinsics.js';
 import { GroupAuthorizer } from './pipeline/authorize.js';
 import { refuseOverBudget, runPipeline, type PipelineDeps } from './pipeline/pipeline.js';
+import type { AttachDeps } from './files/attach-files.js';
 import { RateLimiter } from './pipeline/rate-limit.js';
 import { RecentRequests } from './pipeline/recent-requests.js';
 import { ToolCatalog } from './plugins/catalog.js';
@@ -131,6 +132,11 @@ export class Core extends EventEmitter<CoreEvents> {
         timeoutMs: config.handler_timeout_ms,
       },
     };
+  }
+
+  /** Lets tools with file arguments send files from agents' workspaces (main.ts: the engine's reader, the core's store). */
+  acceptFiles(files: AttachDeps): void {
+    this.deps.files = files;
   }
 
   static async start(options: CoreOptions): Promise<Core> {

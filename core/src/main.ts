@@ -18,6 +18,7 @@ import { ConfigError } from './config-errors.js';
 import { consoleSessions, type ConsoleSessions } from './console/console-login.js';
 import { createSanitizer } from './response/sanitize.js';
 import { safeModeUntilFixed } from './safe-mode/safe-mode.js';
+import { FileStore } from './files/file-store.js';
 import { adminToken } from './console/admin-token.js';
 import { writeDefaultConfig } from './first-run-config.js';
 import { runChecks, type Report } from './doctor/checks.js';
@@ -64,6 +65,9 @@ async function main(): Promise<void> {
   if (sandbox.runtime === 'runsc') log.info({ agentRuntime: 'runsc', reason: sandbox.reason }, 'agents run in gVisor (runsc)');
   else log.warn({ agentRuntime: 'runc', reason: sandbox.reason, howToGetRunsc: sandbox.hint }, 'agents run under runc, sharing the host kernel');
   const core = await Core.start({ runDir: paths.runDir, pluginsDir: paths.pluginsDir, auditFile: auditFile(paths), config, secrets: [...coreSecrets(), admin.token], standingApprovalsFile: join(paths.dataDir, 'standing-approvals.json'), configFile: paths.configFile });
+  // Files agents send a person (a chart, a report): read from the agent's own container, checked and kept by the core.
+  const files = new FileStore(join(paths.dataDir, 'files'));
+  core.acceptFiles({ read: (container, path, max) => runtime.readFile(container, path, max), store: files });
   const upstream = process.env.CARAPACE_MODEL_API_URL || 'https://api.anthropic.com';
   const credential = { apiKey: process.env.ANTHROPIC_API_KEY || undefined, oauthToken: process.env.CLAUDE_CODE_OAUTH_TOKEN || undefined };
   const llm = new LlmProxy({
@@ -148,6 +152,7 @@ async function main(): Promise<void> {
         agents,
         usageHistory: (days) => llm.usageHistory(days),
         model: () => llm.modelHealth(),
+        files,
         folders: [{ name: 'audit logs', path: paths.logDir }, { name: 'workspaces', path: paths.groupsDir }, { name: 'data', path: paths.dataDir }],
         secureCookie: SECURE_COOKIE,
         sessions,

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
-import { ToolError, type CoreServices, type EventEnvelope, type PluginConfig, type PluginHandler, type RequestEnvelope } from '#sdk';
+import { ToolError, type CoreServices, type EventEnvelope, type FileRef, type PluginConfig, type PluginHandler, type RequestEnvelope } from '#sdk';
 import { ChatHistory } from './history.js';
 
 const log = pino({ base: { service: 'plugin-host', plugin: 'webchat' } }, pino.destination(2));
@@ -38,10 +38,11 @@ export default class WebChat implements PluginHandler {
   async handleRequest(envelope: RequestEnvelope): Promise<unknown> {
     const tool = envelope.topic.slice('tool.invoke.'.length);
     if (tool !== 'send_webchat') throw new ToolError({ message: `unknown tool ${tool}`, retriable: false });
-    const { recipient, body } = envelope.payload.arguments as { recipient: string; body: string };
+    // `file`, if any, is the core's FileRef (file_arguments in the manifest), never the agent's path.
+    const { recipient, body, file } = envelope.payload.arguments as { recipient: string; body: string; file?: FileRef };
     if (recipient.trim() !== SENDER) throw new ToolError({ message: `recipient must be "${SENDER}", the sender given in the prompt`, retriable: false });
-    const message = this.history.add(envelope.group, 'agent', body);
-    return { id: message.id, delivered: true };
+    const message = this.history.add(envelope.group, 'agent', body, file ? { id: file.id, name: file.name, size: file.size, type: file.type, inline: file.inline } : undefined);
+    return { id: message.id, delivered: true, ...(file ? { file: { name: file.name, size: file.size, type: file.type } } : {}) };
   }
 
   async handleEvent(envelope: EventEnvelope): Promise<void> {

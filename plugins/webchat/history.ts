@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { join } from 'node:path';
+import type { FileRef } from '#sdk';
 
 export interface ChatMessage {
   id: string;
@@ -16,6 +17,8 @@ export interface ChatMessage {
   from: 'user' | 'agent' | 'notice';
   text: string;
   at: string;
+  /** A file the agent sent with it (checked and kept by the core; the console serves it). */
+  file?: FileRef;
 }
 
 const MAX_GROUPS = 100;
@@ -58,8 +61,8 @@ export class ChatHistory {
     return this.byGroup.get(group) ?? [];
   }
 
-  add(group: string, from: ChatMessage['from'], text: string): ChatMessage {
-    const message: ChatMessage = { id: randomUUID(), group, from, text, at: new Date().toISOString() };
+  add(group: string, from: ChatMessage['from'], text: string, file?: FileRef): ChatMessage {
+    const message: ChatMessage = { id: randomUUID(), group, from, text, at: new Date().toISOString(), ...(file ? { file } : {}) };
     let list = this.byGroup.get(group);
     if (!list) {
       if (this.byGroup.size >= MAX_GROUPS) this.byGroup.delete(this.byGroup.keys().next().value as string);

@@ -11,6 +11,8 @@ import type { Core } from '../core.js';
 import type { GroupUsage } from '../llm/budgets.js';
 import type { DayUsage } from '../llm/usage-store.js';
 import type { ModelHealthReport } from '../llm/model-health.js';
+import type { FileStore } from '../files/file-store.js';
+import { createReadStream } from 'node:fs';
 import { APP_VERSION } from '../version.js';
 import { GROUP_NAME_PATTERN } from '../boundary/session-table.js';
 import type { Report } from '../doctor/checks.js';
@@ -28,6 +30,8 @@ export interface ConsoleDeps {
   usageHistory?: (days: number) => DayUsage[];
   /** Whether the model API takes the key (the LLM proxy's last answer). */
   model?: () => ModelHealthReport;
+  /** Files agents sent (checked and kept by the core), for download. */
+  files?: FileStore;
   /** Folders whose size the overview shows (logs, workspaces). */
   folders?: { name: string; path: string }[];
   /** Plugins with a panel, and where their sockets are. */
@@ -142,6 +146,19 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
     authed.get('/api/pairing', async () => ({ pending: core.pairing.list() }));
     authed.post<{ Params: { code: string }; Body: { group?: unknown; create?: unknown } | null }>('/api/pairing/:code/approve', async (request, reply) => answerPairing(core, request.params.code, request.body, 'console', reply));
     authed.post<{ Params: { code: string } }>('/api/pairing/:code/deny', async (request, reply) => refusePairing(core, request.params.code, 'console', reply));
+
+    // A file an agent sent: only what the core checked and kept, never rendered as a page.
+    authed.get<{ Params: { id: string } }>('/api/files/:id', async (request, reply) => {
+      const file = deps.files?.get(request.params.id);
+      if (!file) return reply.code(404).send({ code: 'NOT_FOUND', message: 'no such file (files are kept for a while, the oldest go first)' });
+      const name = file.ref.name.replace(/[^\w.-]+/g, '_');
+      return reply
+        .header('content-type', file.ref.type)
+        .header('content-disposition', `${file.ref.inline ? 'inline' : 'attachment'}; filename="${name}"`)
+        .header('content-security-policy', "default-src 'none'; sandbox")
+        .header('cache-control', 'private, no-store')
+        .send(createReadStream(file.path));
+    });
 
     authed.get('/api/checks', async () => (deps.checks ? await deps.checks() : { ok: true, checks: [] }));
 

@@ -22,6 +22,7 @@ import { RequestTrail, type AuditRecorder } from './request-trail.js';
 import { route, type RouteDeps } from './route.js';
 import { validatePayload } from './validate-payload.js';
 import { validateTopic } from './validate-topic.js';
+import { attachFiles, type AttachDeps } from '../files/attach-files.js';
 
 export interface PipelineDeps {
   metrics?: Pick<Metrics, 'request'>;
@@ -37,6 +38,8 @@ export interface PipelineDeps {
   calls?: WaitingCalls;
   /** A person's "allow exactly this, here, for a while": such a call asks nobody. */
   standing?: Pick<StandingApprovals, 'match'>;
+  /** Reads and keeps the files a tool's file arguments name (files/attach-files.ts). */
+  files?: AttachDeps;
 }
 
 /**
@@ -107,8 +110,8 @@ function note(audit: AuditRecorder, ctx: ResponseContext, stage: AuditInput['sta
 }
 
 /** Audits a refusal at `stage` and returns it as the answer. */
-function reject(audit: RequestTrail, ctx: ResponseContext, stage: AuditInput['stage'], error: ErrorPayload): Answer {
-  note(audit, ctx, stage, 'rejected', { reason: `STAGE ${error.stage ?? 6}: ${error.message}`, code: error.code });
+function reject(audit: RequestTrail, ctx: ResponseContext, stage: AuditInput['stage'], error: ErrorPayload, detail?: string): Answer {
+  note(audit, ctx, stage, 'rejected', { reason: `STAGE ${error.stage ?? 6}: ${error.message}`, code: error.code, ...(detail ? { detail } : {}) });
   audit.endsAt(stage, error.code);
   return { source: 'core', error };
 }
@@ -212,7 +215,10 @@ async function confirmAndRoute(tool: ToolEntry, envelope: RequestEnvelope, sessi
 async function routeToOwner(tool: ToolEntry, envelope: RequestEnvelope, session: Session, deps: PipelineDeps, ctx: ResponseContext, audit: RequestTrail): Promise<Answer> {
   const unauditedNow = auditUnavailable(tool.owner, deps.audit);
   if (unauditedNow) return reject(audit, ctx, 'route', unauditedNow);
-  note(audit, ctx, 'route', 'routed', { reason: `to ${tool.owner}` });
+  const files = await attachFiles(tool, envelope.payload.arguments, session, deps.files);
+  if ('error' in files) return reject(audit, ctx, 'route', files.error, files.detail);
+  if (files.attached.length > 0) envelope = { ...envelope, payload: { ...envelope.payload, arguments: files.args as RequestEnvelope['payload']['arguments'] } };
+  note(audit, ctx, 'route', 'routed', { reason: `to ${tool.owner}${files.attached.length > 0 ? `; files: ${files.attached.join(', ')}` : ''}` });
   const routed = await route(tool, envelope, session, deps.route);
   if ('error' in routed) {
     note(audit, ctx, 'handler', 'error', {

@@ -14,6 +14,7 @@ export interface ToolEntry {
   description: string;
   risk_level: 'low' | 'high';
   task_run_risk_level?: 'low' | 'high';
+  file_arguments?: string[];
   arguments_schema: JsonObject;
   /** Plugin directory name, or "core" for intrinsics. */
   owner: string;
@@ -42,7 +43,7 @@ const validateManifest = defaultAjv.compile(manifestSchema);
 
 /** Compiles a tool's schema. Each discovery passes its own ajv, so schema $ids never collide across runs. */
 export function compileTool(
-  decl: { name: string; description: string; risk_level: 'low' | 'high'; task_run_risk_level?: 'low' | 'high'; arguments_schema: JsonObject },
+  decl: Pick<ToolEntry, 'name' | 'description' | 'risk_level' | 'task_run_risk_level' | 'file_arguments' | 'arguments_schema'>,
   owner: string,
   ajv: Ajv = defaultAjv,
 ): ToolEntry {

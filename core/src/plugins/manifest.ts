@@ -9,6 +9,11 @@ export interface ToolDeclaration {
   risk_level: RiskLevel;
   /** The risk when called from a session a scheduled task started (default: risk_level). */
   task_run_risk_level?: RiskLevel;
+  /**
+   * Arguments that name a file in the agent's workspace: the core reads, checks (size,
+   * type) and keeps the file, and the handler gets a FileRef instead of the path (files/).
+   */
+  file_arguments?: string[];
   arguments_schema: JsonObject;
 }
 
@@ -59,6 +64,7 @@ export const manifestSchema = {
               description: { type: 'string', minLength: 1, maxLength: 1024 },
               risk_level: { enum: ['low', 'high'], default: 'low' },
               task_run_risk_level: { enum: ['low', 'high'] },
+              file_arguments: { type: 'array', items: { type: 'string', pattern: TOOL_NAME_PATTERN }, uniqueItems: true, maxItems: 4 },
               // Every tool takes a JSON object and rejects undeclared fields.
               arguments_schema: {
                 type: 'object',

@@ -3,12 +3,13 @@
 import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 
-export function writeAtomically(file: string, text: string): void {
+export function writeAtomically(file: string, data: string | Uint8Array): void {
   const temp = `${file}.${process.pid}.tmp`;
   try {
     const fd = openSync(temp, 'w', 0o644);
     try {
-      writeSync(fd, text);
+      if (typeof data === 'string') writeSync(fd, data);
+      else writeSync(fd, data);
       fsyncSync(fd);
     } finally {
       closeSync(fd);

@@ -16,6 +16,8 @@ import { AGENT_IMAGE } from '../support/agents.js';
 import { AnthropicStandIn, hasTool, toolResults } from '../support/anthropic-standin.js';
 import { bridgeGateway, ComposeProject, type Health } from '../support/compose.js';
 
+// An image the agent "made": the console's own login screenshot.
+const CHART = readFileSync(join(ROOT, 'docs/screenshots/login.png'));
 const MODEL_KEY = 'sk-ant-api03-first-run-test-key-0123456789abcdef';
 const REPLY = 'Hello! Your agent is here and listening.';
 const DOCKER = process.env.DOCKER || 'docker';
@@ -35,6 +37,11 @@ beforeAll(async () => {
   let answers = 0;
   model = new AnthropicStandIn((request) => {
     if (!hasTool(request, 'Bash')) return [{ type: 'text', text: 'ok' }];
+    if (toolResults(request).length === 0 && JSON.stringify(request.body.messages.at(-1)).includes('send me the chart')) {
+      answers++;
+      const command = `echo ${CHART.toString('base64')} | base64 -d > chart.png && ipc tool.invoke.send_webchat '${JSON.stringify({ recipient: 'console', body: 'Here is the chart.', file: 'chart.png' })}'`;
+      return [{ type: 'tool_use', name: 'Bash', input: { command, description: 'Send the chart' } }];
+    }
     if (toolResults(request).length === 0) {
       const body = answers++ === 0 ? REPLY : `${REPLY} (answer ${answers})`;
       return [{ type: 'tool_use', name: 'Bash', input: { command: `ipc tool.invoke.send_webchat '${JSON.stringify({ recipient: 'console', body })}'`, description: 'Reply' } }];
@@ -189,6 +196,19 @@ describe('first run with only .env', () => {
     await overview.close();
     expect(refused).toEqual([]);
     process.stdout.write(`the refused key reached the chat in ${tookMs} ms\n`);
+  }, 200_000);
+
+  it('a file the agent made arrives as an image in the chat and downloads as the same bytes', async () => {
+    await say('please send me the chart', 5);
+    await page.waitForSelector('.msg.agent .file img');
+    const href = await page.$eval('.msg.agent .file a', (a) => (a as HTMLAnchorElement).href);
+    const got = await page.evaluate(async (url) => {
+      const res = await fetch(url);
+      return { status: res.status, type: res.headers.get('content-type'), size: (await res.arrayBuffer()).byteLength };
+    }, href);
+    expect(got).toEqual({ status: 200, type: 'image/png', size: CHART.length });
+    await page.evaluate(() => document.querySelector('.msg.agent .file')?.scrollIntoView());
+    await page.screenshot({ path: join(SHOTS, 'webchat-file.png') as `${string}.png` });
   }, 200_000);
 });
 

@@ -4,7 +4,7 @@
 // /api/events), stop a turn that runs away, and every error. Calls go through the
 // console's own client (CSRF, a lost session, streams that reconnect and resume).
 import { html, render, useEffect, useRef, useState } from '/assets/vendor/preact-htm.js';
-import { follow, get, post } from '/assets/api.js';
+import { bytes, follow, get, post } from '/assets/api.js';
 
 const toolOf = (topic) => (topic && topic.startsWith('tool.invoke.') ? topic.slice(12) : null);
 const WORKING = new Set(['starting', 'working']);
@@ -18,6 +18,14 @@ function toolLine(e) {
   if (e.outcome === 'rejected' || e.outcome === 'error') return `✗ ${tool}: ${e.reason ?? e.code ?? e.outcome}`;
   if (e.stage === 'response' && e.outcome === 'ok') return `✓ ${tool}`;
   return null;
+}
+
+/** A file the agent sent (the core checked and keeps it): images shown, everything downloadable. */
+function Attachment({ file }) {
+  const url = `/api/files/${encodeURIComponent(file.id)}`;
+  return html`<div class="file">
+    ${file.inline && html`<img src=${url} alt=${file.name} />`}
+    <a href=${url} download=${file.name}>⤓ ${file.name}</a> <span class="muted">${bytes(file.size)} · ${file.type.split(';')[0]}</span></div>`;
 }
 
 const seconds = (since, now) => Math.max(0, Math.round((now - Date.parse(since)) / 1000));
@@ -100,7 +108,7 @@ function Chat() {
     ${error && html`<div class="error" role="alert">${error}</div>`}
     <div class="card" id="messages">
       ${messages.length === 0 && html`<p class="muted">No messages yet. Write to the agent of group "${group}".</p>`}
-      ${messages.map((m) => html`<div class=${`msg ${m.from}`} data-from=${m.from} data-id=${m.id}><span class="muted">${m.from === 'user' ? 'you' : m.from === 'agent' ? 'agent' : 'notice'} · ${new Date(m.at).toLocaleTimeString()}</span><pre>${m.text}</pre></div>`)}
+      ${messages.map((m) => html`<div class=${`msg ${m.from}`} data-from=${m.from} data-id=${m.id}><span class="muted">${m.from === 'user' ? 'you' : m.from === 'agent' ? 'agent' : 'notice'} · ${new Date(m.at).toLocaleTimeString()}</span><pre>${m.text}</pre>${m.file && html`<${Attachment} file=${m.file} />`}</div>`)}
     </div>
     ${tools.length > 0 && html`<div class="card" id="tools"><div class="muted">Tools called</div>${tools.map((t) => html`<div class="mono tool">${t.line}</div>`)}</div>`}
     <form class="row" onSubmit=${send}>

@@ -87,4 +87,4 @@ export function onLive(listener) {
 }
 
 export const when = (iso) => (iso ? new Date(iso).toLocaleString() : '—');
-export const bytes = (n) => (n >= 2 ** 30 ? `${(n / 2 ** 30).toFixed(1)} GiB` : n >= 2 ** 20 ? `${(n / 2 ** 20).toFixed(1)} MiB` : `${Math.round(n / 1024)} KiB`);
+export const bytes = (n) => (n < 1024 ? `${n} B` : n >= 2 ** 30 ? `${(n / 2 ** 30).toFixed(1)} GiB` : n >= 2 ** 20 ? `${(n / 2 ** 20).toFixed(1)} MiB` : `${Math.round(n / 1024)} KiB`);

@@ -1,0 +1,90 @@
+// Files the core took from agents' workspaces for a person (a chart, a report): kept in
+// the core's data folder, never in a plugin's, served by the console to a logged-in
+// person. Bounded in count and bytes (the oldest go first); each file is written whole
+// or not at all, with its description beside it.
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeAtomically } from '../state/atomic-write.js';
+import type { FileKind } from './file-type.js';
+
+/** What a handler gets instead of the path the agent gave, and what a page shows. */
+export interface FileRef {
+  id: string;
+  name: string;
+  size: number;
+  type: string;
+  inline: boolean;
+}
+
+interface Stored extends FileRef {
+  group: string;
+  created: string;
+}
+
+export interface FileStoreLimits {
+  maxFiles: number;
+  maxBytes: number;
+}
+
+export const FILE_STORE_LIMITS: FileStoreLimits = { maxFiles: 500, maxBytes: 512 * 1024 * 1024 };
+const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+export class FileStore {
+  /** Oldest first. */
+  private readonly files: Stored[] = [];
+  private bytes = 0;
+
+  constructor(
+    private readonly dir: string,
+    private readonly limits: FileStoreLimits = FILE_STORE_LIMITS,
+  ) {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const found: Stored[] = [];
+    for (const name of readdirSync(dir)) {
+      if (!name.endsWith('.json')) continue;
+      try {
+        const stored = JSON.parse(readFileSync(join(dir, name), 'utf8')) as Stored;
+        if (ID.test(stored.id) && existsSync(join(dir, stored.id))) found.push(stored);
+        else rmSync(join(dir, name), { force: true });
+      } catch {
+        rmSync(join(dir, name), { force: true });
+      }
+    }
+    for (const stored of found.sort((a, b) => a.created.localeCompare(b.created))) this.add(stored);
+  }
+
+  /** Keeps `bytes` as a file of `group`; throws when it cannot be written (a full disk). */
+  put(group: string, name: string, bytes: Buffer, kind: FileKind): FileRef {
+    const stored: Stored = { id: randomUUID(), name, size: bytes.length, type: kind.type, inline: kind.inline, group, created: new Date().toISOString() };
+    writeAtomically(join(this.dir, stored.id), bytes);
+    try {
+      writeAtomically(join(this.dir, `${stored.id}.json`), JSON.stringify(stored));
+    } catch (err) {
+      rmSync(join(this.dir, stored.id), { force: true });
+      throw err;
+    }
+    this.add(stored);
+    const { id, size, type, inline } = stored;
+    return { id, name, size, type, inline };
+  }
+
+  /** A kept file and where its bytes are; null for an id it does not have. */
+  get(id: string): { ref: FileRef; group: string; path: string } | null {
+    const stored = ID.test(id) ? this.files.find((f) => f.id === id) : undefined;
+    if (!stored) return null;
+    const { name, size, type, inline, group } = stored;
+    return { ref: { id, name, size, type, inline }, group, path: join(this.dir, id) };
+  }
+
+  private add(stored: Stored): void {
+    this.files.push(stored);
+    this.bytes += stored.size;
+    while (this.files.length > this.limits.maxFiles || (this.bytes > this.limits.maxBytes && this.files.length > 1)) {
+      const oldest = this.files.shift()!;
+      this.bytes -= oldest.size;
+      rmSync(join(this.dir, oldest.id), { force: true });
+      rmSync(join(this.dir, `${oldest.id}.json`), { force: true });
+    }
+  }
+}

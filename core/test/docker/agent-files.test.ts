@@ -1,0 +1,131 @@
+// Files an agent sends a person through the web chat (send_webchat's `file`), from inside
+// a real agent container as the agent (uid 1000, the real ipc binary): the core reads the
+// file from that container only, checks it (inside /workspace/group, a regular file, at
+// most 10 MB, PNG/JPEG/GIF/WebP/PDF or UTF-8 text by its bytes), keeps it, and the console
+// serves it to a logged-in person as a download that no browser renders as a page.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { FastifyInstance } from 'fastify';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import type { AgentManager } from '../../src/agents/agent-manager.js';
+import type { DockerRuntime } from '../../src/agents/docker-runtime.js';
+import { startAdminApi } from '../../src/admin/http-api.js';
+import { FileStore } from '../../src/files/file-store.js';
+import { SOCKETS } from '../../src/plugins/host-protocol.js';
+import { ROOT, Stack } from '../harness.js';
+import { newAgentManager, sh as shIn, testRuntime } from '../support/agents.js';
+import { AnthropicStandIn } from '../support/anthropic-standin.js';
+
+const TOKEN = 'agent-files-admin-token-0123456789';
+// A 1x1 PNG.
+const PNG_B64 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==';
+let stack: Stack;
+let runtime: DockerRuntime;
+let manager: AgentManager;
+let standIn: AnthropicStandIn;
+let container: string;
+let admin: FastifyInstance;
+let base: string;
+let cookie: string;
+
+beforeAll(async () => {
+  stack = await Stack.start({ plugins: [], extraPluginDirs: { webchat: join(ROOT, 'plugins/webchat') }, config: { groups: { family: {} } } });
+  standIn = new AnthropicStandIn(() => [{ type: 'text', text: 'ok' }]);
+  const upstream = await standIn.start();
+  runtime = testRuntime();
+  manager = newAgentManager(stack, { upstream, apiKey: 'sk-ant-test-0000', agents: { run_timeout_ms: 60_000 }, instance: `files-${process.pid}`, runtime });
+  await manager.removeOrphans();
+  await manager.enqueue('family', 'warm up').catch(() => undefined);
+  container = manager.live('family')!.container;
+  const files = new FileStore(join(stack.dir, 'files'));
+  stack.core.acceptFiles({ read: (c, p, max) => runtime.readFile(c, p, max), store: files });
+  admin = await startAdminApi(stack.core, '127.0.0.1', 0, TOKEN, {
+    console: { files, panels: () => stack.core.catalog.panels().map((p) => ({ ...p, socket: join(stack.runDir, SOCKETS.panels, `${p.name}.sock`) })) },
+  });
+  base = `http://127.0.0.1:${(admin.server.address() as AddressInfo).port}`;
+  const login = await fetch(`${base}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: TOKEN }) });
+  cookie = (login.headers.get('set-cookie') ?? '').split(';')[0];
+}, 120_000);
+
+afterAll(async () => {
+  await admin?.close();
+  await manager?.stop();
+  await standIn?.stop();
+  await stack?.stop();
+});
+
+const sh = (script: string) => shIn(runtime, container, script);
+
+/** send_webchat with a file, as the agent, from inside its container. */
+async function send(file: string): Promise<{ code: number | null; out: Record<string, unknown> | null; err: Record<string, unknown> | null }> {
+  const r = await sh(`ipc tool.invoke.send_webchat '${JSON.stringify({ recipient: 'console', body: 'here it is', file })}'`);
+  const parse = (text: string) => {
+    try {
+      return JSON.parse(text) as Record<string, unknown>;
+    } catch {
+      return null;
+    }
+  };
+  return { code: r.code, out: parse(r.out), err: parse(r.err) };
+}
+
+const lastMessage = async () => {
+  const res = await fetch(`${base}/plugins/webchat/api/history?group=family`, { headers: { cookie } });
+  return ((await res.json()) as { messages: { id: string; text: string; file?: { id: string; name: string; size: number; type: string; inline: boolean } }[] }).messages.at(-1);
+};
+
+describe('a file the agent sends', () => {
+  it('an image it made: kept by the core, the chat gets a reference, the console serves the same bytes inline', async () => {
+    expect((await sh(`mkdir -p /workspace/group/charts && echo ${PNG_B64} | base64 -d > /workspace/group/charts/dot.png`)).code).toBe(0);
+    const r = await send('charts/dot.png');
+    expect(r.code).toBe(0);
+    expect(r.out).toMatchObject({ delivered: true, file: { name: 'dot.png', type: 'image/png', size: 70 } });
+    const message = (await lastMessage())!;
+    expect(message.file).toMatchObject({ name: 'dot.png', type: 'image/png', inline: true });
+    const got = await fetch(`${base}/api/files/${message.file!.id}`, { headers: { cookie } });
+    expect(got.status).toBe(200);
+    expect(got.headers.get('content-type')).toBe('image/png');
+    expect(got.headers.get('content-disposition')).toBe('inline; filename="dot.png"');
+    expect(got.headers.get('content-security-policy')).toBe("default-src 'none'; sandbox");
+    expect(Buffer.from(await got.arrayBuffer()).equals(Buffer.from(PNG_B64, 'base64'))).toBe(true);
+    // Only a logged-in person gets it.
+    expect((await fetch(`${base}/api/files/${message.file!.id}`)).status).toBe(401);
+  });
+
+  it('an HTML page disguised as a report is plain text to download, never a page', async () => {
+    await sh(`printf '<html><script>alert(document.cookie)</script></html>' > /workspace/group/report.html`);
+    const r = await send('/workspace/group/report.html');
+    expect(r.code).toBe(0);
+    const message = (await lastMessage())!;
+    const got = await fetch(`${base}/api/files/${message.file!.id}`, { headers: { cookie } });
+    expect(got.headers.get('content-type')).toBe('text/plain; charset=utf-8');
+    expect(got.headers.get('content-disposition')).toBe('attachment; filename="report.html"');
+    expect(got.headers.get('x-content-type-options')).toBe('nosniff');
+  });
+
+  const refused: [string, string, string][] = [
+    ['a file outside the workspace', '/etc/passwd', 'a file in /workspace/group'],
+    ['a way out with ..', '../../etc/passwd', 'a file in /workspace/group'],
+    ['the session socket', '/run/carapace/carapace.sock', 'a file in /workspace/group'],
+    ['a symbolic link to a file outside', 'passwd-link', 'not a regular file'],
+    ['a folder', 'charts', 'not a regular file'],
+    ['a file that is not there', 'nothing-here.png', 'no such file'],
+    ['a program (not a kind a person can open)', 'tool', 'not a kind of file that can be sent'],
+    ['a file over 10 MB', 'big.txt', 'larger than 10 MB'],
+  ];
+  it.each(refused)('refuses %s (%s) with a clear error, and sends nothing', async (_what, file, says) => {
+    await sh('ln -sf /etc/passwd /workspace/group/passwd-link; cp /bin/ls /workspace/group/tool; [ -f /workspace/group/big.txt ] || head -c 11000000 /dev/zero | tr "\\0" a > /workspace/group/big.txt');
+    const before = await lastMessage();
+    const r = await send(file);
+    expect(r.code).not.toBe(0);
+    expect(r.err).toMatchObject({ code: 'VALIDATION_FAILED', field: 'file' });
+    expect(String(r.err?.message)).toContain(says);
+    expect((await lastMessage())?.id).toBe(before?.id);
+  });
+
+  it('the agent cannot hand the plugin a reference of its own making', async () => {
+    const r = await sh(`ipc tool.invoke.send_webchat '${JSON.stringify({ recipient: 'console', body: 'x', file: { id: '00000000-0000-4000-8000-000000000000', name: 'a', size: 1, type: 'text/html', inline: true } })}'`);
+    expect(r.code).not.toBe(0);
+    expect(JSON.parse(r.err)).toMatchObject({ code: 'VALIDATION_FAILED', field: 'file' });
+  });
+});
