@@ -16,8 +16,7 @@ import { AGENT_IMAGE } from '../support/agents.js';
 import { AnthropicStandIn, hasTool, toolResults } from '../support/anthropic-standin.js';
 import { bridgeGateway, ComposeProject, type Health } from '../support/compose.js';
 
-// An image the agent "made": the console's own login screenshot.
-const CHART = readFileSync(join(ROOT, 'docs/screenshots/login.png'));
+const LIST = '# Shopping list\n\n- milk\n- eggs\n- bread\n';
 const MODEL_KEY = 'sk-ant-api03-first-run-test-key-0123456789abcdef';
 const REPLY = 'Hello! Your agent is here and listening.';
 const DOCKER = process.env.DOCKER || 'docker';
@@ -37,10 +36,15 @@ beforeAll(async () => {
   let answers = 0;
   model = new AnthropicStandIn((request) => {
     if (!hasTool(request, 'Bash')) return [{ type: 'text', text: 'ok' }];
-    if (toolResults(request).length === 0 && JSON.stringify(request.body.messages.at(-1)).includes('send me the chart')) {
-      answers++;
-      const command = `echo ${CHART.toString('base64')} | base64 -d > chart.png && ipc tool.invoke.send_webchat '${JSON.stringify({ recipient: 'console', body: 'Here is the chart.', file: 'chart.png' })}'`;
-      return [{ type: 'tool_use', name: 'Bash', input: { command, description: 'Send the chart' } }];
+    // A file: written with Claude Code's own Write tool (its Bash runs only ipc), then sent.
+    if (JSON.stringify(request.body.messages).includes('write me the list as a file')) {
+      const step = toolResults(request).length;
+      if (step === 0) return [{ type: 'tool_use', name: 'Write', input: { file_path: '/workspace/group/shopping-list.md', content: LIST } }];
+      if (step === 1) {
+        answers++;
+        return [{ type: 'tool_use', name: 'Bash', input: { command: `ipc tool.invoke.send_webchat '${JSON.stringify({ recipient: 'console', body: 'Here is the list as a file.', file: 'shopping-list.md' })}'`, description: 'Send the file' } }];
+      }
+      return [{ type: 'text', text: 'Sent.' }];
     }
     if (toolResults(request).length === 0) {
       const body = answers++ === 0 ? REPLY : `${REPLY} (answer ${answers})`;
@@ -140,7 +144,7 @@ describe('first run with only .env', () => {
     });
     await sleep(Number(process.env.PAUSE_MS ?? 30_000));
     expect(await page.evaluate(() => (window as unknown as { banners: string[] }).banners)).toEqual([]);
-    await say('and after a pause?', 2);
+    await say('and after a pause?');
     expect(refused).toEqual([]);
 
     project.run(['restart', 'core']);
@@ -149,7 +153,7 @@ describe('first run with only .env', () => {
     expect(new URL(page.url()).searchParams.get('next')).toBe('/plugins/webchat/?group=main');
     await logIn();
     expect(new URL(page.url()).pathname).toBe('/plugins/webchat/');
-    await say('and after a restart?', 3);
+    await say('and after a restart?');
     expect(refused).toEqual([]);
   }, 300_000);
 
@@ -189,7 +193,7 @@ describe('first run with only .env', () => {
     // Fixed (here: the API takes the key again): the next message is answered and the Overview is green.
     model.modelKey = MODEL_KEY;
     await page.bringToFront(); // a background tab's page is throttled: puppeteer's click would wait on it
-    await say('and now?', 4);
+    await say('and now?');
     await overview.bringToFront();
     await overview.reload();
     await overview.waitForFunction(() => document.querySelector('#model')?.textContent?.includes('answering'));
@@ -198,16 +202,19 @@ describe('first run with only .env', () => {
     process.stdout.write(`the refused key reached the chat in ${tookMs} ms\n`);
   }, 200_000);
 
-  it('a file the agent made arrives as an image in the chat and downloads as the same bytes', async () => {
-    await say('please send me the chart', 5);
-    await page.waitForSelector('.msg.agent .file img');
-    const href = await page.$eval('.msg.agent .file a', (a) => (a as HTMLAnchorElement).href);
+  it('a file the agent wrote arrives in the chat as a download of the same bytes', async () => {
+    await say('please write me the list as a file').catch((err: unknown) => {
+      const results = model.requests.slice(-3).map((r) => toolResults(r).join('\n').slice(0, 600));
+      throw new Error(`${String(err)}\nthe agent's tool results: ${JSON.stringify(results)}`);
+    });
+    await page.waitForSelector('.msg.agent .file a');
+    expect(await page.$eval('.msg.agent:last-of-type .file', (e) => e.textContent)).toContain('shopping-list.md');
+    const href = await page.$eval('.msg.agent:last-of-type .file a', (a) => (a as HTMLAnchorElement).href);
     const got = await page.evaluate(async (url) => {
       const res = await fetch(url);
-      return { status: res.status, type: res.headers.get('content-type'), size: (await res.arrayBuffer()).byteLength };
+      return { status: res.status, type: res.headers.get('content-type'), disposition: res.headers.get('content-disposition'), text: await res.text() };
     }, href);
-    expect(got).toEqual({ status: 200, type: 'image/png', size: CHART.length });
-    await page.evaluate(() => document.querySelector('.msg.agent .file')?.scrollIntoView());
+    expect(got).toEqual({ status: 200, type: 'text/plain; charset=utf-8', disposition: 'attachment; filename="shopping-list.md"', text: LIST });
     await page.screenshot({ path: join(SHOTS, 'webchat-file.png') as `${string}.png` });
   }, 200_000);
 });
@@ -219,9 +226,10 @@ async function logIn(): Promise<void> {
   await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
 }
 
-/** Writes in the web chat and waits for the agent's `n`th answer and the end of its turn. */
-async function say(text: string, n: number): Promise<void> {
+/** Writes in the web chat and waits for the agent's answer and the end of its turn. */
+async function say(text: string): Promise<void> {
   await page.waitForSelector('#text');
+  const n = (await page.$$('.msg.agent')).length + 1;
   await page.type('#text', text);
   await page.click('form button[type=submit]');
   await page.waitForFunction((count) => document.querySelectorAll('.msg.agent').length >= count, { timeout: 150_000 }, n);
