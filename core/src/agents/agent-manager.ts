@@ -252,7 +252,9 @@ export class AgentManager {
       const skills = join(privateDir, 'skills');
       writeSkills(skills, this.core.catalog);
       const mounts: MountSpec[] = [
-        { source: sessionDir, target: '/run/carapace', readOnly: false },
+        // Read-only: the agent only connects to the sockets there (connect(2) needs no
+        // writable mount); the folder is on the host's socket tmpfs, never agent storage.
+        { source: sessionDir, target: '/run/carapace', readOnly: true },
         ...writable,
         { source: join(this.paths.agentImageDir, 'settings.json'), target: '/home/node/.claude/settings.json', readOnly: true },
         { source: claudeMd, target: '/home/node/.claude/CLAUDE.md', readOnly: true },

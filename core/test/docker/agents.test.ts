@@ -2,7 +2,7 @@
 // and attacks tried from inside a running agent. Needs the carapace-agent image
 // (`make images`).
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { release } from 'node:os';
 import type { AgentManager } from '../../src/agents/agent-manager.js';
@@ -118,6 +118,17 @@ describe('attacks from inside the container', () => {
     expect(names).not.toContain(other.id);
     expect((await sh(`find / -name 'plugins.sock' -o -name 'bus-*.sock' -o -name '${other.id}' 2>/dev/null`)).out.trim()).toBe('');
     await stack.core.closeSession(other.id);
+  });
+
+  it('cannot store anything in its session folder (the host\'s socket tmpfs), yet its sockets work', async () => {
+    // Issue 21: an agent wrote 931 MB there, held in host memory until its next message.
+    const r = await sh('dd if=/dev/zero of=/run/carapace/fill bs=1M count=8 2>&1; mkdir /run/carapace/d 2>&1; ln -s /tmp /run/carapace/l 2>&1; rm -f /run/carapace/carapace.sock 2>&1; ls -A /run/carapace');
+    expect(r.out).toMatch(/Read-only file system/);
+    expect(r.out.split(/\s+/).filter((n) => ['fill', 'd', 'l'].includes(n))).toEqual([]);
+    const session = manager.live('family')!.session;
+    expect(readdirSync(join(stack.runDir, 'sessions', session)).sort()).toEqual(['carapace.sock', 'llm.sock']);
+    const ipc = await sh(`ipc tool.invoke.echo '{"text":"still here"}'`);
+    expect([ipc.code, ipc.out]).toEqual([0, expect.stringContaining('still here')]);
   });
 
   it("cannot see another group's workspace", async () => {

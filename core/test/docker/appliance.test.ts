@@ -156,6 +156,18 @@ describe.each<Mode>([
     }
   });
 
+  it('from inside the agent: no writable place in host memory beyond its bound (issue 21: 931 MB in the session folder)', () => {
+    const [id] = agentContainers();
+    const run = (script: string) => execFileSync(DOCKER, ['exec', '-u', '1000:1000', id, 'sh', '-c', `${script} 2>&1; true`], { encoding: 'utf8' });
+    expect(run('dd if=/dev/zero of=/run/carapace/fill bs=1M count=64')).toMatch(/Read-only file system/);
+    if (mode === 'api') {
+      // Its own server's folder is writable (it creates its socket there), on a 16 MB tmpfs.
+      expect(run('dd if=/dev/zero of=/run/api/fill bs=1M count=64')).toMatch(/No space left on device/);
+      expect(Number(run('stat -c %s /run/api/fill').trim())).toBeLessThanOrEqual(16 * 1024 * 1024);
+      run('rm -f /run/api/fill');
+    }
+  });
+
   // A real crash: the core's node process gets SIGKILL while the model is still answering,
   // and Compose's restart policy starts it again. The message is not lost without a word,
   // and not run a second time (the agent may have acted on part of it).

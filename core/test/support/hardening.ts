@@ -7,7 +7,7 @@ import type Docker from 'dockerode';
  * of the container: Claude Code's state, gone with it.)
  */
 const SPEC_MOUNTS: Record<string, boolean> = {
-  '/run/carapace': true,
+  '/run/carapace': false,
   '/workspace/group': true,
   '/home/node/.claude/settings.json': false,
   '/home/node/.claude/CLAUDE.md': false,
