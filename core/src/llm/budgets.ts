@@ -26,12 +26,22 @@ export interface GroupUsage {
   tokens_per_day: number;
   requests_per_minute: number;
   requests_this_minute: number;
+  /** Held by requests in flight (their worst case) until they are settled. */
+  reserved_tokens: number;
 }
 
 const DAY_MS = 86_400_000;
 
+/** Tokens held for a request in flight until it is settled with what it really cost. */
+export interface Reservation {
+  /** The real cost; null when the upstream never said (the whole reservation is charged). Once. */
+  settle(used: { input: number; output: number } | null): void;
+}
+
 export class Budgets {
   private readonly minutes = new Map<string, { minute: number; count: number }>();
+  /** Tokens reserved by requests in flight, per group. */
+  private readonly reserved = new Map<string, number>();
 
   constructor(
     private readonly settings: BudgetSettings,
@@ -79,6 +89,42 @@ export class Budgets {
     return { ok: true };
   }
 
+  /**
+   * Holds `worstCase` tokens of the group's day for a request (its input and max_tokens),
+   * or refuses it when what is used, what other requests in flight hold and this would
+   * pass the day's budget: budgets are worst-case, so parallel requests cannot overshoot.
+   */
+  reserve(group: string, worstCase: number): (Reservation & { ok: true }) | Extract<Admission, { ok: false }> {
+    const now = this.now();
+    const limits = this.limits(group);
+    const day = dayOf(now);
+    const used = this.store.get(group, day);
+    const held = this.reserved.get(group) ?? 0;
+    const left = limits.tokens_per_day - used.input_tokens - used.output_tokens - held;
+    if (worstCase > left) {
+      return {
+        ok: false,
+        kind: 'tokens_per_day',
+        message: `Carapace: the group "${group}" has ${Math.max(0, left)} of its ${limits.tokens_per_day} model tokens left today, less than this request may use (${worstCase}); it renews at 00:00 UTC`,
+        retryAfterSeconds: Math.ceil((DAY_MS - (now % DAY_MS)) / 1000),
+        first: this.firstNotice(group, day, 'tokens_per_day'),
+      };
+    }
+    this.reserved.set(group, held + worstCase);
+    let settled = false;
+    return {
+      ok: true,
+      settle: (cost) => {
+        if (settled) return;
+        settled = true;
+        const now = (this.reserved.get(group) ?? worstCase) - worstCase;
+        if (now > 0) this.reserved.set(group, now);
+        else this.reserved.delete(group);
+        this.record(group, cost?.input ?? worstCase, cost?.output ?? 0);
+      },
+    };
+  }
+
   /** Adds a finished request's tokens to the group's day. */
   record(group: string, inputTokens: number, outputTokens: number): void {
     if (inputTokens <= 0 && outputTokens <= 0) return;
@@ -96,7 +142,7 @@ export class Budgets {
       .sort((a, b) => a.group.localeCompare(b.group))
       .map((row) => {
         const window = this.minutes.get(row.group);
-        return { ...row, tokens: row.input_tokens + row.output_tokens, ...this.limits(row.group), requests_this_minute: window?.minute === minute ? window.count : 0 };
+        return { ...row, tokens: row.input_tokens + row.output_tokens, reserved_tokens: this.reserved.get(row.group) ?? 0, ...this.limits(row.group), requests_this_minute: window?.minute === minute ? window.count : 0 };
       });
   }
 

@@ -11,7 +11,7 @@ import { Readable } from 'node:stream';
 import type { AuditInput, AuditLog } from '../audit/audit-log.js';
 import { parseConfig, type LlmSettings } from '../config.js';
 import { Budgets, dayOf, type GroupUsage } from './budgets.js';
-import { checkBody, checkTarget, forwardedHeaders, isRefusal, type ApiErrorType, type Refusal } from './request-policy.js';
+import { checkBody, checkTarget, forwardedHeaders, isRefusal, type ApiErrorType, type MessagesRequest, type Refusal } from './request-policy.js';
 import { UsageStore, type DayUsage } from './usage-store.js';
 import { UsageMeter } from './usage.js';
 import { classifyRefusal, ModelHealth, REFUSAL_STATUSES, type ModelHealthReport, type ModelProblem } from './model-health.js';
@@ -38,9 +38,10 @@ export interface LlmProxyOptions {
    * the session's turn should end with `problem.message` rather than retry.
    */
   refused?: (session: string, group: string, problem: ModelProblem) => void;
-  /** Tests only: the budget clock, and how long a whole request may take to arrive. */
+  /** Tests only: the budget clock, how long a whole request may take to arrive, how long an answer is read after the agent hung up. */
   now?: () => number;
   requestTimeoutMs?: number;
+  drainMs?: number;
 }
 
 export interface LlmSessionOptions {
@@ -66,6 +67,12 @@ const MAX_CONNECTIONS = 32;
 /** A request's headers, and the whole request with its body, must arrive within these. */
 const HEADERS_TIMEOUT_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 60_000;
+
+/** Connection errors that prove a request never reached the model API (nothing to charge). */
+const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ENETUNREACH', 'EHOSTUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/** How long an answer is read on for its usage figures after the agent hung up. */
+const DRAIN_MS = 10 * 60_000;
 
 const OAUTH_BETA = 'oauth-2025-04-20';
 
@@ -229,7 +236,6 @@ export class LlmProxy {
   }
 
   private async forward(req: IncomingMessage, res: ServerResponse, state: SessionState, target: { path: string; query: string }): Promise<void> {
-    const { upstream, credential } = this.options;
     const refuse = (refusal: Refusal): void => {
       this.audit(state, req, 'rejected', refusal.message, 'LLM_REQUEST_REFUSED');
       sendError(res, refusal);
@@ -259,59 +265,98 @@ export class LlmProxy {
     const checked = checkBody(target, body, this.settings);
     if (isRefusal(checked)) return refuse(checked);
 
-    const released = state.ready?.();
-    const headers = withCredential(forwardedHeaders(req.headers), credential);
-    // An agent that hangs up stops the upstream request (and its cost) with it.
-    const abort = new AbortController();
-    res.on('close', () => abort.abort());
+    // Worst case first: the request is admitted only if its input and max_tokens fit what
+    // the group has left, counting what its other requests in flight hold.
+    const reservation = this.budgets.reserve(state.group, checked.worstCase);
+    if (!reservation.ok) {
+      if (reservation.first) this.options.notify?.(state.group, reservation.message);
+      this.audit(state, req, 'rejected', `${reservation.message}${reservation.first ? '; the user was told' : ''}`, 'LLM_BUDGET_EXHAUSTED');
+      return sendError(res, { status: 429, type: 'rate_limit_error', message: reservation.message }, { 'retry-after': String(reservation.retryAfterSeconds), 'x-should-retry': 'false' });
+    }
+    let cost: { input: number; output: number } | null = null; // a throw charges the reservation
+    try {
+      cost = await this.relay(req, res, state, target, checked);
+    } finally {
+      reservation.settle(cost);
+    }
+  }
 
+  /**
+   * Sends the checked request upstream and relays the answer. What it cost comes from the
+   * upstream's own usage figures, read to the end whatever the agent does: an agent that
+   * hangs up stops being written to, not the meter (for at most DRAIN_MS, counted as one of
+   * its requests in flight). Null when the answer ended without its final figures: then
+   * the whole reservation is charged.
+   */
+  private async relay(req: IncomingMessage, res: ServerResponse, state: SessionState, target: { path: string; query: string }, checked: MessagesRequest): Promise<{ input: number; output: number } | null> {
+    const released = state.ready?.();
+    const headers = withCredential(forwardedHeaders(req.headers), this.options.credential);
+    const abort = new AbortController();
+    let drain: NodeJS.Timeout | null = null;
+    res.on('close', () => {
+      if (!res.writableFinished) drain = setTimeout(() => abort.abort(), this.options.drainMs ?? DRAIN_MS);
+    });
     let upstreamResponse: Response;
     try {
-      upstreamResponse = await fetch(new URL(`${target.path}${target.query ? `?${target.query}` : ''}`, upstream), { method: 'POST', headers, body: checked.body, signal: abort.signal });
+      upstreamResponse = await fetch(new URL(`${target.path}${target.query ? `?${target.query}` : ''}`, this.options.upstream), { method: 'POST', headers, body: checked.body, signal: abort.signal });
     } catch (err) {
-      this.audit(state, req, 'error', `upstream unreachable: ${(err as Error).message}`);
+      if (drain) clearTimeout(drain);
+      // Free only if the request surely never reached the model API; anything else may have been billed.
+      const code = (err as { cause?: { code?: string } }).cause?.code ?? '';
+      const unsent = NOT_SENT.has(code);
+      this.audit(state, req, 'error', `upstream unreachable: ${(err as Error).message}${code ? ` (${code})` : ''}${unsent ? '' : `; the reservation (${checked.worstCase} tokens) is charged`}`);
       sendError(res, { status: 502, type: 'api_error', message: 'model API unreachable' });
-      return;
+      return unsent ? { input: 0, output: 0 } : null;
     }
-    if (released) {
-      try {
-        await released;
-      } catch (err) {
-        await upstreamResponse.body?.cancel().catch(() => undefined);
-        this.audit(state, req, 'error', `answer withheld: ${(err as Error).message}`);
-        sendError(res, { status: 503, type: 'api_error', message: 'the agent may not receive model output' });
-        return;
-      }
-    }
-    const outHeaders: Record<string, string> = {};
-    upstreamResponse.headers.forEach((value, name) => {
-      if (!DROP_RESPONSE.has(name)) outHeaders[name] = value;
-    });
-    if (upstreamResponse.ok) this.health.succeeded();
-    else if (REFUSAL_STATUSES.has(upstreamResponse.status)) return this.refusedUpstream(req, res, state, upstreamResponse, outHeaders, checked.model);
-    res.writeHead(upstreamResponse.status, outHeaders);
-    const meter = new UsageMeter();
-    let complete = true;
     try {
-      if (upstreamResponse.body) {
-        for await (const chunk of Readable.fromWeb(upstreamResponse.body as import('node:stream/web').ReadableStream<Uint8Array>)) {
-          const buffer = Buffer.from(chunk as Uint8Array);
-          meter.push(buffer);
-          // A slow reader slows the upstream read; the proxy holds no more than one chunk.
-          if (!res.write(buffer)) await drained(res);
-          if (res.destroyed) break;
+      if (released) {
+        try {
+          await released;
+        } catch (err) {
+          await upstreamResponse.body?.cancel().catch(() => undefined);
+          this.audit(state, req, 'error', `answer withheld: ${(err as Error).message}`);
+          sendError(res, { status: 503, type: 'api_error', message: 'the agent may not receive model output' });
+          return null;
         }
       }
-    } catch {
-      complete = false;
+      const outHeaders: Record<string, string> = {};
+      upstreamResponse.headers.forEach((value, name) => {
+        if (!DROP_RESPONSE.has(name)) outHeaders[name] = value;
+      });
+      if (upstreamResponse.ok) this.health.succeeded();
+      else if (REFUSAL_STATUSES.has(upstreamResponse.status)) {
+        await this.refusedUpstream(req, res, state, upstreamResponse, outHeaders, checked.model);
+        return { input: 0, output: 0 };
+      }
+      if (!res.destroyed) res.writeHead(upstreamResponse.status, outHeaders);
+      const meter = new UsageMeter();
+      let complete = true;
+      try {
+        if (upstreamResponse.body) {
+          for await (const chunk of Readable.fromWeb(upstreamResponse.body as import('node:stream/web').ReadableStream<Uint8Array>)) {
+            const buffer = Buffer.from(chunk as Uint8Array);
+            meter.push(buffer);
+            if (res.destroyed) continue; // the agent hung up: read on for the usage figures
+            // A slow reader slows the upstream read; the proxy holds no more than one chunk.
+            if (!res.write(buffer)) await drained(res);
+          }
+        }
+      } catch {
+        complete = false;
+      }
+      const agentGone = res.destroyed;
+      res.end();
+      const usage = meter.end();
+      const total = UsageMeter.total(usage);
+      const counts = `input_tokens ${usage.input_tokens}; output_tokens ${usage.output_tokens}; cache_read_input_tokens ${usage.cache_read_input_tokens}; cache_creation_input_tokens ${usage.cache_creation_input_tokens}`;
+      const settled = upstreamResponse.ok && !meter.final ? `; no final usage figures: the reservation (${checked.worstCase} tokens) is charged` : '';
+      const ok = upstreamResponse.ok && complete && !agentGone;
+      this.audit(state, req, ok ? 'ok' : 'error', `status ${upstreamResponse.status}; model ${checked.model}; ${counts}${complete ? '' : '; stream cut short'}${agentGone ? '; the agent hung up (read to the end)' : ''}${settled}`);
+      if (!upstreamResponse.ok) return { input: 0, output: 0 };
+      return meter.final ? total : null;
+    } finally {
+      if (drain) clearTimeout(drain);
     }
-    res.end();
-    const usage = meter.end();
-    const total = UsageMeter.total(usage);
-    this.budgets.record(state.group, total.input, total.output);
-    const counts = `input_tokens ${usage.input_tokens}; output_tokens ${usage.output_tokens}; cache_read_input_tokens ${usage.cache_read_input_tokens}; cache_creation_input_tokens ${usage.cache_creation_input_tokens}`;
-    const ok = upstreamResponse.ok && complete && !res.destroyed;
-    this.audit(state, req, ok ? 'ok' : 'error', `status ${upstreamResponse.status}; model ${checked.model}; ${counts}${complete ? '' : '; stream cut short'}`);
   }
 
   /**

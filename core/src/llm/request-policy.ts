@@ -115,6 +115,8 @@ export interface MessagesRequest {
    * (a duplicate "model" key, say, cannot mean one thing here and another there).
    */
   body: string;
+  /** What the request may cost at most, in tokens: its input (at most one per byte) and max_tokens (0 for count_tokens, which is free). */
+  worstCase: number;
 }
 
 /**
@@ -138,5 +140,6 @@ export function checkBody(target: Target, body: Buffer, policy: ModelPolicy): Me
     if (typeof maxTokens !== 'number' || !Number.isInteger(maxTokens) || maxTokens < 1) return refusal(400, 'invalid_request_error', 'max_tokens: a positive integer is required');
     if (maxTokens > policy.max_tokens) return refusal(400, 'invalid_request_error', `max_tokens ${maxTokens} is above this proxy's limit of ${policy.max_tokens}`);
   }
-  return { model, body: JSON.stringify(value) };
+  const sent = JSON.stringify(value);
+  return { model, body: sent, worstCase: target.path === '/v1/messages' ? Buffer.byteLength(sent) + (maxTokens as number) : 0 };
 }

@@ -13,6 +13,8 @@ const COUNTS = ['input_tokens', 'output_tokens', 'cache_creation_input_tokens', 
 export class UsageMeter {
   private tail = '';
   readonly usage: Usage = { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
+  /** The final figures were seen: a stream's message_delta, or a whole (non-streamed) message. */
+  final = false;
 
   push(chunk: Buffer): void {
     const text = this.tail + chunk.toString('utf8');
@@ -35,8 +37,9 @@ export class UsageMeter {
   private scan(text: string): void {
     if (!text.includes('"usage"')) return;
     try {
-      const value = JSON.parse(text) as { usage?: Partial<Usage>; message?: { usage?: Partial<Usage> } };
+      const value = JSON.parse(text) as { type?: string; usage?: Partial<Usage>; message?: { usage?: Partial<Usage> } };
       const usage = value.usage ?? value.message?.usage;
+      if ((value.type === 'message_delta' || value.type === 'message') && value.usage) this.final = true;
       for (const name of COUNTS) {
         const n = usage?.[name];
         // message_delta repeats the counts cumulatively; a 0 there does not undo message_start's.

@@ -28,7 +28,7 @@ beforeAll(async () => {
     instance: `llm-attacks-${process.pid}`,
     runtime,
     groups: ['family', 'tight'],
-    // The stand-in counts 19 tokens per answer: "tight" has one answer a day.
+    // Less than any request's worst case: "tight" can make none.
     llm: { group_budgets: { tight: { tokens_per_day: 19 } } },
   });
   await manager.removeOrphans();
@@ -169,20 +169,19 @@ describe('the LLM proxy, attacked from inside an agent container', () => {
     expect(after.status).toBe(200);
   }, 60_000);
 
-  it('holds a group to its daily budget: a raw request and the real Claude Code CLI are both refused, and the CLI shows why', async () => {
-    const first = await manager.enqueue('tight', 'hello');
-    expect(first.ok).toBe(true);
+  it('holds a group to its daily budget, worst case first: the real Claude Code CLI and a raw request are both refused, and the CLI shows why', async () => {
+    // 19 tokens: less than any request's worst case (its input and max_tokens), so none fits.
     const before = standIn.requests.length;
+    const refused = await manager.enqueue('tight', 'hello');
+    expect(refused.ok).toBe(false);
+    expect(refused.output).toContain('model tokens left today, less than this request may use');
+    // eslint-disable-next-line no-console
+    console.log(`What Claude Code showed: ${refused.output}`);
     const [raw] = await attack('tight', [{ method: 'POST', path: '/v1/messages', body: message() }]);
     expect(raw.status).toBe(429);
     expect(JSON.parse(raw.body)).toMatchObject({ type: 'error', error: { type: 'rate_limit_error' } });
-    const refused = await manager.enqueue('tight', 'hello again');
-    expect(refused.ok).toBe(false);
-    expect(refused.output).toContain('model budget for today');
-    // eslint-disable-next-line no-console
-    console.log(`What Claude Code showed: ${refused.output}`);
     expect(standIn.requests.length).toBe(before);
-    const told = stack.core.audit.query({ group: 'tight' }).filter((e) => e.reason === 'tokens_per_day exhausted; the user was told');
+    const told = stack.core.audit.query({ group: 'tight' }).filter((e) => e.code === 'LLM_BUDGET_EXHAUSTED' && e.reason?.endsWith('the user was told'));
     expect(told).toHaveLength(1);
   }, 120_000);
 });

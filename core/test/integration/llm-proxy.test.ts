@@ -11,7 +11,7 @@ import { startAdminApi } from '../../src/admin/http-api.js';
 import { parseConfig } from '../../src/config.js';
 import { LlmProxy, type LlmSession } from '../../src/llm/llm-proxy.js';
 import { UsageStore, type StoreProblem } from '../../src/llm/usage-store.js';
-import { Stack } from '../harness.js';
+import { Stack, until } from '../harness.js';
 import { AnthropicStandIn } from '../support/anthropic-standin.js';
 
 const REAL_KEY = 'sk-ant-api03-real-key-never-in-a-container';
@@ -258,26 +258,31 @@ describe('LLM proxy: budgets per group', () => {
     }
   }
 
+  // Budgets are worst-case: a request is admitted only if its input (at most a token per
+  // byte) and max_tokens fit what is left; it is then charged what it really cost (19).
+  const WORST = Buffer.byteLength(JSON.stringify(message)) + message.max_tokens;
+
   it('refuses a group past its tokens for the day with an API-format 429, tells its user once, and audits it', async () => {
-    await withProxy({ settings: settings({ budget: { tokens_per_day: 40 } }) }, async (ask, notices, p) => {
+    const budget = WORST + 48; // admits a request while 19k + WORST fits: 0, 19 and 38 used, not 57
+    await withProxy({ settings: settings({ budget: { tokens_per_day: budget } }) }, async (ask, notices, p) => {
       const before = standIn.requests.length;
-      for (let i = 0; i < 3; i++) expect((await ask('family')).status).toBe(200); // 19, 38, then 57 >= 40
+      for (let i = 0; i < 3; i++) expect((await ask('family')).status).toBe(200);
       for (let i = 0; i < 3; i++) {
         const r = await ask('family');
         expect(r.status).toBe(429);
         expect(r.headers['x-should-retry']).toBe('false');
         const error = JSON.parse(r.text);
         expect(error).toMatchObject({ type: 'error', error: { type: 'rate_limit_error' } });
-        expect(error.error.message).toContain('model budget for today');
+        expect(error.error.message).toContain(`model tokens left today, less than this request may use (${WORST})`);
       }
       expect(standIn.requests.length).toBe(before + 3);
-      expect(notices).toEqual([{ group: 'family', text: expect.stringContaining('"family" has used its model budget for today (40 tokens)') }]);
+      expect(notices).toEqual([{ group: 'family', text: expect.stringContaining(`"family" has ${budget - 57} of its ${budget} model tokens left today`) }]);
       // Another group has its own budget.
       expect((await ask('work')).status).toBe(200);
-      expect(p.usage().find((u) => u.group === 'family')).toMatchObject({ input_tokens: 36, output_tokens: 21, tokens: 57, tokens_per_day: 40 });
+      expect(p.usage().find((u) => u.group === 'family')).toMatchObject({ input_tokens: 36, output_tokens: 21, tokens: 57, tokens_per_day: budget, reserved_tokens: 0 });
       const entries = audit.query({ group: 'family' }).filter((e) => e.code === 'LLM_BUDGET_EXHAUSTED');
       expect(entries.length).toBe(1); // the three refusals after it are summarised
-      expect(entries[0]).toMatchObject({ stage: 'llm', outcome: 'rejected', reason: 'tokens_per_day exhausted; the user was told' });
+      expect(entries[0]).toMatchObject({ stage: 'llm', outcome: 'rejected', reason: expect.stringContaining('; the user was told') });
     });
   });
 
@@ -303,7 +308,7 @@ describe('LLM proxy: budgets per group', () => {
 
   it('keeps usage in a SQLite file: a restarted proxy still refuses the group, and does not tell the user again', async () => {
     const file = join(dir, 'usage-restart', 'usage.sqlite');
-    const limits = settings({ budget: { tokens_per_day: 19 } });
+    const limits = settings({ budget: { tokens_per_day: WORST } }); // one request, then 19 + WORST > WORST
     const first = new UsageStore(file);
     await withProxy({ settings: limits, store: first }, async (ask, notices) => {
       expect((await ask('family')).status).toBe(200);
@@ -317,9 +322,85 @@ describe('LLM proxy: budgets per group', () => {
       expect((await ask('family')).status).toBe(429);
       expect(standIn.requests.length).toBe(before);
       expect(notices).toHaveLength(0);
-      expect(p.usage()).toEqual([expect.objectContaining({ group: 'family', tokens: 19, requests: 1 })]);
+      // Three requests made (the two refused count too: a flood of them is rate-limited), one answered.
+      expect(p.usage()).toEqual([expect.objectContaining({ group: 'family', tokens: 19, requests: 3 })]);
     });
     second.close();
+  });
+
+  it('an agent that hangs up before the final usage figures does not stop the meter: metered = billed', async () => {
+    standIn.usage = { input_tokens: 1200, output_tokens: 30_000 };
+    standIn.pauseBeforeDeltaMs = 300;
+    try {
+      await withProxy({ settings: settings({}) }, async (_ask, _notices, p) => {
+        const id = `agent-budget-${++n}`;
+        const s = await p.open(id, 'hangup', join(dir, `${id}.sock`));
+        // The agent reads the first bytes of the stream, then closes its connection.
+        await new Promise<void>((resolve, reject) => {
+          const req = request({ socketPath: s.socketPath, path: '/v1/messages', method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', 'x-api-key': s.token } }, (res) => {
+            res.once('data', () => {
+              res.destroy();
+              resolve();
+            });
+          });
+          req.on('error', reject);
+          req.end(JSON.stringify({ ...message, max_tokens: 32_000, stream: true }));
+        });
+        const billed = await until(() => p.usage().find((u) => u.group === 'hangup' && u.output_tokens > 1), 5000);
+        expect(billed).toMatchObject({ input_tokens: 1200, output_tokens: 30_000, reserved_tokens: 0 });
+        await p.close(id);
+      });
+    } finally {
+      standIn.usage = { input_tokens: 12, output_tokens: 7 };
+      standIn.pauseBeforeDeltaMs = 0;
+    }
+  });
+
+  it.each([0, 100])('an answer whose final usage never arrives is charged its whole reservation (cut %i ms in)', async (pause) => {
+    standIn.cutBeforeDelta = true;
+    standIn.pauseBeforeDeltaMs = pause;
+    try {
+      await withProxy({ settings: settings({}) }, async (_ask, _notices, p) => {
+        const id = `agent-budget-${++n}`;
+        const s = await p.open(id, `cut${pause}`, join(dir, `${id}.sock`));
+        const body = { ...message, max_tokens: 20_000, stream: true };
+        await post('/v1/messages', body, { 'x-api-key': s.token }, s.socketPath).catch(() => undefined);
+        const charged = await until(() => p.usage().find((u) => u.group === `cut${pause}` && u.tokens > 0), 5000);
+        expect(charged).toMatchObject({ tokens: Buffer.byteLength(JSON.stringify(body)) + 20_000, reserved_tokens: 0 });
+        await p.close(id);
+      });
+    } finally {
+      standIn.cutBeforeDelta = false;
+      standIn.pauseBeforeDeltaMs = 0;
+    }
+  });
+
+  it('10 requests in parallel at the edge of the budget: those whose worst case fits run, the rest are refused; billed stays within the budget', async () => {
+    standIn.usage = { input_tokens: 1000, output_tokens: 30_000 };
+    standIn.delayMs = 200;
+    const store = new UsageStore(null);
+    store.addTokens('edge', new Date().toISOString().slice(0, 10), 35_000, 0);
+    try {
+      await withProxy({ settings: settings({ budget: { tokens_per_day: 300_000 }, max_concurrent_requests: 16 }), store }, async (_ask, notices, p) => {
+        const id = `agent-budget-${++n}`;
+        const s = await p.open(id, 'edge', join(dir, `${id}.sock`));
+        const body = { ...message, max_tokens: 32_000 };
+        const worst = Buffer.byteLength(JSON.stringify(body)) + 32_000;
+        const results = await Promise.all(Array.from({ length: 10 }, () => post('/v1/messages', body, { 'x-api-key': s.token }, s.socketPath)));
+        const admitted = results.filter((r) => r.status === 200).length;
+        expect(admitted).toBe(Math.floor((300_000 - 35_000) / worst)); // 8
+        expect(results.filter((r) => r.status === 429)).toHaveLength(10 - admitted);
+        const used = p.usage().find((u) => u.group === 'edge')!;
+        expect(used.tokens).toBe(35_000 + admitted * 31_000);
+        expect(used.tokens).toBeLessThanOrEqual(300_000);
+        expect(used.reserved_tokens).toBe(0);
+        expect(notices).toHaveLength(1);
+        await p.close(id);
+      });
+    } finally {
+      standIn.usage = { input_tokens: 12, output_tokens: 7 };
+      standIn.delayMs = 0;
+    }
   });
 
   it('moves a corrupt usage file aside, says so, and counts afresh', () => {

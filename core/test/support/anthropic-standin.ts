@@ -26,6 +26,12 @@ export class AnthropicStandIn {
   delayMs = 0;
   /** The only key accepted (null: any); others get the real API's 401. */
   modelKey: string | null = null;
+  /** What each answer bills (the real API's usage figures). */
+  usage = { input_tokens: 12, output_tokens: 7 };
+  /** A stream pauses this long before its message_delta (the final usage figures). */
+  pauseBeforeDeltaMs = 0;
+  /** A stream's connection is cut where its message_delta would be: the figures never arrive. */
+  cutBeforeDelta = false;
   /** Every model call answered with this error, as the real API words it (null: answer). */
   failWith: { status: number; type: string; message: string } | null = null;
   private readonly timers = new Set<NodeJS.Timeout>();
@@ -77,7 +83,7 @@ export class AnthropicStandIn {
           content: blocks,
           stop_reason: blocks.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn',
           stop_sequence: null,
-          usage: { input_tokens: 12, output_tokens: 7 },
+          usage: { ...this.usage },
         };
         const reply = () => (body?.stream ? this.stream(res, message) : res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(message)));
         if (this.delayMs > 0) {
@@ -108,9 +114,19 @@ export class AnthropicStandIn {
       }
       send('content_block_stop', { type: 'content_block_stop', index });
     });
-    send('message_delta', { type: 'message_delta', delta: { stop_reason: message.stop_reason, stop_sequence: null }, usage: { output_tokens: message.usage.output_tokens } });
-    send('message_stop', { type: 'message_stop' });
-    res.end();
+    const finish = () => {
+      if (res.destroyed) return;
+      if (this.cutBeforeDelta) return void res.destroy();
+      send('message_delta', { type: 'message_delta', delta: { stop_reason: message.stop_reason, stop_sequence: null }, usage: { output_tokens: message.usage.output_tokens } });
+      send('message_stop', { type: 'message_stop' });
+      res.end();
+    };
+    if (this.pauseBeforeDeltaMs <= 0) return finish();
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      finish();
+    }, this.pauseBeforeDeltaMs);
+    this.timers.add(timer);
   }
 
   async stop(): Promise<void> {

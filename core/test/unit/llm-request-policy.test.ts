@@ -108,7 +108,8 @@ describe('checkBody', () => {
   it('sends on exactly what it checked: a duplicate key cannot mean one model here and another upstream', () => {
     const raw = Buffer.from('{"model":"claude-opus-4-1","max_tokens":10,"model":"claude-opus-5-5"}');
     const checked = checkBody(messages, raw, policy);
-    expect(checked).toEqual({ model: 'claude-opus-5-5', body: '{"model":"claude-opus-5-5","max_tokens":10}' });
+    // Its worst case: the bytes sent (at most a token each) and max_tokens.
+    expect(checked).toEqual({ model: 'claude-opus-5-5', body: '{"model":"claude-opus-5-5","max_tokens":10}', worstCase: 43 + 10 });
   });
 
   it('refuses another model, naming the allowed ones, in the API error format', () => {
