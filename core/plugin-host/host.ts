@@ -212,8 +212,8 @@ export class PluginHost {
       listConfirmations: (group) => call('listConfirmations', {}, group) as Promise<never>,
       notifyUser: (group, text) => call('notifyUser', { text }, group) as Promise<boolean>,
       reportFault: (message, group) => call('reportFault', { message }, group ?? null).then(() => undefined),
-      resolveConfirmation: (id, approve, by, group, allowHours) =>
-        call('resolveConfirmation', { id, approve, by, ...(allowHours === undefined ? {} : { allow_hours: allowHours }) }, group) as Promise<boolean>,
+      resolveConfirmation: (id, approve, by, group, allowHours, hash) =>
+        call('resolveConfirmation', { id, approve, by, ...(allowHours === undefined ? {} : { allow_hours: allowHours }), ...(hash === undefined ? {} : { hash }) }, group) as Promise<boolean | 'stale'>,
       requestPairing: (chat, details) => call('requestPairing', { chat, ...details }, null) as Promise<never>,
       publish: (topic, group, payload, options) => {
         this.bus.publish([Buffer.from(topic), Buffer.from(JSON.stringify({ plugin, group, payload, key: options?.key }))]);

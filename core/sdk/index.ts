@@ -74,8 +74,13 @@ export interface CoreServices {
   notifyUser(group: string, text: string): Promise<boolean>;
   /** A fault the plugin contains but cannot repair (a corrupt file): a CRITICAL audit entry. */
   reportFault(message: string, group?: string): Promise<void>;
-  /** With `allowHours`, an approval also stands for that tool, exact arguments and group (a person's choice). */
-  resolveConfirmation(id: string, approve: boolean, by: string, group: string, allowHours?: number): Promise<boolean>;
+  /**
+   * With `allowHours`, an approval also stands for that tool, exact arguments and group (a
+   * person's choice). With `hash` (the description's hash, or a prefix of at least 8 hex
+   * digits), the answer binds to what the person was shown: 'stale' (nothing decided) when
+   * it is not the pending call's. False: nothing was pending (answered, expired, unknown).
+   */
+  resolveConfirmation(id: string, approve: boolean, by: string, group: string, allowHours?: number, hash?: string): Promise<boolean | 'stale'>;
   /**
    * Channel plugins: a chat that is not mapped to any group wants to talk to the agent.
    * The core records a pairing request for the owner and answers with the code to tell

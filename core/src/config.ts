@@ -98,6 +98,12 @@ export interface ConfirmationSettings {
   max_pending_per_group: number;
   /** How often a waiting caller is told "still pending"; a caller that cannot be reached withdraws its request. */
   keepalive_ms: number;
+  /**
+   * Tools whose high-risk calls may carry characters no person can check (tag characters,
+   * bidi embeddings, overrides and isolates); any other such call is refused before anyone
+   * is asked (VALIDATION_FAILED). Default: none.
+   */
+  allow_hidden_characters: string[];
 }
 
 export interface AgentSettings {
@@ -210,6 +216,7 @@ export const configSchema = {
       properties: {
         max_pending_per_group: { type: 'integer', minimum: 1, maximum: 100, default: 3 },
         keepalive_ms: { type: 'integer', minimum: 100, maximum: 60_000, default: 10_000 },
+        allow_hidden_characters: { type: 'array', items: { type: 'string', minLength: 1 }, uniqueItems: true, default: [] },
       },
     },
     shutdown_timeout_ms: { type: 'integer', minimum: 1, default: 10_000 },

@@ -11,7 +11,7 @@ import { EventBus } from './bus/event-bus.js';
 import { Metrics } from './metrics/metrics.js';
 import { SeenKeys } from './bus/seen-keys.js';
 import type { CoreConfig } from './config.js';
-import { Confirmations } from './confirm/confirmations.js';
+import { Confirmations, hashMatches } from './confirm/confirmations.js';
 import { WaitingCalls } from './confirm/waiting-calls.js';
 import { StandingApprovals, type Grant, type GrantRefusal, type StandingApproval } from './confirm/standing-approvals.js';
 import { INTRINSIC_NAMES, intrinsicTools } from './intrinsics/intrinsics.js';
@@ -101,7 +101,7 @@ export class Core extends EventEmitter<CoreEvents> {
     this.limiter = new RateLimiter(config.rate_limit, config.tool_rate_limits);
     this.confirmations = new Confirmations(config.confirmation_timeout_ms, config.confirmations.max_pending_per_group);
     this.confirmations.on('requested', (p) =>
-      this.publish('confirmation.requested', p.group, { id: p.id, tool: p.tool, arguments: p.arguments, expires_at: p.expires_at }),
+      this.publish('confirmation.requested', p.group, { id: p.id, tool: p.tool, arguments: p.arguments, expires_at: p.expires_at, description: { ...p.description } }),
     );
     this.confirmations.on('resolved', (p, decision, by) => {
       this.publish('confirmation.resolved', p.group, { id: p.id, tool: p.tool, decision, by });
@@ -125,6 +125,7 @@ export class Core extends EventEmitter<CoreEvents> {
       recent: new RecentRequests(),
       standing: this.standing,
       calls: new WaitingCalls(config.handler_timeout_ms, config.confirmations.keepalive_ms),
+      allowHiddenCharacters: new Set(config.confirmations.allow_hidden_characters),
       route: {
         catalog: this.catalog,
         hostLink: this.hostLink,
@@ -151,7 +152,7 @@ export class Core extends EventEmitter<CoreEvents> {
       sessions: core.sessions,
       authorizer: core.authorizer,
       confirmations: core.confirmations,
-      answerConfirmation: (id, approve, by, hours) => core.answerConfirmation(id, approve, by, hours),
+      answerConfirmation: (id, approve, by, hours, hash) => core.answerConfirmation(id, approve, by, hours, hash),
       requestPairing: (plugin, chat, details) => core.pairing.request(plugin, chat, details),
       publish: (topic, group, payload, source) => void core.publish(topic, group, payload, source, source),
     };
@@ -243,12 +244,18 @@ export class Core extends EventEmitter<CoreEvents> {
   /**
    * A person's answer to a pending confirmation; with `allowHours`, an approval also stands
    * for that tool with those exact arguments in that group. False: nothing was pending.
+   * With `hash` (the console, Telegram's buttons), the answer binds to what was shown: a
+   * hash that is not the pending call's decides nothing (`stale`).
    */
-  answerConfirmation(id: string, approve: boolean, by: string, allowHours?: number): { answered: boolean; standing?: StandingApproval | GrantRefusal } {
+  answerConfirmation(id: string, approve: boolean, by: string, allowHours?: number, hash?: string): { answered: boolean; stale?: boolean; standing?: StandingApproval | GrantRefusal } {
     const pending = this.confirmations.get(id);
     if (!pending) return { answered: false };
+    if (hash !== undefined && !hashMatches(pending.description.hash, hash)) {
+      this.audit.record({ group: pending.group, session: pending.session, source: by, topic: `tool.invoke.${pending.tool}`, correlation: pending.correlation, stage: 'confirm', outcome: 'rejected', reason: `an answer by ${by} named another description (hash ${hash.slice(0, 16)}): nothing decided` });
+      return { answered: false, stale: true };
+    }
     const standing = approve && allowHours !== undefined ? this.grantStanding({ group: pending.group, tool: pending.tool, arguments: pending.arguments, hours: allowHours, by }) : undefined;
-    return { answered: this.confirmations.resolve(id, approve, by), ...(standing ? { standing } : {}) };
+    return { answered: this.confirmations.resolve(id, approve, by) === true, ...(standing ? { standing } : {}) };
   }
 
   /** A plugin host is linked to this core now. */

@@ -26,11 +26,19 @@ const HISTORY_PER_CHAT = 200;
 /** 429 handling for one tool call: at most this many retries, and this much waiting in all. */
 const MAX_RETRIES = 3;
 const RETRY_BUDGET_MS = 20_000;
-// Telegram allows 4,096 characters per message: a prompt's arguments are shown whole,
-// in as many messages of this size as they need, all before the one with the buttons.
+// Telegram allows 4,096 characters per message. A prompt is rendered from the core's
+// description of the call (escaped, with warnings): the message with the buttons holds the
+// warnings, the tool, the group and one line per argument, at most PROMPT_CHUNK characters.
+// The complete (escaped) arguments go in messages before it only when that takes at most
+// PROMPT_MESSAGES messages in all; otherwise the prompt points to the console.
 const PROMPT_CHUNK = 3500;
+const PROMPT_MESSAGES = 3;
+/** Of the buttons' message: at most this much for the warnings. */
+const WARNINGS_BUDGET = 1200;
 const TRACKED_PROMPTS = 200;
-const CALLBACK = /^c:([A-Za-z0-9-]{1,58}):([ads])$/;
+/** A button carries this many hex digits of the description's hash: the answer binds to what was shown. */
+const HASH_PREFIX = 12;
+const CALLBACK = /^c:([A-Za-z0-9-]{1,58}):([ads])(?::([0-9a-f]{8,16}))?$/;
 /** "Approve + allow 24 h": the same tool with the same arguments in this group asks nobody for a day. */
 const STANDING_HOURS = 24;
 /** An unknown chat hears its pairing code at most this often, whatever it sends. */
@@ -273,20 +281,15 @@ export default class TelegramChannel implements PluginHandler {
     if (!id) return;
     const expires = Date.parse(String(payload.expires_at ?? ''));
     const minutes = Number.isFinite(expires) ? Math.max(1, Math.round((expires - Date.now()) / 60_000)) : null;
-    // Everything that will be approved: tool, group and the complete arguments, pretty-printed.
-    const shown = JSON.stringify(payload.arguments ?? {}, null, 2);
-    const parts = chunks(shown, PROMPT_CHUNK);
-    const total = parts.length;
-    const head = `Approve ${tool} for group "${group}"?${total > 1 ? ` Arguments in ${total} parts.` : ''}`;
-    const before = parts.slice(0, -1).map((part, i) => `${head}\n(part ${i + 1}/${total})\n${part}`);
-    const text = `${total > 1 ? `(part ${total}/${total}, last)\n` : `${head}\n`}${parts.at(-1) ?? ''}${minutes ? `\n(expires in ${minutes} min)` : ''}`;
-    const buttons = Buffer.byteLength(`c:${id}:a`) <= 64 && CALLBACK.test(`c:${id}:a`);
+    const { before, text, hash } = renderPrompt(tool, group, payload.description, minutes);
+    const data = (verdict: string): string => `c:${id}:${verdict}${hash ? `:${hash.slice(0, HASH_PREFIX)}` : ''}`;
+    const buttons = Buffer.byteLength(data('a')) <= 64 && CALLBACK.test(data('a'));
     const extra: JsonObject = buttons
       ? {
           reply_markup: {
             inline_keyboard: [
-              [{ text: 'Approve', callback_data: `c:${id}:a` }, { text: 'Deny', callback_data: `c:${id}:d` }],
-              [{ text: `Approve + allow exactly this for ${STANDING_HOURS} h`, callback_data: `c:${id}:s` }],
+              [{ text: 'Approve', callback_data: data('a') }, { text: 'Deny', callback_data: data('d') }],
+              [{ text: `Approve + allow exactly this for ${STANDING_HOURS} h`, callback_data: data('s') }],
             ],
           },
         }
@@ -447,19 +450,26 @@ export default class TelegramChannel implements PluginHandler {
       log.warn({ chat, from: user }, 'confirmation button pressed by someone who is not an owner');
       return answer('Not allowed');
     }
-    const [, id, verdict] = match;
+    const [, id, verdict, hash] = match;
     const approve = verdict !== 'd';
     const allowHours = verdict === 's' ? STANDING_HOURS : undefined;
-    let outcome: 'resolved' | 'gone' | 'failed';
+    let outcome: 'resolved' | 'gone' | 'stale' | 'failed';
     try {
-      outcome = (await this.services.resolveConfirmation(id, approve, user, group, allowHours)) ? 'resolved' : 'gone';
+      const result = await this.services.resolveConfirmation(id, approve, user, group, allowHours, hash);
+      outcome = result === 'stale' ? 'stale' : result ? 'resolved' : 'gone';
     } catch (err) {
       outcome = 'failed';
       log.error({ err: describe(err) }, 'resolveConfirmation failed');
     }
     const decision = allowHours ? `Approved, and allowed with these exact arguments for ${STANDING_HOURS} h` : approve ? 'Approved' : 'Denied';
-    await answer(outcome === 'resolved' ? decision : outcome === 'gone' ? 'Already answered' : 'Could not reach Carapace; try again');
-    if (outcome === 'failed') return;
+    await answer(
+      outcome === 'resolved' ? decision
+      : outcome === 'gone' ? 'Already answered'
+      : outcome === 'stale' ? 'This button is for other arguments than the request waiting: nothing was decided'
+      : 'Could not reach Carapace; try again',
+    );
+    // A stale or failed press decides nothing: the real prompt keeps its buttons.
+    if (outcome === 'failed' || outcome === 'stale') return;
     const note = outcome === 'resolved' ? `${decision} by ${who(query.from)}` : 'Already answered or expired';
     // Take the buttons away: everywhere the question was asked once it is decided here,
     // otherwise only under the pressed message (a forged press must not touch the real prompt).
@@ -472,6 +482,55 @@ export default class TelegramChannel implements PluginHandler {
         .catch((err: unknown) => log.warn({ err: describe(err) }, 'could not update a confirmation message'));
     }
   }
+}
+
+/**
+ * A prompt from the core's description of the call (core/src/confirm/describe-call.ts):
+ * `text` (warnings first, then tool, group and one line per argument, at most PROMPT_CHUNK
+ * characters) goes with the buttons; `before` holds the complete escaped arguments when
+ * they say more than the lines and fit, so that the prompt takes at most PROMPT_MESSAGES messages.
+ */
+export function renderPrompt(tool: string, group: string, raw: unknown, minutes: number | null): { before: string[]; text: string; hash: string | null } {
+  const d = (raw && typeof raw === 'object' ? raw : {}) as Record<string, unknown>;
+  const list = (v: unknown): string[] => (Array.isArray(v) ? v.map((x) => String(x)) : []);
+  const warnings = list(d.warnings);
+  const summary = list(d.summary);
+  const full = typeof d.full === 'string' ? d.full : '';
+  const hash = typeof d.hash === 'string' && /^[0-9a-f]{64}$/.test(d.hash) ? d.hash : null;
+  const described = typeof d.full === 'string';
+  const expiry = minutes ? `\n(expires in ${minutes} min)` : '';
+
+  let head = '';
+  for (const [i, w] of warnings.entries()) {
+    const line = `⚠️ ${truncate(w, 400)}\n`;
+    if (head.length + line.length > WARNINGS_BUDGET) {
+      head += `⚠️ …and ${warnings.length - i} more warnings (on the console's Approvals page)\n`;
+      break;
+    }
+    head += line;
+  }
+  if (head) head += '\n';
+  const title = `Approve ${tool} for group "${group}"?`;
+
+  // The complete arguments: before the buttons when they add something and fit.
+  const fullParts = chunks(full, PROMPT_CHUNK - 100);
+  const fullFits = described && full.length > 0 && fullParts.length <= PROMPT_MESSAGES - 1;
+  const needsFull = !described || d.summary_cut === true;
+  const before = needsFull && fullFits ? fullParts.map((part, i) => `The complete arguments of the ${tool} request below (part ${i + 1}/${fullParts.length}):\n${part}`) : [];
+  const pointer = !needsFull ? '' : before.length > 0 ? `\n(the complete arguments are in the message${before.length > 1 ? 's' : ''} above)` : `\n(the complete arguments${full ? ` (${full.length.toLocaleString('en-US')} characters)` : ''} are on the console's Approvals page)`;
+
+  const budget = PROMPT_CHUNK - head.length - title.length - pointer.length - expiry.length - 80;
+  let lines = '';
+  for (const [i, line] of summary.entries()) {
+    const shown = `\n${truncate(line, 700)}`;
+    if (lines.length + shown.length > budget) {
+      lines += `\n…and ${summary.length - i} more arguments (on the console's Approvals page)`;
+      break;
+    }
+    lines += shown;
+  }
+  const text = `${head}${title}${lines}${pointer}${expiry}`;
+  return { before, text: truncate(text, PROMPT_CHUNK), hash };
 }
 
 /** `text` in pieces of at most `size` characters (never splitting a surrogate pair). */

@@ -32,7 +32,13 @@ async function main(argv: string[]): Promise<void> {
   if (command === 'confirmations') {
     const { pending } = (await call('GET', '/confirmations')) as { pending: PendingConfirmation[] };
     if (pending.length === 0) console.log('No pending confirmations.');
-    for (const p of pending) console.log(`${p.id}  ${p.group}  ${p.tool}  ${JSON.stringify(p.arguments)}  (expires ${p.expires_at})`);
+    // From the core's description: warnings first, every hidden character a visible escape.
+    for (const p of pending) {
+      console.log(`${p.id}  ${p.group}  ${p.tool}  (expires ${p.expires_at})`);
+      for (const w of p.description.warnings) console.log(`  ⚠ ${w}`);
+      for (const line of p.description.summary) console.log(`  ${line}`);
+      if (p.description.summary_cut) console.log(`  (the complete arguments: the console's Approvals page; hash ${p.description.hash.slice(0, 12)})`);
+    }
   } else if ((command === 'approve' || command === 'deny') && id) {
     const body = command === 'approve' && rest[0] !== undefined ? { allow_hours: Number(rest[0]) } : undefined;
     console.log(JSON.stringify(await call('POST', `/confirmations/${encodeURIComponent(id)}/${command}`, body)));

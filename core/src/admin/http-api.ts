@@ -54,9 +54,12 @@ async function routes(app: FastifyInstance, core: Core, token: string | undefine
   // An approval may also stand: `{"allow_hours": N}` allows this tool with these exact
   // arguments in this group for N hours.
   const answer = (approve: boolean) => async (request: { params: { id: string }; body?: unknown }, reply: { code(n: number): { send(b: unknown): unknown } }) => {
-    const hours = (request.body as { allow_hours?: unknown } | undefined)?.allow_hours;
+    const { allow_hours: hours, hash } = (request.body as { allow_hours?: unknown; hash?: unknown } | undefined) ?? {};
     if (hours !== undefined && typeof hours !== 'number') return reply.code(400).send({ code: 'INVALID_INPUT', message: 'allow_hours must be a number of hours' });
-    const { answered, standing } = core.answerConfirmation(request.params.id, approve, 'admin-api', hours);
+    if (hash !== undefined && typeof hash !== 'string') return reply.code(400).send({ code: 'INVALID_INPUT', message: 'hash must be the hex sha256 of the description shown' });
+    // Optional: `{"hash": "<description.hash>"}` binds the answer to what was looked at.
+    const { answered, stale, standing } = core.answerConfirmation(request.params.id, approve, 'admin-api', hours, hash);
+    if (stale) return reply.code(409).send({ code: 'STALE', message: 'the hash is not that of the pending request\'s description: nothing was decided' });
     if (!answered) return reply.code(404).send({ code: 'NOT_FOUND', message: 'no such pending confirmation' });
     return { id: request.params.id, decision: approve ? 'approved' : 'denied', ...(standing ? { standing } : {}) };
   };

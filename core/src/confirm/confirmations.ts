@@ -4,6 +4,7 @@
 // per group: more are refused before they reach a person (approval fatigue, floods).
 import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
+import { describeCall, type CallDescription } from './describe-call.js';
 
 /** withdrawn: the caller went away or the core is stopping; nothing runs. */
 export type Decision = 'approved' | 'denied' | 'timeout' | 'withdrawn';
@@ -17,6 +18,8 @@ export interface PendingConfirmation {
   arguments: Record<string, unknown>;
   requested_at: string;
   expires_at: string;
+  /** What the person is shown (escaped, bounded, with warnings); answers bind to its hash. */
+  description: CallDescription;
 }
 
 interface Waiting {
@@ -40,7 +43,7 @@ export class Confirmations extends EventEmitter<ConfirmationEvents> {
   }
 
   /** null when the group already has `maxPerGroup` confirmations waiting. */
-  request(input: Omit<PendingConfirmation, 'id' | 'requested_at' | 'expires_at'>): {
+  request(input: Omit<PendingConfirmation, 'id' | 'requested_at' | 'expires_at' | 'description'>): {
     pending: PendingConfirmation;
     answer: Promise<{ decision: Decision; by: string }>;
   } | null {
@@ -51,6 +54,7 @@ export class Confirmations extends EventEmitter<ConfirmationEvents> {
       id: randomUUID(),
       requested_at: new Date(now).toISOString(),
       expires_at: new Date(now + this.timeoutMs).toISOString(),
+      description: describeCall(input.tool, input.group, input.arguments),
     };
     const answer = new Promise<{ decision: Decision; by: string }>((resolve) => {
       const timer = setTimeout(() => settle('timeout', 'core'), this.timeoutMs);
@@ -74,10 +78,15 @@ export class Confirmations extends EventEmitter<ConfirmationEvents> {
     return this.waiting.get(id)?.pending;
   }
 
-  /** Returns false when there is no such pending confirmation (answered, expired, unknown). */
-  resolve(id: string, approve: boolean, by: string): boolean {
+  /**
+   * Returns false when there is no such pending confirmation (answered, expired, unknown),
+   * and 'stale' (nothing decided) when `hash` is given and is not (a prefix of at least 8
+   * hex digits of) the hash of what this confirmation shows.
+   */
+  resolve(id: string, approve: boolean, by: string, hash?: string): boolean | 'stale' {
     const waiting = this.waiting.get(id);
     if (!waiting) return false;
+    if (hash !== undefined && !hashMatches(waiting.pending.description.hash, hash)) return 'stale';
     waiting.settle(approve ? 'approved' : 'denied', by);
     return true;
   }
@@ -101,4 +110,9 @@ export class Confirmations extends EventEmitter<ConfirmationEvents> {
   withdrawAll(by: string): void {
     for (const waiting of [...this.waiting.values()]) waiting.settle('withdrawn', by);
   }
+}
+
+/** `given` is the whole hash or a prefix of it (at least 8 hex digits, as a Telegram button carries). */
+export function hashMatches(hash: string, given: string): boolean {
+  return /^[0-9a-f]{8,64}$/.test(given) && hash.startsWith(given);
 }

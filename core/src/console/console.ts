@@ -86,10 +86,14 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
     });
 
     authed.get('/api/confirmations', async () => ({ pending: core.confirmations.list(), standing: core.standing.list() }));
-    const answer = (approve: boolean) => async (request: FastifyRequest<{ Params: { id: string }; Body: { allow_hours?: unknown } | null }>, reply: FastifyReply) => {
+    // The page sends the hash of the description it showed: an answer to anything else is refused.
+    const answer = (approve: boolean) => async (request: FastifyRequest<{ Params: { id: string }; Body: { allow_hours?: unknown; hash?: unknown } | null }>, reply: FastifyReply) => {
       const hours = request.body?.allow_hours;
       if (hours !== undefined && typeof hours !== 'number') return reply.code(400).send({ code: 'INVALID_INPUT', message: 'allow_hours must be a number of hours' });
-      const { answered, standing } = core.answerConfirmation(request.params.id, approve, 'console', hours);
+      const hash = request.body?.hash;
+      if (hash !== undefined && typeof hash !== 'string') return reply.code(400).send({ code: 'INVALID_INPUT', message: 'hash must be the hex sha256 of the description shown' });
+      const { answered, stale, standing } = core.answerConfirmation(request.params.id, approve, 'console', hours, hash);
+      if (stale) return reply.code(409).send({ code: 'STALE', message: 'this answer was for other arguments than the request now pending (the page was out of date): nothing was decided; look again and answer once more' });
       if (!answered) return reply.code(404).send({ code: 'NOT_FOUND', message: 'no such pending confirmation (answered or expired)' });
       return { id: request.params.id, decision: approve ? 'approved' : 'denied', ...(standing ? { standing } : {}) };
     };

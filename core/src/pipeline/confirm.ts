@@ -3,6 +3,7 @@
 // confirmation is withdrawn: an answer after that runs nothing.
 import type { Session } from '../boundary/session-table.js';
 import type { Confirmations } from '../confirm/confirmations.js';
+import { uncheckable } from '../confirm/describe-call.js';
 import type { CallHandle } from '../confirm/waiting-calls.js';
 import type { ToolEntry } from '../plugins/discovery.js';
 import { pipelineError, type ErrorPayload } from '../protocol/errors.js';
@@ -11,6 +12,20 @@ import type { RequestEnvelope } from '../protocol/envelope.js';
 /** A tool's risk for this caller: higher when a scheduled task's run may be acting unattended. */
 export function riskOf(tool: Pick<ToolEntry, 'risk_level' | 'task_run_risk_level'>, session: Pick<Session, 'taskStarted'>): 'low' | 'high' {
   return session.taskStarted && tool.task_run_risk_level ? tool.task_run_risk_level : tool.risk_level;
+}
+
+/**
+ * A high-risk call whose arguments hold characters no person can check (tag characters,
+ * bidi embeddings, overrides, isolates) is refused before anyone is asked, unless its tool
+ * is in `confirmations.allow_hidden_characters`. Null: nothing of the kind (or allowed).
+ */
+export function refuseHidden(tool: Pick<ToolEntry, 'name'>, args: unknown, allowed: ReadonlySet<string>): ErrorPayload | null {
+  if (allowed.has(tool.name)) return null;
+  const found = uncheckable(args);
+  if (!found) return null;
+  const where = found.field ? `"${found.field}"` : 'the arguments';
+  const message = `${where} holds ${found.kinds}: characters a person cannot see or whose order they cannot trust, so nobody can approve this ${tool.name} call; send it without them`;
+  return pipelineError('VALIDATION_FAILED', message, false, { stage: 5, field: found.field });
 }
 
 export async function confirm(

@@ -14,7 +14,7 @@ import { pipelineError, PLUGIN_ERROR_MESSAGE, type ErrorPayload } from '../proto
 import { buildResponse, type Answer, type ResponseContext } from '../response/respond.js';
 import type { Sanitizer } from '../response/sanitize.js';
 import type { GroupAuthorizer } from './authorize.js';
-import { confirm, riskOf } from './confirm.js';
+import { confirm, refuseHidden, riskOf } from './confirm.js';
 import { constructEnvelope } from './construct-envelope.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { RecentRequests } from './recent-requests.js';
@@ -40,6 +40,8 @@ export interface PipelineDeps {
   standing?: Pick<StandingApprovals, 'match'>;
   /** Reads and keeps the files a tool's file arguments name (files/attach-files.ts). */
   files?: AttachDeps;
+  /** Tools whose high-risk calls may hold tag characters and bidi controls (`confirmations.allow_hidden_characters`). */
+  allowHiddenCharacters?: ReadonlySet<string>;
 }
 
 /**
@@ -180,6 +182,9 @@ async function validateAndRoute(envelope: RequestEnvelope, session: Session, dep
   if (unaudited) return reject(audit, ctx, 'route', unaudited);
 
   const high = riskOf(tool, session) === 'high';
+  // Stage 5 first refuses what no person could check, standing approval or not.
+  const hidden = high ? refuseHidden(tool, envelope.payload.arguments, deps.allowHiddenCharacters ?? new Set()) : null;
+  if (hidden) return reject(audit, ctx, 'confirm', hidden);
   const standing = high ? deps.standing?.match(session.group, tool.name, envelope.payload.arguments) : null;
   if (standing) {
     note(audit, ctx, 'confirm', 'passed', { reason: `standing approval ${standing.id} by ${standing.created_by}, until ${standing.expires_at}` });

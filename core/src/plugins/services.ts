@@ -21,7 +21,7 @@ export interface ServiceDeps {
   authorizer: GroupAuthorizer;
   confirmations: Confirmations;
   /** Answers a pending confirmation (and with allow hours, makes the approval stand). */
-  answerConfirmation: (id: string, approve: boolean, by: string, allowHours?: number) => { answered: boolean };
+  answerConfirmation: (id: string, approve: boolean, by: string, allowHours?: number, hash?: string) => { answered: boolean; stale?: boolean };
   /** A channel plugin's chat wants pairing: the code to tell it, or null. */
   requestPairing: (plugin: string, chat: string, details: { name?: string; text?: string }) => { code: string; expires_at: string } | null;
   /** Publishes an event from `source` to the group's other subscribers. */
@@ -81,7 +81,10 @@ export function answerService(m: Extract<HostToCore, { t: 'service' }>, deps: Se
         return ok(false);
       }
       const hours = typeof m.args.allow_hours === 'number' ? m.args.allow_hours : undefined;
-      return ok(deps.answerConfirmation(pending.id, m.args.approve === true, `${m.plugin}:${String(m.args.by ?? 'user')}`, hours).answered);
+      // A button carries a prefix of the hash of what it was shown under: another is "stale".
+      const hash = typeof m.args.hash === 'string' ? m.args.hash : undefined;
+      const answer = deps.answerConfirmation(pending.id, m.args.approve === true, `${m.plugin}:${String(m.args.by ?? 'user')}`, hours, hash);
+      return ok(answer.stale ? 'stale' : answer.answered);
     }
   }
 }

@@ -165,7 +165,7 @@ describe('get_telegram_history', () => {
 
 describe('confirmations', () => {
   const promptIn = (chat: number, target: string) => () =>
-    tg.sentTo(chat).find((m) => m.text.startsWith('Approve delete_everything for group') && m.reply_markup !== undefined && m.text.includes(`"target": "${target}"`));
+    tg.sentTo(chat).find((m) => m.text.startsWith('Approve delete_everything for group') && m.reply_markup !== undefined && m.text.includes(`target: "${target}"`));
   const answerFor = (id: string) => () => tg.callbackAnswers.find((a) => a.callback_query_id === id);
 
   it('puts Approve/Deny buttons in the group\'s chats; only an owner\'s press approves', async () => {
@@ -173,8 +173,9 @@ describe('confirmations', () => {
     const prompt = await until(promptIn(MAIN_CHAT, 'photos'), 10000);
     const pending = stack.core.confirmations.list('main').find((p) => p.arguments.target === 'photos')!;
     const buttons = prompt.reply_markup!.inline_keyboard![0];
+    const hash = pending.description.hash.slice(0, 12);
     expect(buttons.map((b) => b.text)).toEqual(['Approve', 'Deny']);
-    expect(buttons.map((b) => b.callback_data)).toEqual([`c:${pending.id}:a`, `c:${pending.id}:d`]);
+    expect(buttons.map((b) => b.callback_data)).toEqual([`c:${pending.id}:a:${hash}`, `c:${pending.id}:d:${hash}`]);
     for (const b of buttons) expect(Buffer.byteLength(b.callback_data!)).toBeLessThanOrEqual(64);
     expect(tg.sentTo(FAMILY_CHAT).some((m) => m.text.startsWith('Approve'))).toBe(false);
 
@@ -187,7 +188,13 @@ describe('confirmations', () => {
     expect((await until(answerFor(elsewhere.id))).text).toBe('Already answered');
     expect(stack.core.confirmations.get(pending.id)).toBeDefined();
 
-    const owner = tg.queueCallback({ chatId: MAIN_CHAT, messageId: prompt.message_id, fromId: OWNER, data: `c:${pending.id}:a` });
+    // A press bound to other arguments (a stale or forged button) decides nothing and leaves the buttons.
+    const stale = tg.queueCallback({ chatId: MAIN_CHAT, messageId: prompt.message_id, fromId: OWNER, data: `c:${pending.id}:a:${'0'.repeat(12)}` });
+    expect((await until(answerFor(stale.id))).text).toBe('This button is for other arguments than the request waiting: nothing was decided');
+    expect(stack.core.confirmations.get(pending.id)).toBeDefined();
+    expect(tg.edits.some((e) => e.chat_id === String(MAIN_CHAT) && e.message_id === prompt.message_id)).toBe(false);
+
+    const owner = tg.queueCallback({ chatId: MAIN_CHAT, messageId: prompt.message_id, fromId: OWNER, data: buttons[0].callback_data! });
     const r = await call;
     expect(r.code).toBe(0);
     expect(r.out).toEqual({ deleted: 'photos' });
@@ -204,7 +211,7 @@ describe('confirmations', () => {
     const prompt = await until(promptIn(MAIN_CHAT, 'cache'), 10000);
     const pending = stack.core.confirmations.list('main').find((p) => p.arguments.target === 'cache')!;
     const [button] = prompt.reply_markup!.inline_keyboard![1];
-    expect(button).toEqual({ text: 'Approve + allow exactly this for 24 h', callback_data: `c:${pending.id}:s` });
+    expect(button).toEqual({ text: 'Approve + allow exactly this for 24 h', callback_data: `c:${pending.id}:s:${pending.description.hash.slice(0, 12)}` });
     // Not an owner: no standing approval either.
     const stranger = tg.queueCallback({ chatId: MAIN_CHAT, messageId: prompt.message_id, fromId: 7, data: button.callback_data! });
     expect((await until(answerFor(stranger.id))).text).toBe('Not allowed');
@@ -237,25 +244,36 @@ describe('confirmations', () => {
 });
 
 describe('confirmation prompts show everything and how they ended', () => {
-  it('a 20,000-character argument is shown whole, pretty-printed, in messages before the one with the buttons', async () => {
+  it('a 20,000-character argument: one message with the buttons, head and tail of it, and a pointer to the console', async () => {
     const target = Array.from({ length: 20_000 }, (_, i) => String.fromCharCode(97 + (i % 26))).join('') + '-end';
     const before = tg.sentTo(MAIN_CHAT).length;
     const call = stack.ipc(main, 'tool.invoke.delete_everything', { target }, { timeoutMs: 25000 });
     const buttons = await until(() => tg.sentTo(MAIN_CHAT).slice(before).find((m) => m.reply_markup !== undefined), 10000);
     const messages = tg.sentTo(MAIN_CHAT).slice(before);
-    const upTo = messages.indexOf(buttons);
-    expect(upTo).toBeGreaterThan(0);
-    for (const m of messages.slice(0, upTo)) {
-      expect(m.reply_markup).toBeUndefined();
-      expect(m.text.length).toBeLessThanOrEqual(TEXT_LIMIT);
-    }
-    expect(messages[0].text).toMatch(/^Approve delete_everything for group "main"\? Arguments in \d+ parts\./);
-    const body = messages
-      .slice(0, upTo + 1)
-      .map((m, i) => (i < upTo ? m.text.split('\n').slice(2).join('\n') : m.text.split('\n').slice(1).join('\n').replace(/\n\(expires in \d+ min\)$/, '')))
-      .join('');
-    expect(body).toBe(JSON.stringify({ target }, null, 2));
+    expect(messages).toEqual([buttons]);
+    expect(buttons.text.length).toBeLessThanOrEqual(3500);
+    expect(buttons.text).toMatch(/^Approve delete_everything for group "main"\?\ntarget: "abcdefgh/);
+    expect(buttons.text).toMatch(/…\[[\d,]+ characters cut\]… [a-z]+-end"\n/);
+    expect(buttons.text).toContain("(the complete arguments (20,022 characters) are on the console's Approvals page)");
     const pending = stack.core.confirmations.list('main').find((p) => p.arguments.target === target)!;
+    stack.core.confirmations.resolve(pending.id, false, 'test');
+    expectError(await call, 'CONFIRMATION_DENIED', { stage: 5 });
+  });
+
+  it('padding: a secret, 18,000 zero-width characters, then harmless words: warnings, the secret and the words all next to the buttons', async () => {
+    const body = 'ghp_SECRETTOKEN1234 please post this' + '\u200B'.repeat(18_000) + 'Small typo, please fix.';
+    const before = tg.sentTo(MAIN_CHAT).length;
+    const call = stack.ipc(main, 'tool.invoke.delete_everything', { target: body }, { timeoutMs: 25000 });
+    const prompt = await until(() => tg.sentTo(MAIN_CHAT).slice(before).find((m) => m.reply_markup !== undefined), 10000);
+    const messages = tg.sentTo(MAIN_CHAT).slice(before);
+    expect(messages.length).toBeLessThanOrEqual(3);
+    expect(prompt.text.length).toBeLessThanOrEqual(3500);
+    const [warnings, rest] = prompt.text.split('Approve delete_everything for group "main"?');
+    expect(warnings).toContain('⚠️ 18,000 zero-width characters');
+    expect(warnings).toContain('⚠️ padding: 18,000 blank or invisible characters in a row in "target"');
+    expect(rest).toContain('target: "ghp_SECRETTOKEN1234 please post this⟦U+200B ×18,000⟧Small typo, please fix."');
+    expect(prompt.text).not.toContain('\u200B');
+    const pending = stack.core.confirmations.list('main').find((p) => p.arguments.target === body)!;
     stack.core.confirmations.resolve(pending.id, false, 'test');
     expectError(await call, 'CONFIRMATION_DENIED', { stage: 5 });
   });
@@ -263,7 +281,7 @@ describe('confirmation prompts show everything and how they ended', () => {
   it('the caller gone before anyone answers: the prompt is edited to say withdrawn, nothing ran', async () => {
     const session = await stack.openSession('main');
     const call = stack.ipc(session, 'tool.invoke.delete_everything', { target: 'gone-away' }, { timeoutMs: 25000 });
-    const prompt = await until(() => tg.sentTo(MAIN_CHAT).find((m) => m.reply_markup !== undefined && m.text.includes('"target": "gone-away"')), 10000);
+    const prompt = await until(() => tg.sentTo(MAIN_CHAT).find((m) => m.reply_markup !== undefined && m.text.includes('target: "gone-away"')), 10000);
     await stack.core.closeSession(session.id);
     const edit = await until(() => tg.edits.find((e) => e.chat_id === String(MAIN_CHAT) && e.message_id === prompt.message_id));
     expect(edit.text).toMatch(/Withdrawn \(core: session ended\): nothing ran$/);

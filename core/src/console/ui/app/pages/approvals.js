@@ -6,24 +6,38 @@ export function Approvals() {
   const { data, error, reload } = useData('/api/confirmations', (e) => e.type === 'audit' && e.stage === 'confirm');
   const [problem, setProblem] = useState(null);
   const act = (promise) => promise.then(() => setProblem(null), (err) => setProblem(err.message)).then(reload);
-  const answer = (id, decision, hours) => act(post(`/api/confirmations/${encodeURIComponent(id)}/${decision}`, hours ? { allow_hours: hours } : {}));
+  // The answer names the hash of the description shown: the core refuses it for anything else.
+  const answer = (p, decision, hours) =>
+    act(post(`/api/confirmations/${encodeURIComponent(p.id)}/${decision}`, { ...(hours ? { allow_hours: hours } : {}), ...(p.description ? { hash: p.description.hash } : {}) }));
   if (!data) return html`<h1>Approvals</h1>${error ? html`<div class="error">${error}</div>` : html`<p class="muted">Loading…</p>`}`;
   return html`<h1>Approvals</h1>
     ${(problem || error) && html`<div class="error">${problem || error}</div>`}
     <h2>Waiting for you</h2>
     ${data.pending.length === 0 ? html`<p class="muted">Nothing is waiting. High-risk tool calls appear here (and in Telegram) until someone answers or they expire.</p>` : ''}
-    ${data.pending.map((p) => html`<div class="card pending" data-id=${p.id}>
-      <div class="row"><strong>${p.tool}</strong><span class="muted">group ${p.group} · asked ${when(p.requested_at)} · expires ${when(p.expires_at)}</span></div>
-      <pre class="args">${JSON.stringify(p.arguments, null, 2)}</pre>
-      <div class="row actions">
-        <button class="primary approve" onClick=${() => answer(p.id, 'approve')}>Approve</button>
-        <button class="deny" onClick=${() => answer(p.id, 'deny')}>Deny</button>
-        <button class="allow" onClick=${() => answer(p.id, 'approve', 24)}>Approve + allow exactly this for 24 h</button>
-      </div></div>`)}
+    ${data.pending.map((p) => html`<${Pending} p=${p} answer=${answer} />`)}
     <h2>Standing approvals</h2>
     ${data.standing.length === 0 ? html`<p class="muted">None. An approval can stand for a tool with exactly the same arguments in one group, for up to 7 days.</p>` : html`
     <div class="scroll"><table class="wide"><thead><tr><th>Group</th><th>Tool</th><th>Arguments</th><th>By</th><th>Until</th><th></th></tr></thead><tbody>
       ${data.standing.map((s) => html`<tr><td>${s.group}</td><td>${s.tool}</td><td><pre>${JSON.stringify(s.arguments)}</pre></td><td>${s.created_by}</td><td>${when(s.expires_at)}</td>
         <td><button class="danger" onClick=${() => act(del(`/api/standing/${encodeURIComponent(s.id)}`))}>Revoke</button></td></tr>`)}
     </tbody></table></div>`}`;
+}
+
+/**
+ * One waiting call, from the core's description (core/src/confirm/describe-call.ts): the
+ * warnings first, then tool, group and one escaped line per argument next to the buttons;
+ * the complete escaped arguments folded away, in a box of bounded height.
+ */
+function Pending({ p, answer }) {
+  const d = p.description ?? { warnings: [], summary: [], full: JSON.stringify(p.arguments, null, 2), summary_cut: true };
+  return html`<div class="card pending" data-id=${p.id} data-hash=${d.hash ?? ''}>
+    ${d.warnings.length > 0 && html`<ul class="warnings">${d.warnings.map((w) => html`<li>⚠ ${w}</li>`)}</ul>`}
+    <div class="row"><strong>${p.tool}</strong><span class="muted">group ${p.group} · asked ${when(p.requested_at)} · expires ${when(p.expires_at)}</span></div>
+    <pre class="args">${d.summary.length > 0 ? d.summary.join('\n') : '(no arguments)'}</pre>
+    ${d.summary_cut && html`<details class="full"><summary>The complete arguments (${d.full.length.toLocaleString('en-US')} characters, escaped)</summary><pre>${d.full}</pre></details>`}
+    <div class="row actions">
+      <button class="primary approve" onClick=${() => answer(p, 'approve')}>Approve</button>
+      <button class="deny" onClick=${() => answer(p, 'deny')}>Deny</button>
+      <button class="allow" onClick=${() => answer(p, 'approve', 24)}>Approve + allow exactly this for 24 h</button>
+    </div></div>`;
 }

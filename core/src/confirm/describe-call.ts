@@ -1,0 +1,275 @@
+// What a person approves (DESIGN decision 12): one structured description of a high-risk
+// call, made here and nowhere else, from which every prompt (Telegram, console, CLI) is
+// rendered. Every character a person cannot see, or whose order they cannot trust, is
+// shown as a visible escape (⟦U+202E⟧), never stripped; what is odd about the text
+// (hidden characters, padding, a Cyrillic letter in a Latin word) is said first. The
+// answer binds to `hash`, the sha256 of the canonical arguments shown.
+//
+// Character classes come from the Unicode database Node carries (regex property escapes),
+// not from tables of our own.
+import { createHash } from 'node:crypto';
+import stringify from 'safe-stable-stringify';
+
+export interface CallDescription {
+  tool: string;
+  group: string;
+  /** The arguments as safe-stable-stringify writes them (sorted keys): what the hash covers. */
+  canonical: string;
+  /** sha256 (hex) of `canonical`: an answer that names another hash is refused. */
+  hash: string;
+  /** One line per top-level argument, escaped, each at most about SUMMARY_LINE characters. */
+  summary: string[];
+  /** True when a summary line was shortened: `full` says more than the summary. */
+  summary_cut: boolean;
+  /** The arguments pretty-printed and escaped (at most FULL_LIMIT characters). */
+  full: string;
+  /** Said before anything else: hidden characters by kind, padding, mixed scripts. */
+  warnings: string[];
+}
+
+/** A summary line's value is cut to about this many characters (head and tail kept). */
+export const SUMMARY_LINE = 300;
+/** The full text is cut beyond this (a note says how much). */
+export const FULL_LIMIT = 256 * 1024;
+/** This many repeated blank or invisible characters in a row are padding. */
+export const PADDING_RUN = 20;
+/** At least this many of the same escaped character in a row are shown as one escape with a count. */
+const COLLAPSE_RUN = 4;
+
+// ---- classes of characters ----------------------------------------------------------------
+
+/** A person cannot check these at all: refused in high-risk calls unless a tool is exempt. */
+const UNCHECKABLE = /[\u{E0000}-\u{E007F}\u202A-\u202E\u2066-\u2069]/u;
+const TAG = /^[\u{E0000}-\u{E007F}]$/u;
+const BIDI = /^\p{Bidi_Control}$/u;
+const ZERO_WIDTH = /^(?=\p{Cf})\p{Default_Ignorable_Code_Point}$/u;
+/**
+ * Shown as an escape: format (Cf), private use (Co), unassigned (Cn), lone surrogates (Cs),
+ * line and paragraph separators (Zl, Zp), spaces other than U+0020 (Zs), controls (Cc)
+ * other than \n and \t; and the escape's own opening bracket, so that text cannot fake one.
+ */
+const HIDDEN = /[\p{Cf}\p{Co}\p{Cn}\p{Cs}\p{Zl}\p{Zp}\p{Cc}\p{Zs}]/u;
+const ESCAPE_OPEN = '⟦';
+/** Whole emoji (ZWJ families, subdivision flags with their tag characters) are left alone. */
+const EMOJI = new RegExp('\\p{RGI_Emoji}', 'gv');
+
+type Kind = 'tag' | 'bidi' | 'zero_width' | 'format' | 'private_use' | 'unassigned' | 'surrogate' | 'separator' | 'space' | 'control';
+
+const KIND_WORDS: Record<Kind, [string, string]> = {
+  tag: ['invisible tag character', 'invisible tag characters'],
+  bidi: ['bidi control (reorders text)', 'bidi controls (reorder text)'],
+  zero_width: ['zero-width character', 'zero-width characters'],
+  format: ['invisible format character', 'invisible format characters'],
+  private_use: ['private-use character', 'private-use characters'],
+  unassigned: ['unassigned code point', 'unassigned code points'],
+  surrogate: ['broken (lone surrogate) character', 'broken (lone surrogate) characters'],
+  separator: ['line/paragraph separator', 'line/paragraph separators'],
+  space: ['unusual space', 'unusual spaces'],
+  control: ['control character', 'control characters'],
+};
+
+function kindOf(ch: string): Kind {
+  if (TAG.test(ch)) return 'tag';
+  if (BIDI.test(ch)) return 'bidi';
+  if (ZERO_WIDTH.test(ch)) return 'zero_width';
+  if (/^\p{Cf}$/u.test(ch)) return 'format';
+  if (/^\p{Co}$/u.test(ch)) return 'private_use';
+  if (/^\p{Cs}$/u.test(ch)) return 'surrogate';
+  if (/^\p{Cn}$/u.test(ch)) return 'unassigned';
+  if (/^[\p{Zl}\p{Zp}]$/u.test(ch)) return 'separator';
+  if (/^\p{Zs}$/u.test(ch)) return 'space';
+  return 'control';
+}
+
+/** Is this one character shown as an escape? */
+function hidden(ch: string): boolean {
+  if (ch === ' ' || ch === '\n' || ch === '\t') return false;
+  return HIDDEN.test(ch) || ch === ESCAPE_OPEN;
+}
+
+/** The characters of `text` (code points; a lone surrogate is one), with emoji kept whole. */
+function pieces(text: string): { s: string; emoji: boolean }[] {
+  const out: { s: string; emoji: boolean }[] = [];
+  let at = 0;
+  const plain = (to: number): void => {
+    for (const ch of text.slice(at, to)) out.push({ s: ch, emoji: false });
+  };
+  for (const m of text.matchAll(EMOJI)) {
+    plain(m.index);
+    out.push({ s: m[0], emoji: true });
+    at = m.index + m[0].length;
+  }
+  plain(text.length);
+  return out;
+}
+
+const hex = (ch: string): string => (ch.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0');
+const count = (n: number): string => n.toLocaleString('en-US');
+
+/**
+ * `text` with every hidden character as a visible escape: `⟦U+202E⟧`, and a run of the
+ * same one as `⟦U+200B ×18,000⟧`. Nothing is removed.
+ */
+export function escapeText(text: string): string {
+  const parts = pieces(text);
+  let out = '';
+  for (let i = 0; i < parts.length; ) {
+    const p = parts[i];
+    if (p.emoji || !hidden(p.s)) {
+      out += p.s;
+      i++;
+      continue;
+    }
+    let j = i + 1;
+    while (j < parts.length && !parts[j].emoji && parts[j].s === p.s) j++;
+    const n = j - i;
+    if (n >= COLLAPSE_RUN) out += `${ESCAPE_OPEN}U+${hex(p.s)} ×${count(n)}⟧`;
+    else out += `${ESCAPE_OPEN}U+${hex(p.s)}⟧`.repeat(n);
+    i = j;
+  }
+  return out;
+}
+
+/**
+ * `text` (escaped) cut to about `max` characters, head and tail kept, saying how many
+ * characters were cut; an escape is never cut in two.
+ */
+export function bound(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const units = text.match(/⟦[^⟦⟧]*⟧|[\s\S]/gu) ?? [];
+  const tailBudget = Math.floor(max / 4);
+  const headBudget = max - tailBudget;
+  let head = 0;
+  for (let used = 0; head < units.length && used + units[head].length <= headBudget; head++) used += units[head].length;
+  let tail = units.length;
+  for (let used = 0; tail > head && used + units[tail - 1].length <= tailBudget; tail--) used += units[tail - 1].length;
+  if (tail <= head) return text;
+  return `${units.slice(0, head).join('')} …[${count(tail - head)} characters cut]… ${units.slice(tail).join('')}`;
+}
+
+// ---- what is odd about the text -------------------------------------------------------------
+
+interface Findings {
+  kinds: Map<Kind, number>;
+  /** Visible reading of tag characters (they mirror ASCII), for the warning. */
+  tagText: string;
+  padding: { field: string; length: number }[];
+  mixed: { field: string; word: string; scripts: string }[];
+}
+
+const SCRIPTS: [string, RegExp][] = [
+  ['Cyrillic', /\p{Script=Cyrillic}/u],
+  ['Greek', /\p{Script=Greek}/u],
+  ['Armenian', /\p{Script=Armenian}/u],
+  ['Cherokee', /\p{Script=Cherokee}/u],
+];
+
+function inspect(text: string, field: string, found: Findings): void {
+  const parts = pieces(text);
+  let run = 0;
+  const endRun = (): void => {
+    if (run >= PADDING_RUN) found.padding.push({ field, length: run });
+    run = 0;
+  };
+  for (const p of parts) {
+    const invisible = !p.emoji && hidden(p.s) && p.s !== ESCAPE_OPEN;
+    if (invisible) {
+      const kind = kindOf(p.s);
+      found.kinds.set(kind, (found.kinds.get(kind) ?? 0) + 1);
+      if (kind === 'tag') {
+        const cp = p.s.codePointAt(0)! - 0xe0000;
+        if (cp >= 0x20 && cp < 0x7f) found.tagText += String.fromCodePoint(cp);
+      }
+    }
+    if (invisible || (!p.emoji && /^\s$/u.test(p.s))) run++;
+    else endRun();
+  }
+  endRun();
+  for (const m of text.matchAll(/[\p{L}\p{M}]+/gu)) {
+    const word = m[0];
+    if (!/\p{Script=Latin}/u.test(word)) continue;
+    const others = SCRIPTS.filter(([, re]) => re.test(word)).map(([name]) => name);
+    if (others.length > 0) found.mixed.push({ field, word, scripts: `Latin + ${others.join(' + ')}` });
+  }
+}
+
+/** Every string in `value` (keys too) with the dotted path it sits at. */
+function* strings(value: unknown, path: string[] = []): Generator<[string, string]> {
+  if (typeof value === 'string') yield [value, path.join('.')];
+  else if (Array.isArray(value)) for (const [i, v] of value.entries()) yield* strings(v, [...path, String(i)]);
+  else if (value && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) {
+      yield [k, [...path, k].join('.')];
+      yield* strings(v, [...path, k]);
+    }
+  }
+}
+
+function warningsOf(found: Findings): string[] {
+  const out: string[] = [];
+  for (const [kind, n] of found.kinds) {
+    const [one, many] = KIND_WORDS[kind];
+    let line = `${count(n)} ${n === 1 ? one : many}`;
+    if (kind === 'tag' && found.tagText) line += `; they spell: ${JSON.stringify(bound(found.tagText, 160))}`;
+    out.push(line);
+  }
+  for (const p of found.padding.slice(0, 3)) out.push(`padding: ${count(p.length)} blank or invisible characters in a row in ${p.field ? `"${escapeText(p.field)}"` : 'the arguments'}`);
+  if (found.padding.length > 3) out.push(`padding: ${found.padding.length - 3} more runs`);
+  for (const m of found.mixed.slice(0, 3)) {
+    const marked = Array.from(m.word).map((ch) => (/\p{Script=Latin}/u.test(ch) || !/\p{L}/u.test(ch) ? ch : `${ch}(U+${hex(ch)})`)).join('');
+    out.push(`mixed scripts in one word (${m.scripts}): ${escapeText(bound(marked, 80))} in ${m.field ? `"${escapeText(m.field)}"` : 'the arguments'}`);
+  }
+  if (found.mixed.length > 3) out.push(`mixed scripts: ${found.mixed.length - 3} more words`);
+  return out;
+}
+
+// ---- the description ------------------------------------------------------------------------
+
+/** Arguments as compact JSON for one summary line (strings quoted, \n shown as \n). */
+const compact = (value: unknown): string => JSON.stringify(value) ?? String(value);
+
+export function canonicalArguments(args: unknown): string {
+  return stringify(args) ?? '';
+}
+
+export function hashOf(canonical: string): string {
+  return createHash('sha256').update(canonical).digest('hex');
+}
+
+export function describeCall(tool: string, group: string, args: Record<string, unknown>): CallDescription {
+  const canonical = canonicalArguments(args);
+  const found: Findings = { kinds: new Map(), tagText: '', padding: [], mixed: [] };
+  for (const [text, field] of strings(args)) inspect(text, field, found);
+  let summaryCut = false;
+  const summary = Object.entries(args).map(([key, value]) => {
+    const shown = escapeText(compact(value));
+    const cut = bound(shown, SUMMARY_LINE);
+    if (cut !== shown || (value !== null && typeof value === 'object')) summaryCut = true;
+    return `${escapeText(key)}: ${cut}`;
+  });
+  let full = escapeText(JSON.stringify(args, null, 2) ?? '{}');
+  if (full.length > FULL_LIMIT) full = `${full.slice(0, FULL_LIMIT)}\n…[${count(full.length - FULL_LIMIT)} more characters not shown]`;
+  return { tool, group, canonical, hash: hashOf(canonical), summary, summary_cut: summaryCut, full, warnings: warningsOf(found) };
+}
+
+/**
+ * The first string in `args` holding a character no person can check (tag characters,
+ * bidi embeddings, overrides and isolates), outside whole emoji: its path and what it holds.
+ */
+export function uncheckable(args: unknown): { field: string; kinds: string } | null {
+  for (const [text, field] of strings(args)) {
+    const rest = text.replace(EMOJI, '');
+    if (!UNCHECKABLE.test(rest)) continue;
+    let tags = 0;
+    let bidi = 0;
+    for (const ch of rest) {
+      if (TAG.test(ch)) tags++;
+      else if (UNCHECKABLE.test(ch)) bidi++;
+    }
+    const kinds = [tags ? `${count(tags)} invisible tag character${tags === 1 ? '' : 's'} (U+E0000–U+E007F)` : '', bidi ? `${count(bidi)} bidi control${bidi === 1 ? '' : 's'} (U+202A–U+202E, U+2066–U+2069)` : '']
+      .filter(Boolean)
+      .join(' and ');
+    return { field, kinds };
+  }
+  return null;
+}
