@@ -289,7 +289,7 @@ export default class TelegramChannel implements PluginHandler {
           reply_markup: {
             inline_keyboard: [
               [{ text: 'Approve', callback_data: data('a') }, { text: 'Deny', callback_data: data('d') }],
-              [{ text: `Approve + allow exactly this for ${STANDING_HOURS} h`, callback_data: data('s') }],
+              [{ text: `Approve + allow exactly this, once an hour, for ${STANDING_HOURS} h`, callback_data: data('s') }],
             ],
           },
         }

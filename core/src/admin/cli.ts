@@ -1,7 +1,7 @@
 // A small CLI for the admin API: pending confirmations and standing approvals, the
 // admin token (for the console's login) and the container's health check.
 //   node dist/core/src/admin/cli.js confirmations | approve <id> [hours to allow] | deny <id>
-//                                   standing | allow <group> <tool> '<json arguments>' <hours> | revoke <id>
+//                                   standing | allow <group> <tool> '<json arguments>' <hours> [uses per hour] | revoke <id>
 //                                   pairing | pair <code> <group> [new] | refuse <code>
 //                                   token | health | doctor
 import { join } from 'node:path';
@@ -12,7 +12,7 @@ import type { Report } from '../doctor/checks.js';
 import { ADMIN_TOKEN_FILE, readToken } from '../console/admin-token.js';
 import { pathsFromEnv } from '../settings.js';
 
-const USAGE = "usage: cli.js confirmations | approve <id> [hours to allow] | deny <id> | standing | allow <group> <tool> '<json>' <hours> | revoke <id> | pairing | pair <code> <group> [new] | refuse <code> | token | health | doctor";
+const USAGE = "usage: cli.js confirmations | approve <id> [hours to allow] | deny <id> | standing | allow <group> <tool> '<json>' <hours> [uses per hour] | revoke <id> | pairing | pair <code> <group> [new] | refuse <code> | token | health | doctor";
 
 const base = process.env.CARAPACE_ADMIN_URL || `http://127.0.0.1:${process.env.CARAPACE_ADMIN_PORT || 8780}`;
 // The one from .env, else the one the core made on its first start.
@@ -45,10 +45,10 @@ async function main(argv: string[]): Promise<void> {
   } else if (command === 'standing') {
     const { standing } = (await call('GET', '/standing-approvals')) as { standing: StandingApproval[] };
     if (standing.length === 0) console.log('No standing approvals.');
-    for (const a of standing) console.log(`${a.id}  ${a.group}  ${a.tool}  ${JSON.stringify(a.arguments)}  (by ${a.created_by}, until ${a.expires_at})`);
-  } else if (command === 'allow' && id && rest.length === 3) {
-    const [tool, json, hours] = rest;
-    console.log(JSON.stringify(await call('POST', '/standing-approvals', { group: id, tool, arguments: JSON.parse(json) as unknown, hours: Number(hours) })));
+    for (const a of standing) console.log(`${a.id}  ${a.group}  ${a.tool}  ${JSON.stringify(a.arguments)}  (by ${a.created_by}, until ${a.expires_at}, ${a.uses_per_hour} an hour, used ${a.used_at.length} in the last hour)`);
+  } else if (command === 'allow' && id && (rest.length === 3 || rest.length === 4)) {
+    const [tool, json, hours, uses] = rest;
+    console.log(JSON.stringify(await call('POST', '/standing-approvals', { group: id, tool, arguments: JSON.parse(json) as unknown, hours: Number(hours), ...(uses !== undefined ? { uses_per_hour: Number(uses) } : {}) })));
   } else if (command === 'pairing') {
     const { pending } = (await call('GET', '/pairing')) as { pending: PairingRequest[] };
     if (pending.length === 0) console.log('No chat is waiting to be paired.');

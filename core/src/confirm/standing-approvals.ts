@@ -15,6 +15,10 @@ import type { StoreProblem } from '../state/sqlite-file.js';
 export const MAX_HOURS = 168;
 /** At most this many per group at once: a list a person can still read. */
 export const MAX_PER_GROUP = 20;
+/** A standing approval acts at most this often per hour (default 1): one grant is not a licence to repeat. */
+export const DEFAULT_USES_PER_HOUR = 1;
+export const MAX_USES_PER_HOUR = 60;
+const HOUR_MS = 3600_000;
 
 export interface StandingApproval {
   id: string;
@@ -24,6 +28,10 @@ export interface StandingApproval {
   created_by: string;
   created_at: string;
   expires_at: string;
+  /** How many calls it may cover in any hour. */
+  uses_per_hour: number;
+  /** When it was used within the last hour (kept across restarts). */
+  used_at: string[];
 }
 
 export interface Grant {
@@ -32,6 +40,8 @@ export interface Grant {
   arguments: Record<string, unknown>;
   hours: number;
   by: string;
+  /** Default DEFAULT_USES_PER_HOUR. */
+  uses_per_hour?: number;
 }
 
 export type GrantRefusal = { code: 'INVALID_INPUT' | 'LIMIT' | 'UNAVAILABLE'; message: string };
@@ -55,7 +65,8 @@ export class StandingApprovals {
     try {
       const data = JSON.parse(readFileSync(file, 'utf8')) as { approvals?: unknown };
       if (!Array.isArray(data.approvals)) throw new Error('no "approvals" array');
-      this.entries = data.approvals.filter(isApproval);
+      // Approvals made before uses per hour existed: once an hour, the default.
+      this.entries = data.approvals.filter(isApproval).map((a) => ({ ...a, uses_per_hour: Number.isInteger(a.uses_per_hour) ? a.uses_per_hour : DEFAULT_USES_PER_HOUR, used_at: Array.isArray(a.used_at) ? a.used_at.filter((t) => typeof t === 'string') : [] }));
     } catch (err) {
       const movedTo = `${file}.corrupt-${new Date().toISOString().replace(/[:.]/g, '-')}`;
       renameSync(file, movedTo);
@@ -66,6 +77,10 @@ export class StandingApprovals {
   grant(input: Grant): StandingApproval | GrantRefusal {
     if (!Number.isFinite(input.hours) || input.hours <= 0 || input.hours > MAX_HOURS) {
       return { code: 'INVALID_INPUT', message: `hours must be more than 0 and at most ${MAX_HOURS}` };
+    }
+    const uses = input.uses_per_hour ?? DEFAULT_USES_PER_HOUR;
+    if (!Number.isInteger(uses) || uses < 1 || uses > MAX_USES_PER_HOUR) {
+      return { code: 'INVALID_INPUT', message: `uses_per_hour must be a whole number from 1 to ${MAX_USES_PER_HOUR}` };
     }
     if (this.list(input.group).length >= MAX_PER_GROUP) {
       return { code: 'LIMIT', message: `group "${input.group}" already has ${MAX_PER_GROUP} standing approvals; revoke some first` };
@@ -78,7 +93,9 @@ export class StandingApprovals {
       arguments: JSON.parse(canonical(input.arguments)) as Record<string, unknown>,
       created_by: input.by,
       created_at: new Date(created).toISOString(),
-      expires_at: new Date(created + input.hours * 3600_000).toISOString(),
+      expires_at: new Date(created + input.hours * HOUR_MS).toISOString(),
+      uses_per_hour: uses,
+      used_at: [],
     };
     this.entries.push(approval);
     if (!this.save()) {
@@ -97,6 +114,8 @@ export class StandingApprovals {
       this.save();
       for (const approval of expired) this.onExpired(approval);
     }
+    const hourAgo = now - HOUR_MS;
+    for (const a of this.entries) a.used_at = a.used_at.filter((t) => Date.parse(t) > hourAgo);
     return this.entries.filter((a) => group === undefined || a.group === group);
   }
 
@@ -109,10 +128,23 @@ export class StandingApprovals {
     return approval;
   }
 
-  /** The standing approval that covers exactly this call, if any. */
+  /** The standing approval that covers exactly this call, if any (whether or not it has a use left). */
   match(group: string, tool: string, args: unknown): StandingApproval | null {
     const wanted = canonical(args);
     return this.list(group).find((a) => a.tool === tool && canonical(a.arguments) === wanted) ?? null;
+  }
+
+  /**
+   * Takes one of the matching approval's uses for this hour: `used` when the call may run
+   * without asking, `spent` when it has none left (a person is asked), null when none matches.
+   */
+  use(group: string, tool: string, args: unknown): { used: StandingApproval } | { spent: StandingApproval } | null {
+    const approval = this.match(group, tool, args);
+    if (!approval) return null;
+    if (approval.used_at.length >= approval.uses_per_hour) return { spent: approval };
+    approval.used_at.push(new Date(this.now()).toISOString());
+    this.save();
+    return { used: approval };
   }
 
   /**

@@ -37,7 +37,7 @@ export interface PipelineDeps {
   /** High-risk calls waiting for a person: joins retries, keeps callers informed. */
   calls?: WaitingCalls;
   /** A person's "allow exactly this, here, for a while": such a call asks nobody. */
-  standing?: Pick<StandingApprovals, 'match'>;
+  standing?: Pick<StandingApprovals, 'use'>;
   /** Reads and keeps the files a tool's file arguments name (files/attach-files.ts). */
   files?: AttachDeps;
   /** Tools whose high-risk calls may hold tag characters and bidi controls (`confirmations.allow_hidden_characters`). */
@@ -185,11 +185,13 @@ async function validateAndRoute(envelope: RequestEnvelope, session: Session, dep
   // Stage 5 first refuses what no person could check, standing approval or not.
   const hidden = high ? refuseHidden(tool, envelope.payload.arguments, deps.allowHiddenCharacters ?? new Set()) : null;
   if (hidden) return reject(audit, ctx, 'confirm', hidden);
-  const standing = high ? deps.standing?.match(session.group, tool.name, envelope.payload.arguments) : null;
-  if (standing) {
-    note(audit, ctx, 'confirm', 'passed', { reason: `standing approval ${standing.id} by ${standing.created_by}, until ${standing.expires_at}` });
+  const standing = high ? deps.standing?.use(session.group, tool.name, envelope.payload.arguments) : null;
+  if (standing && 'used' in standing) {
+    const { id, created_by, expires_at, uses_per_hour } = standing.used;
+    note(audit, ctx, 'confirm', 'passed', { reason: `standing approval ${id} by ${created_by}, until ${expires_at} (${uses_per_hour} use${uses_per_hour === 1 ? '' : 's'} an hour)` });
     return routeToOwner(tool, envelope, session, deps, ctx, audit);
   }
+  if (standing) note(audit, ctx, 'confirm', 'pending', { reason: `standing approval ${standing.spent.id} has no use left this hour (${standing.spent.uses_per_hour} an hour): a person is asked` });
   if (high && deps.calls && send) {
     const caller = { correlation: envelope.correlation, send };
     const joinKey = WaitingCalls.joinKey(session.id, tool.name, envelope.payload.arguments);

@@ -73,6 +73,9 @@ describe('standing approvals', () => {
     expect(entries.filter((e) => e.correlation === used[0].correlation).map((e) => e.stage)).toEqual(['envelope', 'topic', 'payload', 'authorize', 'confirm', 'route', 'response']);
     expect(entries.some((e) => e.reason === `standing approval ${standingId} granted by admin-api until ${answered.body.standing.expires_at}`)).toBe(true);
 
+    // Once an hour unless the person said more: the same call again at once asks a person.
+    await asksAPerson(family, 'old-photos');
+    expect((await audit()).some((e) => e.reason === `standing approval ${standingId} has no use left this hour (1 an hour): a person is asked`)).toBe(true);
     await asksAPerson(family, 'old-photos-2'); // other arguments
     await asksAPerson(work, 'old-photos'); // another group
 

@@ -211,7 +211,7 @@ describe('confirmations', () => {
     const prompt = await until(promptIn(MAIN_CHAT, 'cache'), 10000);
     const pending = stack.core.confirmations.list('main').find((p) => p.arguments.target === 'cache')!;
     const [button] = prompt.reply_markup!.inline_keyboard![1];
-    expect(button).toEqual({ text: 'Approve + allow exactly this for 24 h', callback_data: `c:${pending.id}:s:${pending.description.hash.slice(0, 12)}` });
+    expect(button).toEqual({ text: 'Approve + allow exactly this, once an hour, for 24 h', callback_data: `c:${pending.id}:s:${pending.description.hash.slice(0, 12)}` });
     // Not an owner: no standing approval either.
     const stranger = tg.queueCallback({ chatId: MAIN_CHAT, messageId: prompt.message_id, fromId: 7, data: button.callback_data! });
     expect((await until(answerFor(stranger.id))).text).toBe('Not allowed');

@@ -25,6 +25,31 @@ describe('StandingApprovals', () => {
     expect(store.match('family', 'send_telegram', fewer)).toBeNull();
   });
 
+  it('covers at most uses_per_hour calls in any hour (1 unless said), counted across a restart', () => {
+    const file = fileIn();
+    let now = Date.parse('2026-11-24T03:00:00Z');
+    const store = new StandingApprovals(file, undefined, undefined, () => now);
+    const once = store.grant({ group: 'family', tool: 'create_bug_report', arguments: { title: 'x' }, hours: 24, by: 'test' }) as StandingApproval;
+    expect(once.uses_per_hour).toBe(1);
+    expect(store.use('family', 'create_bug_report', { title: 'x' })).toEqual({ used: expect.objectContaining({ id: once.id }) });
+    // The same call ten times in ten seconds: none of them is covered.
+    for (let i = 0; i < 10; i++) {
+      now += 1000;
+      expect(store.use('family', 'create_bug_report', { title: 'x' })).toEqual({ spent: expect.objectContaining({ id: once.id }) });
+    }
+    const thrice = store.grant({ group: 'family', tool: 'create_bug_report', arguments: { title: 'y' }, hours: 24, by: 'test', uses_per_hour: 3 }) as StandingApproval;
+    const uses = Array.from({ length: 4 }, () => Object.keys(store.use('family', 'create_bug_report', { title: 'y' }) ?? {})[0]);
+    expect(uses).toEqual(['used', 'used', 'used', 'spent']);
+    expect(thrice.used_at).toHaveLength(3);
+    // A restart does not give the uses back; an hour later there is one again.
+    const again = new StandingApprovals(file, undefined, undefined, () => now);
+    expect(Object.keys(again.use('family', 'create_bug_report', { title: 'x' }) ?? {})).toEqual(['spent']);
+    now += 3600_000;
+    expect(Object.keys(again.use('family', 'create_bug_report', { title: 'x' }) ?? {})).toEqual(['used']);
+    expect(store.use('family', 'create_bug_report', { title: 'other' })).toBeNull();
+    for (const bad of [0, 61, 1.5]) expect(store.grant({ group: 'family', tool: 't', arguments: {}, hours: 1, by: 'test', uses_per_hour: bad })).toMatchObject({ code: 'INVALID_INPUT' });
+  });
+
   it('expires (reported once), and a revoke holds', () => {
     let now = Date.parse('2026-11-24T03:00:00Z');
     const expired: string[] = [];

@@ -16,9 +16,9 @@ export function Approvals() {
     ${data.pending.length === 0 ? html`<p class="muted">Nothing is waiting. High-risk tool calls appear here (and in Telegram) until someone answers or they expire.</p>` : ''}
     ${data.pending.map((p) => html`<${Pending} p=${p} answer=${answer} />`)}
     <h2>Standing approvals</h2>
-    ${data.standing.length === 0 ? html`<p class="muted">None. An approval can stand for a tool with exactly the same arguments in one group, for up to 7 days.</p>` : html`
-    <div class="scroll"><table class="wide"><thead><tr><th>Group</th><th>Tool</th><th>Arguments</th><th>By</th><th>Until</th><th></th></tr></thead><tbody>
-      ${data.standing.map((s) => html`<tr><td>${s.group}</td><td>${s.tool}</td><td><pre>${JSON.stringify(s.arguments)}</pre></td><td>${s.created_by}</td><td>${when(s.expires_at)}</td>
+    ${data.standing.length === 0 ? html`<p class="muted">None. An approval can stand for a tool with exactly the same arguments in one group, for up to 7 days, a set number of times an hour (once, unless you say more).</p>` : html`
+    <div class="scroll"><table class="wide"><thead><tr><th>Group</th><th>Tool</th><th>Arguments</th><th>By</th><th>Until</th><th>Uses</th><th></th></tr></thead><tbody>
+      ${data.standing.map((s) => html`<tr><td>${s.group}</td><td>${s.tool}</td><td><pre>${JSON.stringify(s.arguments)}</pre></td><td>${s.created_by}</td><td>${when(s.expires_at)}</td><td>${s.uses_per_hour} an hour (${s.used_at.length} in the last hour)</td>
         <td><button class="danger" onClick=${() => act(del(`/api/standing/${encodeURIComponent(s.id)}`))}>Revoke</button></td></tr>`)}
     </tbody></table></div>`}`;
 }
@@ -38,6 +38,6 @@ function Pending({ p, answer }) {
     <div class="row actions">
       <button class="primary approve" onClick=${() => answer(p, 'approve')}>Approve</button>
       <button class="deny" onClick=${() => answer(p, 'deny')}>Deny</button>
-      <button class="allow" onClick=${() => answer(p, 'approve', 24)}>Approve + allow exactly this for 24 h</button>
+      <button class="allow" onClick=${() => answer(p, 'approve', 24)}>Approve + allow exactly this, once an hour, for 24 h</button>
     </div></div>`;
 }
