@@ -6,12 +6,13 @@
 // send_webchat, with the tool call shown as it happens.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import type { Browser, Page } from 'puppeteer-core';
 import { DockerRuntime } from '../../src/agents/docker-runtime.js';
 import { LoopStorage } from '../../src/agents/storage.js';
 import { ROOT, sleep } from '../harness.js';
+import { launchBrowser, logIn } from '../support/browser.js';
 import { AGENT_IMAGE } from '../support/agents.js';
 import { AnthropicStandIn, hasTool, toolResults } from '../support/anthropic-standin.js';
 import { bridgeGateway, ComposeProject, type Health } from '../support/compose.js';
@@ -20,7 +21,6 @@ const LIST = '# Shopping list\n\n- milk\n- eggs\n- bread\n';
 const MODEL_KEY = 'sk-ant-api03-first-run-test-key-0123456789abcdef';
 const REPLY = 'Hello! Your agent is here and listening.';
 const DOCKER = process.env.DOCKER || 'docker';
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const SHOTS = process.env.SCREENSHOT_DIR || join(ROOT, 'dist', 'screenshots');
 const name = `carapace-firstrun-${process.pid}`;
 let project: ComposeProject;
@@ -30,7 +30,6 @@ let page: Page;
 const refused: string[] = [];
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`no browser at ${CHROMIUM}: apt-get install chromium`);
   mkdirSync(SHOTS, { recursive: true });
   // The model: reply through the web chat's tool, then end the turn.
   let answers = 0;
@@ -60,7 +59,7 @@ beforeAll(async () => {
   const ready = (h: Health): boolean => h.plugins.healthy.includes('webchat');
   const health = await project.waitForHealth(ready);
   if (!(health && ready(health))) throw new Error(`the appliance did not become healthy:\n${project.run(['logs', '--tail', '80'])}`);
-  browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'] });
+  browser = await launchBrowser();
 }, 300_000);
 
 afterAll(async () => {
@@ -108,7 +107,7 @@ describe('first run with only .env', () => {
     page.on('response', (r) => r.status() === 403 && refused.push(r.url()));
     const base = `http://127.0.0.1:${project.port}`;
     await page.goto(`${base}/`);
-    await logIn();
+    await logIn(page, project.adminToken()!);
     await page.waitForFunction(() => document.querySelector('nav')?.textContent?.includes('Web chat'));
     await page.waitForFunction(() => document.body.textContent?.includes('not configured'));
     await page.screenshot({ path: join(SHOTS, 'overview-first-run.png') as `${string}.png` });
@@ -151,7 +150,7 @@ describe('first run with only .env', () => {
     // The console's sessions live in the core: the page goes to the login and comes back here.
     await page.waitForSelector('#token', { timeout: 120_000 });
     expect(new URL(page.url()).searchParams.get('next')).toBe('/plugins/webchat/?group=main');
-    await logIn();
+    await logIn(page, project.adminToken()!);
     expect(new URL(page.url()).pathname).toBe('/plugins/webchat/');
     await say('and after a restart?');
     expect(refused).toEqual([]);
@@ -219,12 +218,6 @@ describe('first run with only .env', () => {
   }, 200_000);
 });
 
-/** On the login page: the token, then wherever the console sends the person. */
-async function logIn(): Promise<void> {
-  await page.waitForSelector('#token');
-  await page.type('#token', project.adminToken()!);
-  await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
-}
 
 /** Writes in the web chat and waits for the agent's answer and the end of its turn. */
 async function say(text: string): Promise<void> {

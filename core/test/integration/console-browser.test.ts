@@ -5,15 +5,15 @@
 // $SCREENSHOT_DIR (default dist/screenshots); the README shows copies from docs/screenshots.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { FastifyInstance } from 'fastify';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import type { Browser, Page } from 'puppeteer-core';
 import { startAdminApi } from '../../src/admin/http-api.js';
 import { ROOT, Stack } from '../harness.js';
+import { launchBrowser, logIn } from '../support/browser.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const SHOTS = process.env.SCREENSHOT_DIR || join(ROOT, 'dist', 'screenshots');
 const TOKEN = 'browser-test-token-0123456789';
 let stack: Stack;
@@ -24,7 +24,6 @@ let evil: Server;
 let evilBase: string;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`no browser at ${CHROMIUM}: apt-get install chromium (or set CHROMIUM_PATH)`);
   mkdirSync(SHOTS, { recursive: true });
   stack = await Stack.start({ plugins: ['guarded'], config: { groups: { family: { tools: ['*'] } } } });
   admin = await startAdminApi(stack.core, '127.0.0.1', 0, TOKEN, { console: { folders: [{ name: 'audit logs', path: join(stack.dir, 'logs') }] } });
@@ -41,7 +40,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => evil.listen(0, '127.0.0.1', r));
   evilBase = `http://127.0.0.1:${(evil.address() as AddressInfo).port}`;
-  browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'] });
+  browser = await launchBrowser();
 });
 
 afterAll(async () => {
@@ -60,9 +59,7 @@ async function loggedIn(): Promise<Page> {
   const page = await (await browser.createBrowserContext()).newPage();
   await page.setViewport({ width: 1200, height: 760 });
   await page.goto(`${base}/`);
-  await page.waitForSelector('#token');
-  await page.type('#token', TOKEN);
-  await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
+  await logIn(page, TOKEN);
   await page.waitForSelector('nav .brand');
   return page;
 }

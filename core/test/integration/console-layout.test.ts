@@ -7,15 +7,15 @@
 // phone-overview, phone-approvals, phone-webchat and dark-overview from docs/screenshots.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { FastifyInstance } from 'fastify';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import type { Browser, Page } from 'puppeteer-core';
 import { startAdminApi } from '../../src/admin/http-api.js';
 import { SOCKETS } from '../../src/plugins/host-protocol.js';
 import { ROOT, Stack, until } from '../harness.js';
+import { launchBrowser, logIn } from '../support/browser.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const SHOTS = process.env.SCREENSHOT_DIR || join(ROOT, 'dist', 'screenshots');
 const TOKEN = 'layout-test-token-0123456789';
 const PHONE = { width: 390, height: 844 };
@@ -42,7 +42,6 @@ const PAGES: [name: string, path: string, marker: string][] = [
 ];
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`no browser at ${CHROMIUM}: apt-get install chromium (or set CHROMIUM_PATH)`);
   mkdirSync(SHOTS, { recursive: true });
   stack = await Stack.start({
     plugins: ['guarded'],
@@ -76,7 +75,7 @@ beforeAll(async () => {
   await until(() => (stack.core.confirmations.list().length > 0 ? true : undefined), 5_000);
   stack.core.pairing.request('telegram', '987654321', { name: 'Someone with a long display name', text: 'hello, may I talk to your agent about the shopping list?' });
 
-  browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'] });
+  browser = await launchBrowser();
 }, 60_000);
 
 afterAll(async () => {
@@ -95,9 +94,7 @@ async function loggedIn(viewport: { width: number; height: number }, dark = fals
   await page.setViewport(viewport);
   if (dark) await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: 'dark' }]);
   await page.goto(`${base}/login`);
-  await page.waitForSelector('#token');
-  await page.type('#token', TOKEN);
-  await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
+  await logIn(page, TOKEN);
   await page.waitForSelector('nav .brand');
   return page;
 }

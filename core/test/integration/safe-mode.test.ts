@@ -8,11 +8,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import puppeteer from 'puppeteer-core';
+
 import { freePort, HOST_MAIN, ROOT, sleep, until } from '../harness.js';
+import { launchBrowser, logIn } from '../support/browser.js';
 
 const TOKEN = 'safe-mode-admin-token-0123456789';
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const SHOTS = process.env.SCREENSHOT_DIR || join(ROOT, 'dist', 'screenshots');
 // A comma missing at the end of line 3 (`"main": {}`): the error is at line 4, column 5.
 const BROKEN = '{\n  "groups": {\n    "main": {}\n    "family": {}\n  }\n}\n';
@@ -119,14 +119,12 @@ describe('a broken carapace.json', () => {
 
   it('in a browser: the Overview and the Checks page show the file, line and column', async () => {
     mkdirSync(SHOTS, { recursive: true });
-    const browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'] });
+    const browser = await launchBrowser();
     try {
       const page = await browser.newPage();
       await page.setViewport({ width: 1100, height: 600 });
       await page.goto(`${base}/`);
-      await page.waitForSelector('#token');
-      await page.type('#token', TOKEN);
-      await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
+      await logIn(page, TOKEN);
       await page.waitForSelector('#safe-mode');
       expect(await page.$eval('#safe-mode', (e) => e.textContent)).toContain('line 4, column 5');
       await page.screenshot({ path: join(SHOTS, 'safe-mode.png') as `${string}.png` });
