@@ -40,6 +40,14 @@ export interface LlmBudget {
   tokens_per_day: number;
   /** Model requests a group may make per minute. */
   requests_per_minute: number;
+  /** Model tokens a group may use per UTC calendar month (none if absent). */
+  tokens_per_month?: number;
+}
+
+/** What the whole appliance may use, all groups together (none if absent). */
+export interface ApplianceBudget {
+  tokens_per_day?: number;
+  tokens_per_month?: number;
 }
 
 /** What the LLM proxy lets an agent do with the owner's model credential. */
@@ -51,6 +59,9 @@ export interface LlmSettings {
   /** The budget of every group, unless `group_budgets` says otherwise. */
   budget: LlmBudget;
   group_budgets: Record<string, Partial<LlmBudget>>;
+  appliance_budget: ApplianceBudget;
+  /** The owner is told once per budget and window when this share of it is used. */
+  notice_at_percent: number;
   /** Model requests one agent session may have in flight at once. */
   max_concurrent_requests: number;
 }
@@ -165,6 +176,7 @@ const rateSchema = {
 const budgetProperties = {
   tokens_per_day: { type: 'integer', minimum: 0 },
   requests_per_minute: { type: 'integer', minimum: 0 },
+  tokens_per_month: { type: 'integer', minimum: 0 },
 };
 
 // Defaults from what Claude Code 2.1.330 asks for: claude-opus-5-5 with an API key,
@@ -183,8 +195,16 @@ const llmSchema = {
       properties: {
         tokens_per_day: { ...budgetProperties.tokens_per_day, default: 5_000_000 },
         requests_per_minute: { ...budgetProperties.requests_per_minute, default: 60 },
+        tokens_per_month: budgetProperties.tokens_per_month,
       },
     },
+    appliance_budget: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: { tokens_per_day: budgetProperties.tokens_per_day, tokens_per_month: budgetProperties.tokens_per_month },
+    },
+    notice_at_percent: { type: 'integer', minimum: 1, maximum: 100, default: 80 },
     group_budgets: {
       type: 'object',
       propertyNames: { pattern: '^[a-zA-Z0-9_-]{1,64}$' },

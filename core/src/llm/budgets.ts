@@ -2,12 +2,25 @@
 // requests per minute (a fixed one-minute window in memory: a restart takes longer than
 // the window is worth). A group over either is refused until the window turns; the first
 // refusal of a window is flagged so the proxy tells the user once.
-import type { LlmBudget } from '../config.js';
+import type { ApplianceBudget, LlmBudget } from '../config.js';
 import type { DayUsage, UsageStore } from './usage-store.js';
 
 export interface BudgetSettings {
   budget: LlmBudget;
   group_budgets: Record<string, Partial<LlmBudget>>;
+  appliance_budget?: ApplianceBudget;
+  notice_at_percent?: number;
+}
+
+/** One token budget a request counts against: the group's or the appliance's, per day or month. */
+interface TokenWindow {
+  who: string;
+  per: 'day' | 'month';
+  /** Names the window for once-only notices (the UTC day or month). */
+  window: string;
+  limit: number;
+  used: number;
+  held: number;
 }
 
 export type BudgetKind = 'tokens_per_day' | 'requests_per_minute';
@@ -42,6 +55,7 @@ export class Budgets {
   private readonly minutes = new Map<string, { minute: number; count: number }>();
   /** Tokens reserved by requests in flight, per group. */
   private readonly reserved = new Map<string, number>();
+  private reservedTotal = 0;
 
   constructor(
     private readonly settings: BudgetSettings,
@@ -49,6 +63,8 @@ export class Budgets {
     /** Hears a failed write to the store; the budget still holds for this run. */
     private readonly onStoreError: (err: Error) => void = () => undefined,
     private readonly now: () => number = Date.now,
+    /** Tells a group's people something (a budget nearly used up). */
+    private readonly notify: (group: string, text: string) => void = () => undefined,
   ) {}
 
   limits(group: string): LlmBudget {
@@ -96,33 +112,67 @@ export class Budgets {
    */
   reserve(group: string, worstCase: number): (Reservation & { ok: true }) | Extract<Admission, { ok: false }> {
     const now = this.now();
-    const limits = this.limits(group);
-    const day = dayOf(now);
-    const used = this.store.get(group, day);
-    const held = this.reserved.get(group) ?? 0;
-    const left = limits.tokens_per_day - used.input_tokens - used.output_tokens - held;
-    if (worstCase > left) {
+    const windows = this.windows(group, now);
+    const tightest = windows.reduce<TokenWindow | null>((min, w) => (min === null || w.limit - w.used - w.held < min.limit - min.used - min.held ? w : min), null);
+    const left = tightest ? tightest.limit - tightest.used - tightest.held : Infinity;
+    if (tightest && worstCase > left) {
+      const whose = tightest.who === 'appliance' ? 'the appliance (all groups together)' : `the group "${group}"`;
+      const renews = tightest.per === 'day' ? 'it renews at 00:00 UTC' : 'it renews on the 1st of the month (UTC)';
       return {
         ok: false,
         kind: 'tokens_per_day',
-        message: `Carapace: the group "${group}" has ${Math.max(0, left)} of its ${limits.tokens_per_day} model tokens left today, less than this request may use (${worstCase}); it renews at 00:00 UTC`,
-        retryAfterSeconds: Math.ceil((DAY_MS - (now % DAY_MS)) / 1000),
-        first: this.firstNotice(group, day, 'tokens_per_day'),
+        message: `Carapace: ${whose} has ${Math.max(0, left)} of its ${tightest.limit} model tokens left ${tightest.per === 'day' ? 'today' : 'this month'}, less than this request may use (${worstCase}); ${renews}`,
+        retryAfterSeconds: tightest.per === 'day' ? Math.ceil((DAY_MS - (now % DAY_MS)) / 1000) : Math.ceil((nextMonth(now) - now) / 1000),
+        first: this.firstNotice(tightest.who === 'appliance' ? '*' : group, tightest.window, `tokens_per_${tightest.per}`),
       };
     }
-    this.reserved.set(group, held + worstCase);
+    this.reserved.set(group, (this.reserved.get(group) ?? 0) + worstCase);
+    this.reservedTotal += worstCase;
     let settled = false;
     return {
       ok: true,
       settle: (cost) => {
         if (settled) return;
         settled = true;
-        const now = (this.reserved.get(group) ?? worstCase) - worstCase;
-        if (now > 0) this.reserved.set(group, now);
+        const held = (this.reserved.get(group) ?? worstCase) - worstCase;
+        if (held > 0) this.reserved.set(group, held);
         else this.reserved.delete(group);
+        this.reservedTotal -= worstCase;
         this.record(group, cost?.input ?? worstCase, cost?.output ?? 0);
+        this.tellIfNearing(group);
       },
     };
+  }
+
+  /** Every token budget a request of `group` counts against, with what is used and held. */
+  private windows(group: string, now: number): TokenWindow[] {
+    const limits = this.limits(group);
+    const appliance = this.settings.appliance_budget ?? {};
+    const day = dayOf(now);
+    const month = day.slice(0, 7);
+    const today = this.store.day(day);
+    const thisMonth = limits.tokens_per_month !== undefined || appliance.tokens_per_month !== undefined ? this.store.since(`${month}-01`) : [];
+    const sum = (rows: DayUsage[]) => rows.reduce((n, r) => n + r.input_tokens + r.output_tokens, 0);
+    const mine = (rows: DayUsage[]) => rows.filter((r) => r.group === group);
+    const held = this.reserved.get(group) ?? 0;
+    const all: (TokenWindow | null)[] = [
+      { who: group, per: 'day', window: day, limit: limits.tokens_per_day, used: sum(mine(today)), held },
+      limits.tokens_per_month !== undefined ? { who: group, per: 'month', window: month, limit: limits.tokens_per_month, used: sum(mine(thisMonth)), held } : null,
+      appliance.tokens_per_day !== undefined ? { who: 'appliance', per: 'day', window: day, limit: appliance.tokens_per_day, used: sum(today), held: this.reservedTotal } : null,
+      appliance.tokens_per_month !== undefined ? { who: 'appliance', per: 'month', window: month, limit: appliance.tokens_per_month, used: sum(thisMonth), held: this.reservedTotal } : null,
+    ];
+    return all.filter((w): w is TokenWindow => w !== null);
+  }
+
+  /** Past `notice_at_percent` of a budget: the group's people are told once per budget and window. */
+  private tellIfNearing(group: string): void {
+    const percent = this.settings.notice_at_percent ?? 80;
+    for (const w of this.windows(group, this.now())) {
+      if (w.limit <= 0 || w.used * 100 < w.limit * percent) continue;
+      if (!this.firstNotice(w.who === 'appliance' ? '*' : group, w.window, `near_tokens_per_${w.per}`)) continue;
+      const whose = w.who === 'appliance' ? 'the appliance (all groups together) has' : `the group "${group}" has`;
+      this.notify(group, `Carapace: ${whose} used ${Math.floor((w.used * 100) / w.limit)}% of its model tokens for ${w.per === 'day' ? 'today' : 'this month'} (${w.used} of ${w.limit}).`);
+    }
   }
 
   /** Adds a finished request's tokens to the group's day. */
@@ -146,7 +196,7 @@ export class Budgets {
       });
   }
 
-  private firstNotice(group: string, window: string, kind: BudgetKind): boolean {
+  private firstNotice(group: string, window: string, kind: string): boolean {
     try {
       return this.store.firstNotice(group, window, kind);
     } catch (err) {
@@ -162,6 +212,12 @@ export class Budgets {
       this.onStoreError(err as Error);
     }
   }
+}
+
+/** The start of the next UTC month. */
+function nextMonth(ms: number): number {
+  const d = new Date(ms);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
 }
 
 /** The UTC day a budget window is named by. */

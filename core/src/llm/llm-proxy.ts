@@ -112,6 +112,7 @@ export class LlmProxy {
     this.budgets = new Budgets(this.settings, this.store, (err) =>
       options.audit.record({ group: null, session: null, source: 'llm-proxy', topic: null, correlation: null, stage: 'llm', outcome: 'error', reason: `usage store: ${err.message}` }),
       options.now,
+      (group, text) => options.notify?.(group, text),
     );
   }
 

@@ -394,13 +394,44 @@ describe('LLM proxy: budgets per group', () => {
         expect(used.tokens).toBe(35_000 + admitted * 31_000);
         expect(used.tokens).toBeLessThanOrEqual(300_000);
         expect(used.reserved_tokens).toBe(0);
-        expect(notices).toHaveLength(1);
+        // Told once that it is refused, and once that 80% of the day's budget is used.
+        expect(notices.map((x) => x.text).sort()).toEqual([expect.stringContaining('model tokens left today'), expect.stringContaining('has used 84% of its model tokens for today')]);
         await p.close(id);
       });
     } finally {
       standIn.usage = { input_tokens: 12, output_tokens: 7 };
       standIn.delayMs = 0;
     }
+  });
+
+  it('a month\'s budget, the appliance\'s budget across groups, and one notice at 80%', async () => {
+    const day = new Date().toISOString().slice(0, 10);
+    const earlier = `${day.slice(0, 7)}-01` === day ? null : `${day.slice(0, 7)}-01`;
+    const store = new UsageStore(null);
+    // The month: what the group used on an earlier day of it counts (on the 1st, today does).
+    store.addTokens('monthly', earlier ?? day, 1000, 0);
+    // The appliance admits a request while what all groups used today + WORST fits: at 0 and 19 used, not at 38.
+    const limits = settings({ budget: { tokens_per_month: 1000 + WORST - 1 }, appliance_budget: { tokens_per_day: WORST + 30 + (earlier ? 0 : 1000) } });
+    await withProxy({ settings: limits, store }, async (ask, notices) => {
+      const month = await ask('monthly');
+      expect(month.status).toBe(429);
+      expect(JSON.parse(month.text).error.message).toContain(`model tokens left this month, less than this request may use (${WORST})`);
+      // The appliance: three groups, each far within its own budget, share one.
+      expect((await ask('a')).status).toBe(200);
+      expect((await ask('b')).status).toBe(200);
+      const third = await ask('c');
+      expect(third.status).toBe(429);
+      expect(JSON.parse(third.text).error.message).toContain('the appliance (all groups together) has');
+      expect(notices.some((x) => x.group === 'c' && x.text.includes('the appliance (all groups together) has'))).toBe(true);
+    });
+    // The notice: once, when a request takes the group past the share (here 1%), not again.
+    const store80 = new UsageStore(null);
+    await withProxy({ settings: settings({ budget: { tokens_per_day: 10 * WORST }, notice_at_percent: 1 }), store: store80 }, async (ask, notices) => {
+      const onePercent = Math.ceil((10 * WORST) / 100);
+      for (let used = 0; used < onePercent; used += 19) expect((await ask('eighty')).status).toBe(200);
+      expect((await ask('eighty')).status).toBe(200);
+      expect(notices.filter((x) => x.text.includes('of its model tokens for today'))).toEqual([{ group: 'eighty', text: expect.stringMatching(/^Carapace: the group "eighty" has used 1% of its model tokens for today/) }]);
+    });
   });
 
   it('moves a corrupt usage file aside, says so, and counts afresh', () => {

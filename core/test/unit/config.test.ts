@@ -23,6 +23,8 @@ const DEFAULTS = {
     max_tokens: 128_000,
     budget: { tokens_per_day: 5_000_000, requests_per_minute: 60 },
     group_budgets: {},
+    appliance_budget: {},
+    notice_at_percent: 80,
     max_concurrent_requests: 4,
   },
   audit: { max_file_mb: 10, keep_files: 10, keep_days: 30, repeat_window_s: 10 },
