@@ -1,7 +1,6 @@
 // The plugin host process. SIGTERM runs the same drain-and-shutdown as a core request.
 import { existsSync } from 'node:fs';
-import { loadConfig, type CoreConfig } from '../src/config.js';
-import { ConfigError } from '../src/config-errors.js';
+import { validConfigOnceFixed, type CoreConfig } from '../src/config.js';
 import { StartupError } from '../src/protocol/errors.js';
 import { pathsFromEnv } from '../src/settings.js';
 import { PluginHost } from './host.js';
@@ -27,16 +26,8 @@ async function configWritten(file: string, timeoutMs = 60_000): Promise<void> {
 }
 
 /** A broken carapace.json loads no plugin: wait for it to be fixed (the core's safe mode says what is wrong). */
-async function validConfig(file: string): Promise<CoreConfig> {
-  for (let told = false; ; told = true) {
-    try {
-      return loadConfig(file);
-    } catch (err) {
-      if (!(err instanceof ConfigError)) throw err;
-      if (!told) process.stderr.write(`carapace plugin host: ${err.message}; no plugin runs until it is fixed (the console says so too)\n`);
-    }
-    await new Promise((r) => setTimeout(r, 1000));
-  }
+function validConfig(file: string): Promise<CoreConfig> {
+  return validConfigOnceFixed(file, (err) => process.stderr.write(`carapace plugin host: ${err.message}; no plugin runs until it is fixed (the console says so too)\n`));
 }
 
 main().catch((err: unknown) => {

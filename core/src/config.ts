@@ -1,6 +1,6 @@
 // Core configuration: one JSON file (volumes/config/carapace.json), validated at start-up
 // with every default spelled out here. Plugin settings live under "plugins".
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { StartupError } from './protocol/errors.js';
 import type { JsonObject } from './protocol/envelope.js';
 import { createAjv, describeFailure, type SchemaFailure } from './plugins/schema-compiler.js';
@@ -320,4 +320,27 @@ export function loadConfig(file: string): CoreConfig {
   const checked = checkConfig(raw);
   if ('failure' in checked) throw new ConfigError(settingProblem(file, text, checked.failure.field, checked.failure.message));
   return checked.config;
+}
+
+/**
+ * Reads `file` again whenever it changes (size, time; checked every `pollMs`) until it is a
+ * valid configuration; `stillBroken` hears each broken version. Other errors are thrown.
+ */
+export async function validConfigOnceFixed(file: string, stillBroken: (err: ConfigError) => void, pollMs = 1000): Promise<CoreConfig> {
+  const stamp = (): string => {
+    if (!existsSync(file)) return 'none';
+    const s = statSync(file);
+    return `${s.size}:${s.mtimeMs}`;
+  };
+  for (let seen = ''; ; await new Promise((resolve) => setTimeout(resolve, pollMs))) {
+    const now = stamp();
+    if (now === seen) continue;
+    seen = now;
+    try {
+      return loadConfig(file);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      stillBroken(err);
+    }
+  }
 }

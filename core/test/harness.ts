@@ -196,6 +196,17 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** Polls an async probe (a throw counts as "not yet") until it gives something. */
+export async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await sleep(50);
+  }
+}
+
 export async function until<T>(probe: () => T | undefined | null | false, timeoutMs = 5000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {

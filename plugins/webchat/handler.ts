@@ -41,7 +41,7 @@ export default class WebChat implements PluginHandler {
     // `file`, if any, is the core's FileRef (file_arguments in the manifest), never the agent's path.
     const { recipient, body, file } = envelope.payload.arguments as { recipient: string; body: string; file?: FileRef };
     if (recipient.trim() !== SENDER) throw new ToolError({ message: `recipient must be "${SENDER}", the sender given in the prompt`, retriable: false });
-    const message = this.history.add(envelope.group, 'agent', body, file ? { id: file.id, name: file.name, size: file.size, type: file.type, inline: file.inline } : undefined);
+    const message = this.history.add(envelope.group, 'agent', body, file);
     return { id: message.id, delivered: true, ...(file ? { file: { name: file.name, size: file.size, type: file.type } } : {}) };
   }
 

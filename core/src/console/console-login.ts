@@ -15,6 +15,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { AuditLog } from '../audit/audit-log.js';
 
 declare module 'fastify' {
   interface Session {
@@ -39,8 +40,8 @@ export interface LoginOptions {
   secureCookie?: boolean;
   /** Login attempts per client per minute (default 10). */
   loginPerMinute?: number;
-  /** A login, accepted or refused, for the audit log. */
-  audit(outcome: 'ok' | 'rejected', reason: string): void;
+  /** Where logins, accepted or refused, are audited. */
+  audit: Pick<AuditLog, 'record'>;
 }
 
 const SESSION_HOURS = 12;
@@ -115,14 +116,16 @@ export async function registerLogin(app: FastifyInstance, options: LoginOptions)
       return reply.code(415).send({ code: 'INVALID_INPUT', message: 'send {"token": "..."} as application/json' });
     }
     const given = (request.body as { token?: unknown } | null)?.token;
+    const audit = (outcome: 'ok' | 'rejected', reason: string) =>
+      options.audit.record({ group: null, session: null, source: 'console', topic: null, correlation: null, stage: 'core', outcome, reason });
     if (!sameToken(given, options.token)) {
-      options.audit('rejected', `console login refused from ${request.ip}`);
+      audit('rejected', `console login refused from ${request.ip}`);
       return reply.code(401).send({ code: 'UNAUTHORIZED', message: 'wrong admin token' });
     }
     await request.session.regenerate();
     request.session.set('user', 'admin');
     reply.generateCsrf(); // the session's one CSRF secret (see the top of this file)
-    options.audit('ok', `console login from ${request.ip}`);
+    audit('ok', `console login from ${request.ip}`);
     return reply.code(204).send();
   });
 }

@@ -62,7 +62,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
     sessions: deps.sessions,
     secureCookie: deps.secureCookie,
     loginPerMinute: deps.loginPerMinute,
-    audit: (outcome, reason) => core.audit.record({ group: null, session: null, source: 'console', topic: null, correlation: null, stage: 'core', outcome, reason }),
+    audit: core.audit,
   });
 
   // ---- everything else: session, then CSRF on state changes ---------------------------

@@ -58,7 +58,7 @@ export async function attachFiles(tool: Pick<ToolEntry, 'file_arguments'>, args:
     if (!kind) return refuse(name, `${name}: ${path}: not a kind of file that can be sent (PNG, JPEG, GIF, WebP, PDF or UTF-8 text)`);
     try {
       const ref = deps.store.put(session.group, posix.basename(path), read.bytes, kind);
-      out[name] = { ...ref };
+      out[name] = ref;
       attached.push(`${path} as ${ref.id} (${ref.type}, ${ref.size} bytes)`);
     } catch (err) {
       return { error: pipelineError('PLUGIN_UNAVAILABLE', `${name}: the core could not keep the file right now (${(err as NodeJS.ErrnoException).code ?? 'error'}); try again later`, true, { stage: 6, field: name }) };

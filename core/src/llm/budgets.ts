@@ -23,11 +23,9 @@ interface TokenWindow {
   held: number;
 }
 
-export type BudgetKind = 'tokens_per_day' | 'requests_per_minute';
-
 export type Admission =
   | { ok: true }
-  | { ok: false; kind: BudgetKind; message: string; retryAfterSeconds: number; /** The first refusal of this group, kind and window. */ first: boolean };
+  | { ok: false; message: string; retryAfterSeconds: number; /** The first refusal of this group, kind and window. */ first: boolean };
 
 export interface GroupUsage {
   group: string;
@@ -44,6 +42,7 @@ export interface GroupUsage {
 }
 
 const DAY_MS = 86_400_000;
+const MAX_NOTICED = 10_000;
 
 /** Tokens held for a request in flight until it is settled with what it really cost. */
 export interface Reservation {
@@ -56,6 +55,8 @@ export class Budgets {
   /** Tokens reserved by requests in flight, per group. */
   private readonly reserved = new Map<string, number>();
   private reservedTotal = 0;
+  /** Notices already decided (told or not), so that a busy group does not write to the store per request. */
+  private readonly noticed = new Set<string>();
 
   constructor(
     private readonly settings: BudgetSettings,
@@ -71,29 +72,17 @@ export class Budgets {
     return { ...this.settings.budget, ...this.settings.group_budgets[group] };
   }
 
-  /** Counts a request against the group's budgets, or refuses it. */
+  /** Counts a request against the group's requests per minute, or refuses it (tokens: reserve). */
   admit(group: string): Admission {
     const now = this.now();
     const limits = this.limits(group);
     const day = dayOf(now);
-    const used = this.store.get(group, day);
-    if (used.input_tokens + used.output_tokens >= limits.tokens_per_day) {
-      const retryAfterSeconds = Math.ceil((DAY_MS - (now % DAY_MS)) / 1000);
-      return {
-        ok: false,
-        kind: 'tokens_per_day',
-        message: `Carapace: the group "${group}" has used its model budget for today (${limits.tokens_per_day} tokens); it renews at 00:00 UTC`,
-        retryAfterSeconds,
-        first: this.firstNotice(group, day, 'tokens_per_day'),
-      };
-    }
     const minute = Math.floor(now / 60_000);
     const window = this.minutes.get(group);
     const count = window?.minute === minute ? window.count : 0;
     if (count >= limits.requests_per_minute) {
       return {
         ok: false,
-        kind: 'requests_per_minute',
         message: `Carapace: the group "${group}" has made its ${limits.requests_per_minute} model requests this minute; try again in a minute`,
         retryAfterSeconds: 60 - Math.floor((now % 60_000) / 1000),
         // Told once a day, not once a minute: a looping agent would otherwise flood the chat.
@@ -120,7 +109,6 @@ export class Budgets {
       const renews = tightest.per === 'day' ? 'it renews at 00:00 UTC' : 'it renews on the 1st of the month (UTC)';
       return {
         ok: false,
-        kind: 'tokens_per_day',
         message: `Carapace: ${whose} has ${Math.max(0, left)} of its ${tightest.limit} model tokens left ${tightest.per === 'day' ? 'today' : 'this month'}, less than this request may use (${worstCase}); ${renews}`,
         retryAfterSeconds: tightest.per === 'day' ? Math.ceil((DAY_MS - (now % DAY_MS)) / 1000) : Math.ceil((nextMonth(now) - now) / 1000),
         first: this.firstNotice(tightest.who === 'appliance' ? '*' : group, tightest.window, `tokens_per_${tightest.per}`),
@@ -196,7 +184,12 @@ export class Budgets {
       });
   }
 
+  /** True the first time for this group, window and kind, across restarts (the store) and without a write each time (memory). */
   private firstNotice(group: string, window: string, kind: string): boolean {
+    const key = `${group}\n${window}\n${kind}`;
+    if (this.noticed.has(key)) return false;
+    if (this.noticed.size >= MAX_NOTICED) this.noticed.clear();
+    this.noticed.add(key);
     try {
       return this.store.firstNotice(group, window, kind);
     } catch (err) {

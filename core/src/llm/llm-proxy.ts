@@ -10,7 +10,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { Readable } from 'node:stream';
 import type { AuditInput, AuditLog } from '../audit/audit-log.js';
 import { parseConfig, type LlmSettings } from '../config.js';
-import { Budgets, dayOf, type GroupUsage } from './budgets.js';
+import { Budgets, dayOf, type Admission, type GroupUsage } from './budgets.js';
 import { checkBody, checkTarget, forwardedHeaders, isRefusal, type ApiErrorType, type MessagesRequest, type Refusal } from './request-policy.js';
 import { UsageStore, type DayUsage } from './usage-store.js';
 import { UsageMeter } from './usage.js';
@@ -213,16 +213,7 @@ export class LlmProxy {
     // Every request counts against the budgets, refused ones too: a flood of bad requests
     // is cut off by the rate limit before any more work is done for it.
     const admission = this.budgets.admit(state.group);
-    if (!admission.ok) {
-      if (admission.first) {
-        this.options.notify?.(state.group, admission.message);
-        this.audit(state, req, 'rejected', `${admission.kind} exhausted; the user was told`, 'LLM_BUDGET_EXHAUSTED');
-      }
-      // The budget will not come back sooner than retry-after: x-should-retry tells the
-      // agent's SDK not to retry meanwhile (Claude Code 2.1.330 shows the refusal at once
-      // either way: "API Error: Request rejected (429) · <message>").
-      return refuse({ status: 429, type: 'rate_limit_error', message: admission.message }, 'LLM_BUDGET_EXHAUSTED', { 'retry-after': String(admission.retryAfterSeconds), 'x-should-retry': 'false' });
-    }
+    if (!admission.ok) return this.overBudget(state, req, res, admission);
     const target = checkTarget(req.method, req.url);
     if (isRefusal(target)) return refuse(target);
     if (state.inFlight >= this.settings.max_concurrent_requests) {
@@ -269,17 +260,26 @@ export class LlmProxy {
     // Worst case first: the request is admitted only if its input and max_tokens fit what
     // the group has left, counting what its other requests in flight hold.
     const reservation = this.budgets.reserve(state.group, checked.worstCase);
-    if (!reservation.ok) {
-      if (reservation.first) this.options.notify?.(state.group, reservation.message);
-      this.audit(state, req, 'rejected', `${reservation.message}${reservation.first ? '; the user was told' : ''}`, 'LLM_BUDGET_EXHAUSTED');
-      return sendError(res, { status: 429, type: 'rate_limit_error', message: reservation.message }, { 'retry-after': String(reservation.retryAfterSeconds), 'x-should-retry': 'false' });
-    }
+    if (!reservation.ok) return this.overBudget(state, req, res, reservation);
     let cost: { input: number; output: number } | null = null; // a throw charges the reservation
     try {
       cost = await this.relay(req, res, state, target, checked);
     } finally {
       reservation.settle(cost);
     }
+  }
+
+  /**
+   * A budget refused the request: the group's people are told the first time, it is
+   * audited, and the agent gets a 429 whose retry-after is when the budget comes back;
+   * x-should-retry tells its SDK not to retry meanwhile (Claude Code shows the refusal at
+   * once: "API Error: Request rejected (429) · <message>").
+   */
+  private async overBudget(state: SessionState, req: IncomingMessage, res: ServerResponse, refusal: Extract<Admission, { ok: false }>): Promise<void> {
+    if (refusal.first) this.options.notify?.(state.group, refusal.message);
+    this.audit(state, req, 'rejected', `${refusal.message}${refusal.first ? '; the user was told' : ''}`, 'LLM_BUDGET_EXHAUSTED');
+    await discard(req);
+    sendError(res, { status: 429, type: 'rate_limit_error', message: refusal.message }, { 'retry-after': String(refusal.retryAfterSeconds), 'x-should-retry': 'false' });
   }
 
   /**

@@ -5,11 +5,10 @@
 // (so `make doctor` says it too), and reads the file again every second: once it is
 // valid, this server closes and the core starts as usual, without a restart.
 import Fastify, { type FastifyInstance } from 'fastify';
-import { existsSync, statSync } from 'node:fs';
 import pino from 'pino';
 import { requireBearer } from '../admin/http-api.js';
 import type { AuditLog } from '../audit/audit-log.js';
-import { loadConfig, type CoreConfig } from '../config.js';
+import { validConfigOnceFixed, type CoreConfig } from '../config.js';
 import { ConfigError, type ConfigProblem } from '../config-errors.js';
 import { registerLogin, registerShell, type ConsoleSessions } from '../console/console-login.js';
 import type { Report } from '../doctor/checks.js';
@@ -54,32 +53,17 @@ export async function safeModeUntilFixed(first: ConfigProblem, options: SafeMode
   log.error({ file: problem.file, line: problem.line, column: problem.column, problem: problem.message, console: `http://${options.host}:${port}` }, 'safe mode: carapace.json is broken; nothing runs until it is fixed');
   options.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'core', outcome: 'error', severity: 'CRITICAL', reason: `safe mode: ${problem.file} line ${problem.line}, column ${problem.column}: ${problem.message}` });
   try {
-    for (let seen = stamp(options.configFile); ; ) {
-      await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 1000));
-      const now = stamp(options.configFile);
-      if (now === seen) continue;
-      seen = now;
-      try {
-        const config = loadConfig(options.configFile);
-        log.info({ file: options.configFile }, 'carapace.json is valid again: leaving safe mode');
-        options.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'core', outcome: 'ok', reason: 'carapace.json fixed: safe mode over, starting' });
-        return config;
-      } catch (err) {
-        if (!(err instanceof ConfigError)) throw err;
-        problem = err.problem;
-        log.error({ line: problem.line, column: problem.column, problem: problem.message }, 'carapace.json changed but is still broken');
-      }
-    }
+    const config = await validConfigOnceFixed(options.configFile, (err) => {
+      if (err.message === new ConfigError(problem).message) return; // the first reading: already said
+      problem = err.problem;
+      log.error({ line: problem.line, column: problem.column, problem: problem.message }, 'carapace.json changed but is still broken');
+    }, options.pollMs);
+    log.info({ file: options.configFile }, 'carapace.json is valid again: leaving safe mode');
+    options.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'core', outcome: 'ok', reason: 'carapace.json fixed: safe mode over, starting' });
+    return config;
   } finally {
     await app.close();
   }
-}
-
-/** The file's size and modification time: read again only when it changed. */
-function stamp(file: string): string {
-  if (!existsSync(file)) return 'none';
-  const s = statSync(file);
-  return `${s.size}:${s.mtimeMs}`;
 }
 
 async function serve(problem: () => ConfigProblem, options: SafeModeOptions): Promise<FastifyInstance> {
@@ -89,7 +73,7 @@ async function serve(problem: () => ConfigProblem, options: SafeModeOptions): Pr
     token: options.token,
     sessions: options.sessions,
     secureCookie: options.secureCookie,
-    audit: (outcome, reason) => options.audit.record({ group: null, session: null, source: 'console', topic: null, correlation: null, stage: 'core', outcome, reason }),
+    audit: options.audit,
   });
   await app.register(async (authed) => {
     await registerShell(authed);

@@ -46,16 +46,21 @@ async function loggedIn(): Promise<Page> {
   return page;
 }
 
+/** A real ipc call of delete_everything waiting for a person, and its card on a logged-in Approvals page. */
+async function waitingOnThePage(target: string) {
+  const session = await stack.openSession('family');
+  const call = stack.ipc(session, 'tool.invoke.delete_everything', { target }, { timeoutMs: 30_000 });
+  const pending = await stack.pendingConfirmation('family', (p) => p.arguments.target === target);
+  const page = await loggedIn();
+  await page.goto(`${base}/#/approvals`);
+  const card = `.pending[data-id="${pending.id}"]`;
+  await page.waitForSelector(card);
+  return { call, pending, page, card };
+}
+
 describe('the Approvals page shows exactly what will run', () => {
   it('hidden text in tag characters: a warning that spells it, every character an escape; a stale hash is refused (409); Deny works', async () => {
-    const session = await stack.openSession('family');
-    const target = 'Remind me to drink water.' + tags(HIDDEN_ORDER);
-    const call = stack.ipc(session, 'tool.invoke.delete_everything', { target }, { timeoutMs: 30_000 });
-    const pending = await stack.pendingConfirmation('family', (p) => p.arguments.target === target);
-    const page = await loggedIn();
-    await page.goto(`${base}/#/approvals`);
-    const card = `.pending[data-id="${pending.id}"]`;
-    await page.waitForSelector(card);
+    const { call, pending, page, card } = await waitingOnThePage('Remind me to drink water.' + tags(HIDDEN_ORDER));
     const warnings = await page.$eval(`${card} .warnings`, (e) => e.textContent ?? '');
     expect(warnings).toContain(`${HIDDEN_ORDER.length} invisible tag characters; they spell: ${JSON.stringify(HIDDEN_ORDER)}`);
     const lines = await page.$eval(`${card} .args`, (e) => e.textContent ?? '');
@@ -87,14 +92,7 @@ describe('the Approvals page shows exactly what will run', () => {
   }, 60_000);
 
   it('padding: 18,000 zero-width characters make a small card, the secret and the harmless words side by side', async () => {
-    const session = await stack.openSession('family');
-    const target = 'ghp_SECRETTOKEN1234' + '\u200B'.repeat(18_000) + 'Small typo, please fix.';
-    const call = stack.ipc(session, 'tool.invoke.delete_everything', { target }, { timeoutMs: 30_000 });
-    const pending = await stack.pendingConfirmation('family', (p) => p.arguments.target === target);
-    const page = await loggedIn();
-    await page.goto(`${base}/#/approvals`);
-    const card = `.pending[data-id="${pending.id}"]`;
-    await page.waitForSelector(card);
+    const { call, page, card } = await waitingOnThePage('ghp_SECRETTOKEN1234' + '\u200B'.repeat(18_000) + 'Small typo, please fix.');
     expect(await page.$eval(`${card} .args`, (e) => e.textContent)).toBe('target: "ghp_SECRETTOKEN1234⟦U+200B ×18,000⟧Small typo, please fix."');
     expect(await page.$eval(`${card} .warnings`, (e) => e.textContent)).toContain('18,000 zero-width characters');
     expect(await page.$eval(card, (e) => e.getBoundingClientRect().height)).toBeLessThan(400);

@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { freePort, HOST_MAIN, ROOT, sleep, until } from '../harness.js';
+import { eventually, freePort, HOST_MAIN, ROOT, sleep, until } from '../harness.js';
 import { launchBrowser, logIn } from '../support/browser.js';
 
 const TOKEN = 'safe-mode-admin-token-0123456789';
@@ -56,16 +56,6 @@ beforeAll(async () => {
   await until(() => coreOut.includes(`"console":"${base}"`), 15_000);
 });
 
-/** Polls an async probe until it gives something. */
-async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error('timed out');
-    await sleep(200);
-  }
-}
 
 afterAll(async () => {
   for (const child of [host, core]) {

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { startAdminApi } from '../../src/admin/http-api.js';
 import type { EventEnvelope } from '../../src/protocol/envelope.js';
 import { SOCKETS } from '../../src/plugins/host-protocol.js';
-import { ROOT, Stack, until } from '../harness.js';
+import { eventually, ROOT, Stack, until } from '../harness.js';
 
 const TOKEN = 'webchat-admin-token-0123456789';
 let stack: Stack;
@@ -39,16 +39,6 @@ afterAll(async () => {
 
 const send = (text: string, group = 'family') =>
   fetch(`${base}/plugins/webchat/api/send?group=${group}`, { method: 'POST', headers: { cookie, 'x-csrf-token': csrf, 'content-type': 'application/json' }, body: JSON.stringify({ text }) });
-/** Polls an async probe until it gives something. */
-async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 const history = async (group = 'family') => ((await (await fetch(`${base}/plugins/webchat/api/history?group=${group}`, { headers: { cookie } })).json()) as { messages: { from: string; text: string }[] }).messages;
 
 describe('web chat', () => {
