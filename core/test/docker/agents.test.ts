@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { release } from 'node:os';
 import type { AgentManager } from '../../src/agents/agent-manager.js';
 import { DockerRuntime } from '../../src/agents/docker-runtime.js';
-import { Stack } from '../harness.js';
+import { eventually, Stack } from '../harness.js';
 import { AGENT_RUNTIME, newAgentManager, testRuntime, sh as shIn } from '../support/agents.js';
 import { AnthropicStandIn, toolResults, type Policy } from '../support/anthropic-standin.js';
 import { expectLockedDown, expectMounts } from '../support/hardening.js';
@@ -142,6 +142,18 @@ describe('attacks from inside the container', () => {
       expect(JSON.parse(r.out)).toMatchObject({ code: 'VALIDATION_FAILED', stage: 5, field: 'target' });
     }
     expect(stack.core.confirmations.list()).toEqual([]);
+  });
+
+  it('cannot repeat a standing approval at will: the same granted call again within the hour asks a person', async () => {
+    // Issue 21: one grant filed the same bug report 10 times in 10 s.
+    stack.core.grantStanding({ group: 'family', tool: 'delete_everything', arguments: { target: 'old-photos' }, hours: 1, by: 'test' });
+    const call = `ipc tool.invoke.delete_everything '{"target":"old-photos"}'`;
+    const first = await sh(call);
+    expect([first.code, first.out]).toEqual([0, expect.stringContaining('old-photos')]);
+    const again = sh(call);
+    const pending = await eventually(async () => stack.core.confirmations.list().find((p) => p.arguments.target === 'old-photos'));
+    stack.core.answerConfirmation(pending.id, false, 'test');
+    expect(JSON.parse((await again).err)).toMatchObject({ code: 'CONFIRMATION_DENIED' });
   });
 
   it("cannot see another group's workspace", async () => {

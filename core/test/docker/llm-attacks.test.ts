@@ -5,19 +5,20 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { AgentManager } from '../../src/agents/agent-manager.js';
 import { DockerRuntime } from '../../src/agents/docker-runtime.js';
-import { Stack } from '../harness.js';
+import { eventually, Stack } from '../harness.js';
 import { newAgentManager, testRuntime } from '../support/agents.js';
 import { AnthropicStandIn, type RecordedRequest } from '../support/anthropic-standin.js';
 
 const REAL_KEY = 'sk-ant-api03-REAL-KEY-LLM-ATTACKS-0123456789abcdef';
 const MODEL = 'claude-haiku-4-5';
+const EDGE_BUDGET = 200_000;
 let stack: Stack;
 let runtime: DockerRuntime;
 let manager: AgentManager;
 let standIn: AnthropicStandIn;
 
 beforeAll(async () => {
-  stack = await Stack.start({ plugins: ['echo'], config: { groups: { family: {}, tight: {} } } });
+  stack = await Stack.start({ plugins: ['echo'], config: { groups: { family: {}, tight: {}, edge: {} } } });
   standIn = new AnthropicStandIn(() => [{ type: 'text', text: 'ok' }]);
   const upstream = await standIn.start();
   runtime = testRuntime();
@@ -27,12 +28,14 @@ beforeAll(async () => {
     agents: { run_timeout_ms: 60_000 },
     instance: `llm-attacks-${process.pid}`,
     runtime,
-    groups: ['family', 'tight'],
-    // Less than any request's worst case: "tight" can make none.
-    llm: { group_budgets: { tight: { tokens_per_day: 19 } } },
+    groups: ['family', 'tight', 'edge'],
+    // "tight": less than any request's worst case, it can make none. "edge": room for Claude
+    // Code's first request (its worst case is ~177k) and a few more.
+    llm: { group_budgets: { tight: { tokens_per_day: 19 }, edge: { tokens_per_day: EDGE_BUDGET } }, max_concurrent_requests: 16 },
   });
   await manager.removeOrphans();
   await manager.enqueue('family', 'warm up');
+  await manager.enqueue('edge', 'warm up');
 }, 120_000);
 
 afterAll(async () => {
@@ -46,30 +49,34 @@ interface Attack {
   path: string;
   body?: unknown;
   headers?: Record<string, string>;
+  /** Hang up after the first bytes of the answer. */
+  hangUp?: boolean;
 }
 
 /**
  * Sends each request over $ANTHROPIC_UNIX_SOCKET with the session token, from node inside
  * the container, as uid 1000; the path goes on the wire exactly as written.
  */
-async function attack(group: string, attacks: Attack[]): Promise<Array<{ status: number; body: string }>> {
+async function attack(group: string, attacks: Attack[], parallel = false): Promise<Array<{ status: number; body: string }>> {
   const container = manager.live(group)!.container;
   const script = `
     const http = require('http');
     const attacks = JSON.parse(Buffer.from(process.argv[1], 'base64').toString());
     (async () => {
-      const out = [];
-      for (const a of attacks) {
+      const send = (a) => new Promise((resolve) => {
         const payload = a.body === undefined ? '' : typeof a.body === 'string' ? a.body : JSON.stringify(a.body);
-        out.push(await new Promise((resolve) => {
-          const req = http.request({ socketPath: process.env.ANTHROPIC_UNIX_SOCKET, path: a.path, method: a.method,
-            headers: { 'x-api-key': process.env.ANTHROPIC_API_KEY, 'anthropic-version': '2023-06-01', 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), ...(a.headers || {}) } }, (res) => {
-            let t = ''; res.on('data', (c) => t += c); res.on('end', () => resolve({ status: res.statusCode, body: t }));
-          });
-          req.on('error', (e) => resolve({ status: 0, body: String(e) }));
-          req.end(payload);
-        }));
-      }
+        const req = http.request({ socketPath: process.env.ANTHROPIC_UNIX_SOCKET, path: a.path, method: a.method,
+          headers: { 'x-api-key': process.env.ANTHROPIC_API_KEY, 'anthropic-version': '2023-06-01', 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), ...(a.headers || {}) } }, (res) => {
+          let t = '';
+          res.on('data', (c) => { t += c; if (a.hangUp) { res.destroy(); resolve({ status: res.statusCode, body: 'hung up' }); } });
+          res.on('end', () => resolve({ status: res.statusCode, body: t }));
+        });
+        req.on('error', (e) => resolve({ status: 0, body: String(e) }));
+        req.end(payload);
+      });
+      const out = [];
+      if (${parallel}) out.push(...await Promise.all(attacks.map(send)));
+      else for (const a of attacks) out.push(await send(a));
       console.log(JSON.stringify(out));
     })();`;
   const encoded = Buffer.from(JSON.stringify(attacks)).toString('base64');
@@ -184,4 +191,38 @@ describe('the LLM proxy, attacked from inside an agent container', () => {
     const told = stack.core.audit.query({ group: 'tight' }).filter((e) => e.code === 'LLM_BUDGET_EXHAUSTED' && e.reason?.endsWith('the user was told'));
     expect(told).toHaveLength(1);
   }, 120_000);
+
+  it('budgets hold whatever the agent does with its raw socket: a hang-up before the final figures is metered as billed; 10 requests in parallel at the edge stay within the budget', async () => {
+    const tokens = () => stack.core.audit.query({ group: 'edge' }).filter((e) => e.stage === 'llm' && e.reason?.startsWith('status 200'));
+    const output = (e: { reason?: string }) => Number(/output_tokens (\d+)/.exec(e.reason ?? '')?.[1] ?? 0);
+    const input = (e: { reason?: string }) => Number(/; input_tokens (\d+)/.exec(e.reason ?? '')?.[1] ?? 0);
+    standIn.usage = { input_tokens: 1000, output_tokens: 30_000 };
+    try {
+      // The agent reads the first bytes of the stream, then hangs up before message_delta.
+      standIn.pauseBeforeDeltaMs = 300;
+      const before = tokens().length;
+      const [hung] = await attack('edge', [{ method: 'POST', path: '/v1/messages', body: message({ max_tokens: 32_000, stream: true }), hangUp: true }]);
+      expect(hung).toMatchObject({ status: 200, body: 'hung up' });
+      const metered = await eventually(async () => tokens().slice(before).find((e) => e.reason?.includes('the agent hung up')));
+      expect(output(metered)).toBe(30_000); // what the stand-in billed
+      standIn.pauseBeforeDeltaMs = 0;
+
+      // What is left now, and how many worst cases fit in it.
+      const used = tokens().reduce((n, e) => n + input(e) + output(e), 0);
+      const body = message({ max_tokens: 32_000 });
+      const worst = Buffer.byteLength(JSON.stringify(body)) + 32_000;
+      standIn.delayMs = 300; // all ten in flight together
+      const results = await attack('edge', Array.from({ length: 10 }, () => ({ method: 'POST', path: '/v1/messages', body })), true);
+      const admitted = results.filter((r) => r.status === 200).length;
+      expect(admitted).toBe(Math.floor((EDGE_BUDGET - used) / worst));
+      expect(results.filter((r) => r.status === 429)).toHaveLength(10 - admitted);
+      const billed = tokens().reduce((n, e) => n + input(e) + output(e), 0);
+      expect(billed).toBe(used + admitted * 31_000);
+      expect(billed).toBeLessThanOrEqual(EDGE_BUDGET);
+    } finally {
+      standIn.usage = { input_tokens: 12, output_tokens: 7 };
+      standIn.pauseBeforeDeltaMs = 0;
+      standIn.delayMs = 0;
+    }
+  }, 60_000);
 });
