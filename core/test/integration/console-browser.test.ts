@@ -141,6 +141,19 @@ describe('console in a browser', () => {
     await page.browserContext().close();
   });
 
+  it('a standing approval shows how often it may act and how often it did in the last hour', async () => {
+    const granted = stack.core.grantStanding({ group: 'family', tool: 'delete_everything', arguments: { target: 'tmp-files' }, hours: 2, by: 'test', uses_per_hour: 3 });
+    expect('id' in granted).toBe(true);
+    const session = await stack.openSession('family');
+    expect((await stack.ipc(session, 'tool.invoke.delete_everything', { target: 'tmp-files' })).code).toBe(0);
+    const page = await loggedIn();
+    await page.goto(`${base}/#/approvals`);
+    await page.waitForFunction(() => document.querySelector('main')?.textContent?.includes('3 an hour (1 in the last hour)'), { timeout: 5000 });
+    if ('id' in granted) stack.core.revokeStanding(granted.id, 'test');
+    await stack.core.closeSession(session.id);
+    await page.browserContext().close();
+  });
+
   it('a visitor without the session gets the login page and no data', async () => {
     const context = await browser.createBrowserContext();
     const page = await context.newPage();

@@ -1,9 +1,14 @@
 // The bundled Telegram channel plugin, end to end: the real core, the real plugin host
 // process, the real ipc binary and a Bot API stand-in on 127.0.0.1.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, ROOT, Stack, until } from '../harness.js';
+import { freePort, ROOT, sleep, Stack, until } from '../harness.js';
+import { parseConfig } from '../../src/config.js';
+import { LlmProxy } from '../../src/llm/llm-proxy.js';
+import { AnthropicStandIn } from '../support/anthropic-standin.js';
 import { expectError } from '../support/expect-ipc.js';
 import { TelegramStandIn, TEXT_LIMIT } from '../support/telegram-standin.js';
 import type { EventEnvelope } from '../../src/protocol/envelope.js';
@@ -402,6 +407,52 @@ describe('shutdown', () => {
     } finally {
       await other.stop();
       await own.close();
+    }
+  });
+});
+
+describe('model budgets, as the person reads them in the chat', () => {
+  it('past 80% of the day\'s tokens, and when a request no longer fits, the group\'s chat is told once each, in words', async () => {
+    const body = JSON.stringify({ model: 'claude-haiku-4-5', max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] });
+    // Room for ten worst cases (the request's bytes + max_tokens): 80% is passed before one no longer fits.
+    const BUDGET = 10 * (Buffer.byteLength(body) + 1);
+    const model = new AnthropicStandIn(() => [{ type: 'text', text: 'ok' }]);
+    const upstream = await model.start();
+    const dir = mkdtempSync(join(tmpdir(), 'cp-tg-budget-'));
+    // What main.ts does: the proxy's notices go out as user.notify on the group's channels.
+    const proxy = new LlmProxy({ upstream, credential: { apiKey: 'k' }, audit: stack.core.audit, settings: parseConfig({ llm: { budget: { tokens_per_day: BUDGET } } }).llm, notify: (group, text) => stack.core.publish('user.notify', group, { text }) });
+    const s = await proxy.open('agent-tg-budget', 'main', join(dir, 'llm.sock'));
+    try {
+      // Each answer bills 19.
+      const ask = () =>
+        new Promise<{ status: number }>((resolve, reject) => {
+          const req = request({ socketPath: s.socketPath, path: '/v1/messages', method: 'POST', headers: { 'x-api-key': s.token, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' } }, (res) => {
+            res.resume();
+            res.on('end', () => resolve({ status: res.statusCode ?? 0 }));
+          });
+          req.on('error', reject);
+          req.end(body);
+        });
+      const before = tg.sentTo(MAIN_CHAT).length;
+      const statuses: number[] = [];
+      while (!statuses.includes(429) && statuses.length < 60) statuses.push((await ask()).status);
+      expect(statuses.at(-1)).toBe(429);
+      for (let i = 0; i < 3; i++) expect((await ask()).status).toBe(429); // told once, not per refusal
+      const said = await until(() => {
+        const texts = tg.sentTo(MAIN_CHAT).slice(before).map((m) => m.text);
+        return texts.length >= 2 ? texts : undefined;
+      }, 10_000);
+      await sleep(500); // nothing more comes
+      const texts = tg.sentTo(MAIN_CHAT).slice(before).map((m) => m.text);
+      expect(texts).toEqual([
+        expect.stringMatching(new RegExp(`^Carapace: the group "main" has used 8\\d% of its model tokens for today \\(\\d+ of ${BUDGET}\\)\\.$`)),
+        expect.stringMatching(new RegExp(`^Carapace: the group "main" has \\d+ of its ${BUDGET} model tokens left today, less than this request may use \\(\\d+\\); it renews at 00:00 UTC$`)),
+      ]);
+      expect(said).toHaveLength(2);
+    } finally {
+      await proxy.close('agent-tg-budget');
+      await model.stop();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
