@@ -5,6 +5,7 @@ import { StartupError } from './protocol/errors.js';
 import type { JsonObject } from './protocol/envelope.js';
 import { createAjv, describeFailure, type SchemaFailure } from './plugins/schema-compiler.js';
 import { ConfigError, settingProblem, syntaxProblem } from './config-errors.js';
+import { DEFAULT_PRICES, priceSchema, type ModelPrice } from './llm/prices.js';
 
 export interface RateLimit {
   per_minute: number;
@@ -42,18 +43,25 @@ export interface LlmBudget {
   requests_per_minute: number;
   /** Model tokens a group may use per UTC calendar month (none if absent). */
   tokens_per_month?: number;
+  /** What a group's model use may cost per UTC day and month, in USD by `llm.prices` (none if absent). */
+  usd_per_day?: number;
+  usd_per_month?: number;
 }
 
 /** What the whole appliance may use, all groups together (none if absent). */
 export interface ApplianceBudget {
   tokens_per_day?: number;
   tokens_per_month?: number;
+  usd_per_day?: number;
+  usd_per_month?: number;
 }
 
 /** What the LLM proxy lets an agent do with the owner's model credential. */
 export interface LlmSettings {
-  /** Exact model names an agent may ask for. */
+  /** Exact model names an agent may ask for; each needs a price. */
   models: string[];
+  /** USD per million tokens, per model: the defaults (prices.ts) with carapace.json's on top. */
+  prices: Record<string, ModelPrice>;
   /** The largest max_tokens a request may ask for. */
   max_tokens: number;
   /** The budget of every group, unless `group_budgets` says otherwise. */
@@ -177,6 +185,8 @@ const budgetProperties = {
   tokens_per_day: { type: 'integer', minimum: 0 },
   requests_per_minute: { type: 'integer', minimum: 0 },
   tokens_per_month: { type: 'integer', minimum: 0 },
+  usd_per_day: { type: 'number', minimum: 0 },
+  usd_per_month: { type: 'number', minimum: 0 },
 };
 
 // Defaults from what Claude Code 2.1.330 asks for: claude-opus-5-5 with an API key,
@@ -187,6 +197,7 @@ const llmSchema = {
   default: {},
   properties: {
     models: { type: 'array', items: { type: 'string', minLength: 1 }, default: ['claude-opus-5-5', 'claude-sonnet-5-5', 'claude-haiku-5-5', 'claude-haiku-4-5'] },
+    prices: { type: 'object', additionalProperties: priceSchema, default: {} },
     max_tokens: { type: 'integer', minimum: 1, default: 128_000 },
     budget: {
       type: 'object',
@@ -196,13 +207,15 @@ const llmSchema = {
         tokens_per_day: { ...budgetProperties.tokens_per_day, default: 5_000_000 },
         requests_per_minute: { ...budgetProperties.requests_per_minute, default: 60 },
         tokens_per_month: budgetProperties.tokens_per_month,
+        usd_per_day: budgetProperties.usd_per_day,
+        usd_per_month: budgetProperties.usd_per_month,
       },
     },
     appliance_budget: {
       type: 'object',
       additionalProperties: false,
       default: {},
-      properties: { tokens_per_day: budgetProperties.tokens_per_day, tokens_per_month: budgetProperties.tokens_per_month },
+      properties: { tokens_per_day: budgetProperties.tokens_per_day, tokens_per_month: budgetProperties.tokens_per_month, usd_per_day: budgetProperties.usd_per_day, usd_per_month: budgetProperties.usd_per_month },
     },
     notice_at_percent: { type: 'integer', minimum: 1, maximum: 100, default: 80 },
     group_budgets: {
@@ -301,7 +314,13 @@ export function parseConfig(raw: unknown, origin = 'configuration'): CoreConfig 
 
 function checkConfig(raw: unknown): { config: CoreConfig } | { failure: SchemaFailure } {
   const copy = structuredClone(raw ?? {});
-  return validateConfig(copy) ? { config: copy as unknown as CoreConfig } : { failure: describeFailure(validateConfig.errors) };
+  if (!validateConfig(copy)) return { failure: describeFailure(validateConfig.errors) };
+  const config = copy as unknown as CoreConfig;
+  config.llm.prices = { ...DEFAULT_PRICES, ...config.llm.prices };
+  // A model without a price fails closed: its use could not be held to a money budget.
+  const unpriced = config.llm.models.find((model) => !config.llm.prices[model]);
+  if (unpriced !== undefined) return { failure: { field: 'llm.models', message: `the model "${unpriced}" has no price: add it to llm.prices (USD per million tokens, e.g. {"input": 3, "output": 15})` } };
+  return { config };
 }
 
 /**

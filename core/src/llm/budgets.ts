@@ -1,8 +1,11 @@
-// Per-group model budgets: tokens per UTC day (persisted in the usage store) and
-// requests per minute (a fixed one-minute window in memory: a restart takes longer than
-// the window is worth). A group over either is refused until the window turns; the first
-// refusal of a window is flagged so the proxy tells the user once.
+// Model budgets, per group and for the whole appliance: tokens and money per UTC day and
+// month (persisted in the usage store), and requests per minute per group (a fixed
+// one-minute window in memory: a restart takes longer than the window is worth). A request
+// is admitted only if its worst case fits every budget it counts against; the first
+// refusal and the first crossing of notice_at_percent of a window are flagged so that the
+// group's people are told once.
 import type { ApplianceBudget, LlmBudget } from '../config.js';
+import { usd } from './prices.js';
 import type { DayUsage, UsageStore } from './usage-store.js';
 
 export interface BudgetSettings {
@@ -12,10 +15,24 @@ export interface BudgetSettings {
   notice_at_percent?: number;
 }
 
-/** One token budget a request counts against: the group's or the appliance's, per day or month. */
-interface TokenWindow {
+/** What a request may cost at most, or did cost: tokens (input and output) and µUSD. */
+export interface Cost {
+  tokens: number;
+  micros: number;
+}
+
+/** What a finished request used, by the upstream's own figures. */
+export interface Spent {
+  input: number;
+  output: number;
+  micros: number;
+}
+
+/** One budget a request counts against: the group's or the appliance's, per day or month, in tokens or money. */
+interface BudgetWindow {
   who: string;
   per: 'day' | 'month';
+  unit: keyof Cost;
   /** Names the window for once-only notices (the UTC day or month). */
   window: string;
   limit: number;
@@ -37,24 +54,30 @@ export interface GroupUsage {
   tokens_per_day: number;
   requests_per_minute: number;
   requests_this_minute: number;
+  /** What the day's requests cost, in µUSD. */
+  cost_micros: number;
   /** Held by requests in flight (their worst case) until they are settled. */
   reserved_tokens: number;
+  reserved_micros: number;
 }
 
 const DAY_MS = 86_400_000;
 const MAX_NOTICED = 10_000;
 
-/** Tokens held for a request in flight until it is settled with what it really cost. */
+/** What a request in flight holds until it is settled with what it really cost. */
 export interface Reservation {
   /** The real cost; null when the upstream never said (the whole reservation is charged). Once. */
-  settle(used: { input: number; output: number } | null): void;
+  settle(spent: Spent | null): void;
 }
+
+const NONE: Cost = { tokens: 0, micros: 0 };
+const plus = (a: Cost, b: Cost, sign = 1): Cost => ({ tokens: a.tokens + sign * b.tokens, micros: a.micros + sign * b.micros });
 
 export class Budgets {
   private readonly minutes = new Map<string, { minute: number; count: number }>();
-  /** Tokens reserved by requests in flight, per group. */
-  private readonly reserved = new Map<string, number>();
-  private reservedTotal = 0;
+  /** What requests in flight hold, per group and in all. */
+  private readonly reserved = new Map<string, Cost>();
+  private reservedTotal: Cost = NONE;
   /** Notices already decided (told or not), so that a busy group does not write to the store per request. */
   private readonly noticed = new Set<string>();
 
@@ -95,61 +118,72 @@ export class Budgets {
   }
 
   /**
-   * Holds `worstCase` tokens of the group's day for a request (its input and max_tokens),
-   * or refuses it when what is used, what other requests in flight hold and this would
-   * pass the day's budget: budgets are worst-case, so parallel requests cannot overshoot.
+   * Holds a request's worst case (its input and max_tokens, in tokens and money) against
+   * every budget it counts against, or refuses it when what is used, what other requests
+   * in flight hold and this would pass one: parallel requests cannot overshoot.
    */
-  reserve(group: string, worstCase: number): (Reservation & { ok: true }) | Extract<Admission, { ok: false }> {
+  reserve(group: string, worstCase: Cost): (Reservation & { ok: true }) | Extract<Admission, { ok: false }> {
     const now = this.now();
-    const windows = this.windows(group, now);
-    const tightest = windows.reduce<TokenWindow | null>((min, w) => (min === null || w.limit - w.used - w.held < min.limit - min.used - min.held ? w : min), null);
-    const left = tightest ? tightest.limit - tightest.used - tightest.held : Infinity;
-    if (tightest && worstCase > left) {
+    const left = (w: BudgetWindow): number => w.limit - w.used - w.held;
+    const short = this.windows(group, now).filter((w) => worstCase[w.unit] > left(w));
+    const tightest = short.sort((a, b) => left(a) / Math.max(1, a.limit) - left(b) / Math.max(1, b.limit))[0];
+    if (tightest) {
       const whose = tightest.who === 'appliance' ? 'the appliance (all groups together)' : `the group "${group}"`;
       const renews = tightest.per === 'day' ? 'it renews at 00:00 UTC' : 'it renews on the 1st of the month (UTC)';
+      const amount = (n: number): string => (tightest.unit === 'micros' ? usd(n) : String(n));
+      const what = tightest.unit === 'micros' ? 'model budget' : 'model tokens';
       return {
         ok: false,
-        message: `Carapace: ${whose} has ${Math.max(0, left)} of its ${tightest.limit} model tokens left ${tightest.per === 'day' ? 'today' : 'this month'}, less than this request may use (${worstCase}); ${renews}`,
+        message: `Carapace: ${whose} has ${amount(Math.max(0, left(tightest)))} of its ${amount(tightest.limit)} ${what} left ${tightest.per === 'day' ? 'today' : 'this month'}, less than this request may use (${amount(worstCase[tightest.unit])}); ${renews}`,
         retryAfterSeconds: tightest.per === 'day' ? Math.ceil((DAY_MS - (now % DAY_MS)) / 1000) : Math.ceil((nextMonth(now) - now) / 1000),
-        first: this.firstNotice(tightest.who === 'appliance' ? '*' : group, tightest.window, `tokens_per_${tightest.per}`),
+        first: this.firstNotice(tightest.who === 'appliance' ? '*' : group, tightest.window, kindOf(tightest)),
       };
     }
-    this.reserved.set(group, (this.reserved.get(group) ?? 0) + worstCase);
-    this.reservedTotal += worstCase;
+    this.reserved.set(group, plus(this.reserved.get(group) ?? NONE, worstCase));
+    this.reservedTotal = plus(this.reservedTotal, worstCase);
     let settled = false;
     return {
       ok: true,
-      settle: (cost) => {
+      settle: (spent) => {
         if (settled) return;
         settled = true;
-        const held = (this.reserved.get(group) ?? worstCase) - worstCase;
-        if (held > 0) this.reserved.set(group, held);
+        const held = plus(this.reserved.get(group) ?? worstCase, worstCase, -1);
+        if (held.tokens > 0 || held.micros > 0) this.reserved.set(group, held);
         else this.reserved.delete(group);
-        this.reservedTotal -= worstCase;
-        this.record(group, cost?.input ?? worstCase, cost?.output ?? 0);
+        this.reservedTotal = plus(this.reservedTotal, worstCase, -1);
+        this.record(group, spent ?? { input: worstCase.tokens, output: 0, micros: worstCase.micros });
         this.tellIfNearing(group);
       },
     };
   }
 
-  /** Every token budget a request of `group` counts against, with what is used and held. */
-  private windows(group: string, now: number): TokenWindow[] {
+  /** Every budget a request of `group` counts against, with what is used and held. */
+  private windows(group: string, now: number): BudgetWindow[] {
     const limits = this.limits(group);
     const appliance = this.settings.appliance_budget ?? {};
     const day = dayOf(now);
     const month = day.slice(0, 7);
-    const today = this.store.day(day);
-    const thisMonth = limits.tokens_per_month !== undefined || appliance.tokens_per_month !== undefined ? this.store.since(`${month}-01`) : [];
-    const sum = (rows: DayUsage[]) => rows.reduce((n, r) => n + r.input_tokens + r.output_tokens, 0);
-    const mine = (rows: DayUsage[]) => rows.filter((r) => r.group === group);
-    const held = this.reserved.get(group) ?? 0;
-    const all: (TokenWindow | null)[] = [
-      { who: group, per: 'day', window: day, limit: limits.tokens_per_day, used: sum(mine(today)), held },
-      limits.tokens_per_month !== undefined ? { who: group, per: 'month', window: month, limit: limits.tokens_per_month, used: sum(mine(thisMonth)), held } : null,
-      appliance.tokens_per_day !== undefined ? { who: 'appliance', per: 'day', window: day, limit: appliance.tokens_per_day, used: sum(today), held: this.reservedTotal } : null,
-      appliance.tokens_per_month !== undefined ? { who: 'appliance', per: 'month', window: month, limit: appliance.tokens_per_month, used: sum(thisMonth), held: this.reservedTotal } : null,
-    ];
-    return all.filter((w): w is TokenWindow => w !== null);
+    const monthly = [limits.tokens_per_month, limits.usd_per_month, appliance.tokens_per_month, appliance.usd_per_month].some((n) => n !== undefined);
+    const rows = { day: this.store.day(day), month: monthly ? this.store.since(`${month}-01`) : [] };
+    const spent = (which: DayUsage[]): Cost => which.reduce((n, r) => ({ tokens: n.tokens + r.input_tokens + r.output_tokens, micros: n.micros + r.cost_micros }), NONE);
+    const mine = { day: spent(rows.day.filter((r) => r.group === group)), month: spent(rows.month.filter((r) => r.group === group)) };
+    const all = { day: spent(rows.day), month: spent(rows.month) };
+    const held = this.reserved.get(group) ?? NONE;
+    const windows: BudgetWindow[] = [];
+    const add = (who: string, per: 'day' | 'month', unit: keyof Cost, limit: number | undefined): void => {
+      if (limit === undefined) return;
+      const used = who === 'appliance' ? all[per] : mine[per];
+      windows.push({ who, per, unit, window: per === 'day' ? day : month, limit: unit === 'micros' ? Math.round(limit * 1_000_000) : limit, used: used[unit], held: (who === 'appliance' ? this.reservedTotal : held)[unit] });
+    };
+    add(group, 'day', 'tokens', limits.tokens_per_day);
+    add(group, 'month', 'tokens', limits.tokens_per_month);
+    add(group, 'day', 'micros', limits.usd_per_day);
+    add(group, 'month', 'micros', limits.usd_per_month);
+    add('appliance', 'day', 'tokens', appliance.tokens_per_day);
+    add('appliance', 'month', 'tokens', appliance.tokens_per_month);
+    add('appliance', 'day', 'micros', appliance.usd_per_day);
+    add('appliance', 'month', 'micros', appliance.usd_per_month);
+    return windows;
   }
 
   /** Past `notice_at_percent` of a budget: the group's people are told once per budget and window. */
@@ -157,16 +191,17 @@ export class Budgets {
     const percent = this.settings.notice_at_percent ?? 80;
     for (const w of this.windows(group, this.now())) {
       if (w.limit <= 0 || w.used * 100 < w.limit * percent) continue;
-      if (!this.firstNotice(w.who === 'appliance' ? '*' : group, w.window, `near_tokens_per_${w.per}`)) continue;
+      if (!this.firstNotice(w.who === 'appliance' ? '*' : group, w.window, `near_${kindOf(w)}`)) continue;
       const whose = w.who === 'appliance' ? 'the appliance (all groups together) has' : `the group "${group}" has`;
-      this.notify(group, `Carapace: ${whose} used ${Math.floor((w.used * 100) / w.limit)}% of its model tokens for ${w.per === 'day' ? 'today' : 'this month'} (${w.used} of ${w.limit}).`);
+      const amount = (n: number): string => (w.unit === 'micros' ? usd(n) : String(n));
+      this.notify(group, `Carapace: ${whose} used ${Math.floor((w.used * 100) / w.limit)}% of its ${w.unit === 'micros' ? 'model budget' : 'model tokens'} for ${w.per === 'day' ? 'today' : 'this month'} (${amount(w.used)} of ${amount(w.limit)}).`);
     }
   }
 
-  /** Adds a finished request's tokens to the group's day. */
-  record(group: string, inputTokens: number, outputTokens: number): void {
-    if (inputTokens <= 0 && outputTokens <= 0) return;
-    this.write(() => this.store.addTokens(group, dayOf(this.now()), inputTokens, outputTokens));
+  /** Adds what a finished request used to the group's day. */
+  record(group: string, spent: Spent): void {
+    if (spent.input <= 0 && spent.output <= 0 && spent.micros <= 0) return;
+    this.write(() => this.store.addUsage(group, dayOf(this.now()), spent));
   }
 
   /** Today's usage of every group that used the model, and of `groups` besides. */
@@ -174,13 +209,14 @@ export class Budgets {
     const now = this.now();
     const day = dayOf(now);
     const rows = new Map<string, DayUsage>(this.store.day(day).map((row) => [row.group, row]));
-    for (const group of groups) if (!rows.has(group)) rows.set(group, { group, day, input_tokens: 0, output_tokens: 0, requests: 0 });
+    for (const group of groups) if (!rows.has(group)) rows.set(group, { group, day, input_tokens: 0, output_tokens: 0, cost_micros: 0, requests: 0 });
     const minute = Math.floor(now / 60_000);
     return [...rows.values()]
       .sort((a, b) => a.group.localeCompare(b.group))
       .map((row) => {
         const window = this.minutes.get(row.group);
-        return { ...row, tokens: row.input_tokens + row.output_tokens, reserved_tokens: this.reserved.get(row.group) ?? 0, ...this.limits(row.group), requests_this_minute: window?.minute === minute ? window.count : 0 };
+        const held = this.reserved.get(row.group) ?? NONE;
+        return { ...row, tokens: row.input_tokens + row.output_tokens, reserved_tokens: held.tokens, reserved_micros: held.micros, ...this.limits(row.group), requests_this_minute: window?.minute === minute ? window.count : 0 };
       });
   }
 
@@ -205,6 +241,11 @@ export class Budgets {
       this.onStoreError(err as Error);
     }
   }
+}
+
+/** Names a budget for once-only notices: tokens_per_day, usd_per_month, … */
+function kindOf(w: BudgetWindow): string {
+  return `${w.unit === 'micros' ? 'usd' : 'tokens'}_per_${w.per}`;
 }
 
 /** The start of the next UTC month. */

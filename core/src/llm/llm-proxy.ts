@@ -10,7 +10,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { Readable } from 'node:stream';
 import type { AuditInput, AuditLog } from '../audit/audit-log.js';
 import { parseConfig, type LlmSettings } from '../config.js';
-import { Budgets, dayOf, type Admission, type GroupUsage } from './budgets.js';
+import { Budgets, dayOf, type Admission, type Cost, type GroupUsage, type Spent } from './budgets.js';
+import { costMicros, usd, worstCaseMicros, type ModelPrice } from './prices.js';
 import { checkBody, checkTarget, forwardedHeaders, isRefusal, type ApiErrorType, type MessagesRequest, type Refusal } from './request-policy.js';
 import { UsageStore, type DayUsage } from './usage-store.js';
 import { UsageMeter } from './usage.js';
@@ -257,15 +258,19 @@ export class LlmProxy {
     const checked = checkBody(target, body, this.settings);
     if (isRefusal(checked)) return refuse(checked);
 
+    // A model without a price fails closed (the configuration check already requires one).
+    const price = this.settings.prices[checked.model];
+    if (!price) return refuse({ status: 400, type: 'invalid_request_error', message: `the model ${checked.model} has no price in llm.prices` });
     // Worst case first: the request is admitted only if its input and max_tokens fit what
     // the group has left, counting what its other requests in flight hold.
-    const reservation = this.budgets.reserve(state.group, checked.worstCase);
+    const worstCase: Cost = { tokens: checked.promptTokens + checked.maxTokens, micros: worstCaseMicros(price, checked.promptTokens, checked.maxTokens) };
+    const reservation = this.budgets.reserve(state.group, worstCase);
     if (!reservation.ok) return this.overBudget(state, req, res, reservation);
-    let cost: { input: number; output: number } | null = null; // a throw charges the reservation
+    let spent: Spent | null = null; // a throw charges the reservation
     try {
-      cost = await this.relay(req, res, state, target, checked);
+      spent = await this.relay(req, res, state, target, checked, price, worstCase);
     } finally {
-      reservation.settle(cost);
+      reservation.settle(spent);
     }
   }
 
@@ -289,7 +294,7 @@ export class LlmProxy {
    * its requests in flight). Null when the answer ended without its final figures: then
    * the whole reservation is charged.
    */
-  private async relay(req: IncomingMessage, res: ServerResponse, state: SessionState, target: { path: string; query: string }, checked: MessagesRequest): Promise<{ input: number; output: number } | null> {
+  private async relay(req: IncomingMessage, res: ServerResponse, state: SessionState, target: { path: string; query: string }, checked: MessagesRequest, price: ModelPrice, worstCase: Cost): Promise<Spent | null> {
     const released = state.ready?.();
     const headers = withCredential(forwardedHeaders(req.headers), this.options.credential);
     const abort = new AbortController();
@@ -305,9 +310,9 @@ export class LlmProxy {
       // Free only if the request surely never reached the model API; anything else may have been billed.
       const code = (err as { cause?: { code?: string } }).cause?.code ?? '';
       const unsent = NOT_SENT.has(code);
-      this.audit(state, req, 'error', `upstream unreachable: ${(err as Error).message}${code ? ` (${code})` : ''}${unsent ? '' : `; the reservation (${checked.worstCase} tokens) is charged`}`);
+      this.audit(state, req, 'error', `upstream unreachable: ${(err as Error).message}${code ? ` (${code})` : ''}${unsent ? '' : `; the reservation (${charged(worstCase)}) is charged`}`);
       sendError(res, { status: 502, type: 'api_error', message: 'model API unreachable' });
-      return unsent ? { input: 0, output: 0 } : null;
+      return unsent ? NOTHING : null;
     }
     try {
       if (released) {
@@ -327,7 +332,7 @@ export class LlmProxy {
       if (upstreamResponse.ok) this.health.succeeded();
       else if (REFUSAL_STATUSES.has(upstreamResponse.status)) {
         await this.refusedUpstream(req, res, state, upstreamResponse, outHeaders, checked.model);
-        return { input: 0, output: 0 };
+        return NOTHING;
       }
       if (!res.destroyed) res.writeHead(upstreamResponse.status, outHeaders);
       const meter = new UsageMeter();
@@ -348,13 +353,13 @@ export class LlmProxy {
       const agentGone = res.destroyed;
       res.end();
       const usage = meter.end();
-      const total = UsageMeter.total(usage);
-      const counts = `input_tokens ${usage.input_tokens}; output_tokens ${usage.output_tokens}; cache_read_input_tokens ${usage.cache_read_input_tokens}; cache_creation_input_tokens ${usage.cache_creation_input_tokens}`;
-      const settled = upstreamResponse.ok && !meter.final ? `; no final usage figures: the reservation (${checked.worstCase} tokens) is charged` : '';
+      const cost = costMicros(price, usage);
+      const counts = `cost_usd ${(cost / 1_000_000).toFixed(6)}; input_tokens ${usage.input_tokens}; output_tokens ${usage.output_tokens}; cache_read_input_tokens ${usage.cache_read_input_tokens}; cache_creation_input_tokens ${usage.cache_creation_input_tokens}`;
+      const settled = upstreamResponse.ok && !meter.final ? `; no final usage figures: the reservation (${charged(worstCase)}) is charged` : '';
       const ok = upstreamResponse.ok && complete && !agentGone;
       this.audit(state, req, ok ? 'ok' : 'error', `status ${upstreamResponse.status}; model ${checked.model}; ${counts}${complete ? '' : '; stream cut short'}${agentGone ? '; the agent hung up (read to the end)' : ''}${settled}`);
-      if (!upstreamResponse.ok) return { input: 0, output: 0 };
-      return meter.final ? total : null;
+      if (!upstreamResponse.ok) return NOTHING;
+      return meter.final ? { ...UsageMeter.total(usage), micros: cost } : null;
     } finally {
       if (drain) clearTimeout(drain);
     }
@@ -425,3 +430,8 @@ function drained(res: ServerResponse): Promise<void> {
     res.on('close', done);
   });
 }
+
+/** A request that cost nothing (refused upstream, or never sent). */
+const NOTHING: Spent = { input: 0, output: 0, micros: 0 };
+
+const charged = (worstCase: Cost): string => `${worstCase.tokens} tokens, ${usd(worstCase.micros)}`;

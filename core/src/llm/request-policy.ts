@@ -115,8 +115,10 @@ export interface MessagesRequest {
    * (a duplicate "model" key, say, cannot mean one thing here and another there).
    */
   body: string;
-  /** What the request may cost at most, in tokens: its input (at most one per byte) and max_tokens (0 for count_tokens, which is free). */
-  worstCase: number;
+  /** The most input tokens the request may be billed for (at most one per byte; 0 for count_tokens, which is free). */
+  promptTokens: number;
+  /** Its max_tokens (0 for count_tokens). */
+  maxTokens: number;
 }
 
 /**
@@ -141,5 +143,6 @@ export function checkBody(target: Target, body: Buffer, policy: ModelPolicy): Me
     if (maxTokens > policy.max_tokens) return refusal(400, 'invalid_request_error', `max_tokens ${maxTokens} is above this proxy's limit of ${policy.max_tokens}`);
   }
   const sent = JSON.stringify(value);
-  return { model, body: sent, worstCase: target.path === '/v1/messages' ? Buffer.byteLength(sent) + (maxTokens as number) : 0 };
+  const billed = target.path === '/v1/messages';
+  return { model, body: sent, promptTokens: billed ? Buffer.byteLength(sent) : 0, maxTokens: billed ? (maxTokens as number) : 0 };
 }

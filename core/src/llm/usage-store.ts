@@ -1,4 +1,4 @@
-// Model usage per group per UTC day, kept in a small SQLite file under the data dir so
+// Model usage (tokens, cost in µUSD, requests) per group per UTC day, kept in a small SQLite file under the data dir so
 // that budgets survive a core restart (state/sqlite-file.ts: a broken file is moved aside).
 import type Database from 'better-sqlite3';
 import { openSqliteFile, type StoreProblem } from '../state/sqlite-file.js';
@@ -8,6 +8,7 @@ export interface DayUsage {
   day: string;
   input_tokens: number;
   output_tokens: number;
+  cost_micros: number;
   requests: number;
 }
 
@@ -17,6 +18,7 @@ const SCHEMA = `
   CREATE TABLE IF NOT EXISTS usage (
     grp TEXT NOT NULL, day TEXT NOT NULL,
     input_tokens INTEGER NOT NULL DEFAULT 0, output_tokens INTEGER NOT NULL DEFAULT 0, requests INTEGER NOT NULL DEFAULT 0,
+    cost_micros INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (grp, day)
   );
   CREATE TABLE IF NOT EXISTS notified (
@@ -39,20 +41,24 @@ export class UsageStore {
    */
   constructor(file: string | null, onProblem: (problem: StoreProblem) => void = () => undefined) {
     const db = openSqliteFile(file, SCHEMA, onProblem);
+    // Files from before money budgets: their days cost nothing known.
+    const columns = db.prepare('PRAGMA table_info(usage)').all() as { name: string }[];
+    if (!columns.some((c) => c.name === 'cost_micros')) db.exec('ALTER TABLE usage ADD COLUMN cost_micros INTEGER NOT NULL DEFAULT 0');
     this.db = db;
     this.addStmt = db.prepare(
-      `INSERT INTO usage (grp, day, input_tokens, output_tokens) VALUES (?, ?, ?, ?)
-       ON CONFLICT (grp, day) DO UPDATE SET input_tokens = input_tokens + excluded.input_tokens, output_tokens = output_tokens + excluded.output_tokens`,
+      `INSERT INTO usage (grp, day, input_tokens, output_tokens, cost_micros) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (grp, day) DO UPDATE SET input_tokens = input_tokens + excluded.input_tokens, output_tokens = output_tokens + excluded.output_tokens,
+         cost_micros = cost_micros + excluded.cost_micros`,
     );
     this.countStmt = db.prepare(`INSERT INTO usage (grp, day, requests) VALUES (?, ?, 1) ON CONFLICT (grp, day) DO UPDATE SET requests = requests + 1`);
-    this.getStmt = db.prepare('SELECT grp AS "group", day, input_tokens, output_tokens, requests FROM usage WHERE grp = ? AND day = ?');
-    this.dayStmt = db.prepare('SELECT grp AS "group", day, input_tokens, output_tokens, requests FROM usage WHERE day = ? ORDER BY grp');
-    this.sinceStmt = db.prepare('SELECT grp AS "group", day, input_tokens, output_tokens, requests FROM usage WHERE day >= ? ORDER BY day DESC, grp');
+    this.getStmt = db.prepare('SELECT grp AS "group", day, input_tokens, output_tokens, cost_micros, requests FROM usage WHERE grp = ? AND day = ?');
+    this.dayStmt = db.prepare('SELECT grp AS "group", day, input_tokens, output_tokens, cost_micros, requests FROM usage WHERE day = ? ORDER BY grp');
+    this.sinceStmt = db.prepare('SELECT grp AS "group", day, input_tokens, output_tokens, cost_micros, requests FROM usage WHERE day >= ? ORDER BY day DESC, grp');
     this.notifyStmt = db.prepare('INSERT OR IGNORE INTO notified (grp, window, kind) VALUES (?, ?, ?)');
   }
 
-  addTokens(group: string, day: string, input: number, output: number): void {
-    this.addStmt.run(group, day, input, output);
+  addUsage(group: string, day: string, spent: { input: number; output: number; micros: number }): void {
+    this.addStmt.run(group, day, spent.input, spent.output, spent.micros);
   }
 
   countRequest(group: string, day: string): void {
@@ -60,7 +66,7 @@ export class UsageStore {
   }
 
   get(group: string, day: string): DayUsage {
-    return (this.getStmt.get(group, day) as DayUsage | undefined) ?? { group, day, input_tokens: 0, output_tokens: 0, requests: 0 };
+    return (this.getStmt.get(group, day) as DayUsage | undefined) ?? { group, day, input_tokens: 0, output_tokens: 0, cost_micros: 0, requests: 0 };
   }
 
   day(day: string): DayUsage[] {

@@ -18,7 +18,7 @@ let manager: AgentManager;
 let standIn: AnthropicStandIn;
 
 beforeAll(async () => {
-  stack = await Stack.start({ plugins: ['echo'], config: { groups: { family: {}, tight: {}, edge: {} } } });
+  stack = await Stack.start({ plugins: ['echo'], config: { groups: { family: {}, tight: {}, edge: {}, dollars: {} } } });
   standIn = new AnthropicStandIn(() => [{ type: 'text', text: 'ok' }]);
   const upstream = await standIn.start();
   runtime = testRuntime();
@@ -28,14 +28,16 @@ beforeAll(async () => {
     agents: { run_timeout_ms: 60_000 },
     instance: `llm-attacks-${process.pid}`,
     runtime,
-    groups: ['family', 'tight', 'edge'],
+    groups: ['family', 'tight', 'edge', 'dollars'],
     // "tight": less than any request's worst case, it can make none. "edge": room for Claude
-    // Code's first request (its worst case is ~177k) and a few more.
-    llm: { group_budgets: { tight: { tokens_per_day: 19 }, edge: { tokens_per_day: EDGE_BUDGET } }, max_concurrent_requests: 16 },
+    // Code's first request (its worst case is ~177k) and a few more. "dollars": $1 a month,
+    // less than Claude Code's first request may cost (max_tokens 128000 at Opus' $20/M).
+    llm: { group_budgets: { tight: { tokens_per_day: 19 }, edge: { tokens_per_day: EDGE_BUDGET }, dollars: { usd_per_month: 1 } }, max_concurrent_requests: 16 },
   });
   await manager.removeOrphans();
   await manager.enqueue('family', 'warm up');
   await manager.enqueue('edge', 'warm up');
+  await manager.enqueue('dollars', 'warm up'); // refused: the container stays, for the attacks
 }, 120_000);
 
 afterAll(async () => {
@@ -219,6 +221,37 @@ describe('the LLM proxy, attacked from inside an agent container', () => {
       const billed = tokens().reduce((n, e) => n + input(e) + output(e), 0);
       expect(billed).toBe(used + admitted * 31_000);
       expect(billed).toBeLessThanOrEqual(EDGE_BUDGET);
+    } finally {
+      standIn.usage = { input_tokens: 12, output_tokens: 7 };
+      standIn.pauseBeforeDeltaMs = 0;
+      standIn.delayMs = 0;
+    }
+  }, 60_000);
+
+  it('a month\'s money budget holds the same way: a hang-up before the final figures is charged what the prices make of the bill; 10 in parallel at the edge stay within $1', async () => {
+    const billed = () => stack.core.audit.query({ group: 'dollars' }).filter((e) => e.stage === 'llm' && e.reason?.startsWith('status 200'));
+    const micros = (e: { reason?: string }) => Math.round(Number(/cost_usd ([\d.]+)/.exec(e.reason ?? '')?.[1] ?? 0) * 1e6);
+    standIn.usage = { input_tokens: 1000, output_tokens: 30_000 };
+    const perRequest = 1000 * 1 + 30_000 * 5; // claude-haiku-4-5: $1 in, $5 out per million
+    try {
+      expect(billed()).toHaveLength(0); // Claude Code's own first request did not fit
+      standIn.pauseBeforeDeltaMs = 300;
+      const [hung] = await attack('dollars', [{ method: 'POST', path: '/v1/messages', body: message({ max_tokens: 32_000, stream: true }), hangUp: true }]);
+      expect(hung).toMatchObject({ status: 200, body: 'hung up' });
+      const metered = await eventually(async () => billed().find((e) => e.reason?.includes('the agent hung up')));
+      expect(micros(metered)).toBe(perRequest);
+      standIn.pauseBeforeDeltaMs = 0;
+
+      const body = message({ max_tokens: 32_000 });
+      const worst = Buffer.byteLength(JSON.stringify(body)) * 2 + 32_000 * 5;
+      standIn.delayMs = 300;
+      const results = await attack('dollars', Array.from({ length: 10 }, () => ({ method: 'POST', path: '/v1/messages', body })), true);
+      const admitted = results.filter((r) => r.status === 200).length;
+      expect(admitted).toBe(Math.floor((1_000_000 - perRequest) / worst));
+      expect(JSON.parse(results.find((r) => r.status === 429)!.body).error.message).toContain('of its $1.00 model budget left this month');
+      const spent = billed().reduce((n, e) => n + micros(e), 0);
+      expect(spent).toBe((admitted + 1) * perRequest);
+      expect(spent).toBeLessThanOrEqual(1_000_000);
     } finally {
       standIn.usage = { input_tokens: 12, output_tokens: 7 };
       standIn.pauseBeforeDeltaMs = 0;

@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Browser, Page } from 'puppeteer-core';
 import { startAdminApi } from '../../src/admin/http-api.js';
+import type { DayUsage } from '../../src/llm/usage-store.js';
 import { ROOT, Stack } from '../harness.js';
 import { launchBrowser, logIn } from '../support/browser.js';
 
@@ -26,7 +27,10 @@ let evilBase: string;
 beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
   stack = await Stack.start({ plugins: ['guarded'], config: { groups: { family: { tools: ['*'] } } } });
-  admin = await startAdminApi(stack.core, '127.0.0.1', 0, TOKEN, { console: { folders: [{ name: 'audit logs', path: join(stack.dir, 'logs') }] } });
+  // A day of model use: the Usage page shows what it cost (claude-haiku-4-5: 1000 in at $1/M, 30000 out at $5/M).
+  const day = new Date().toISOString().slice(0, 10);
+  const usageHistory = (): DayUsage[] => [{ group: 'family', day, input_tokens: 1000, output_tokens: 30_000, cost_micros: 151_000, requests: 1 }];
+  admin = await startAdminApi(stack.core, '127.0.0.1', 0, TOKEN, { console: { folders: [{ name: 'audit logs', path: join(stack.dir, 'logs') }], usageHistory } });
   base = `http://127.0.0.1:${(admin.server.address() as AddressInfo).port}`;
   // Another origin on the same host (other port: same site, so SameSite does not stop its
   // requests carrying the cookie; only the CSRF token does): a page that tries to
@@ -185,7 +189,7 @@ describe('console in a browser', () => {
 
   it('every page renders (screenshots)', async () => {
     const page = await loggedIn();
-    for (const [name, marker] of [['agents', 'family'], ['usage', 'Model tokens'], ['checks', 'Check again']]) {
+    for (const [name, marker] of [['agents', 'family'], ['usage', '31000 tokens in all, $0.15 at the prices'], ['checks', 'Check again']]) {
       await page.goto(`${base}/#/${name}`);
       await page.waitForFunction((m) => document.querySelector('main')?.textContent?.includes(m), { timeout: 5000 }, marker);
       await shot(page, name);

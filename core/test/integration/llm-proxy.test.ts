@@ -379,7 +379,7 @@ describe('LLM proxy: budgets per group', () => {
     standIn.usage = { input_tokens: 1000, output_tokens: 30_000 };
     standIn.delayMs = 200;
     const store = new UsageStore(null);
-    store.addTokens('edge', new Date().toISOString().slice(0, 10), 35_000, 0);
+    store.addUsage('edge', new Date().toISOString().slice(0, 10), { input: 35_000, output: 0, micros: 0 });
     try {
       await withProxy({ settings: settings({ budget: { tokens_per_day: 300_000 }, max_concurrent_requests: 16 }), store }, async (_ask, notices, p) => {
         const id = `agent-budget-${++n}`;
@@ -409,7 +409,7 @@ describe('LLM proxy: budgets per group', () => {
     const earlier = `${day.slice(0, 7)}-01` === day ? null : `${day.slice(0, 7)}-01`;
     const store = new UsageStore(null);
     // The month: what the group used on an earlier day of it counts (on the 1st, today does).
-    store.addTokens('monthly', earlier ?? day, 1000, 0);
+    store.addUsage('monthly', earlier ?? day, { input: 1000, output: 0, micros: 0 });
     // The appliance admits a request while what all groups used today + WORST fits: at 0 and 19 used, not at 38.
     const limits = settings({ budget: { tokens_per_month: 1000 + WORST - 1 }, appliance_budget: { tokens_per_day: WORST + 30 + (earlier ? 0 : 1000) } });
     await withProxy({ settings: limits, store }, async (ask, notices) => {
@@ -434,6 +434,59 @@ describe('LLM proxy: budgets per group', () => {
     });
   });
 
+  it('a money budget at its edge: 10 in parallel, only the worst cases that fit run; what the usage shows is what the prices make of the upstream\'s figures', async () => {
+    standIn.usage = { input_tokens: 1000, output_tokens: 30_000 };
+    standIn.delayMs = 200;
+    const store = new UsageStore(null);
+    store.addUsage('dollars', new Date().toISOString().slice(0, 10), { input: 0, output: 0, micros: 200_000 }); // $0.20 spent
+    try {
+      await withProxy({ settings: settings({ budget: { usd_per_day: 1 }, max_concurrent_requests: 16 }), store }, async (_ask, notices, p) => {
+        const id = `agent-budget-${++n}`;
+        const s = await p.open(id, 'dollars', join(dir, `${id}.sock`));
+        const body = { ...message, max_tokens: 32_000 };
+        // claude-haiku-4-5: $1 in, $5 out per million; the worst case takes every byte at the 1-hour cache write rate ($2).
+        const worst = Buffer.byteLength(JSON.stringify(body)) * 2 + 32_000 * 5;
+        const billed = 1000 * 1 + 30_000 * 5; // $0.151 a request
+        const results = await Promise.all(Array.from({ length: 10 }, () => post('/v1/messages', body, { 'x-api-key': s.token }, s.socketPath)));
+        const admitted = results.filter((r) => r.status === 200).length;
+        expect(admitted).toBe(Math.floor((1_000_000 - 200_000) / worst)); // 4
+        const refusal = JSON.parse(results.find((r) => r.status === 429)!.text).error.message as string;
+        expect(refusal).toMatch(/^Carapace: the group "dollars" has \$0\.\d\d of its \$1\.00 model budget left today, less than this request may use \(\$0\.16\)/);
+        const used = p.usage().find((u) => u.group === 'dollars')!;
+        expect(used.cost_micros).toBe(200_000 + admitted * billed);
+        expect(used.cost_micros).toBeLessThanOrEqual(1_000_000);
+        expect(used.reserved_micros).toBe(0);
+        expect(notices.map((x) => x.text).sort()).toEqual([expect.stringContaining('model budget left today'), 'Carapace: the group "dollars" has used 80% of its model budget for today ($0.80 of $1.00).']);
+        await p.close(id);
+      });
+    } finally {
+      standIn.usage = { input_tokens: 12, output_tokens: 7 };
+      standIn.delayMs = 0;
+    }
+  });
+
+  it('a month\'s money budget and the appliance\'s money budget across groups', async () => {
+    const day = new Date().toISOString().slice(0, 10);
+    const earlier = `${day.slice(0, 7)}-01` === day ? day : `${day.slice(0, 7)}-01`;
+    const store = new UsageStore(null);
+    store.addUsage('monthly', earlier, { input: 0, output: 0, micros: 999_900 });
+    const cost = 12 * 1 + 7 * 5; // what the stand-in bills a request, in µUSD
+    const worst = Buffer.byteLength(JSON.stringify(message)) * 2 + message.max_tokens * 5;
+    // The appliance admits while what all groups spent today + worst fits: after 0 and 1 requests, not 2.
+    const applianceToday = earlier === day ? 999_900 : 0;
+    const limits = settings({ budget: { usd_per_month: 1 }, appliance_budget: { usd_per_day: (applianceToday + cost + worst) / 1e6 } });
+    await withProxy({ settings: limits, store }, async (ask) => {
+      const month = await ask('monthly');
+      expect(month.status).toBe(429);
+      expect(JSON.parse(month.text).error.message).toContain('has $0.0001 of its $1.00 model budget left this month');
+      expect((await ask('a')).status).toBe(200);
+      expect((await ask('b')).status).toBe(200);
+      const third = await ask('c');
+      expect(third.status).toBe(429);
+      expect(JSON.parse(third.text).error.message).toContain('the appliance (all groups together) has');
+    });
+  });
+
   it('moves a corrupt usage file aside, says so, and counts afresh', () => {
     const file = join(dir, 'usage-corrupt', 'usage.sqlite');
     mkdirSync(join(dir, 'usage-corrupt'));
@@ -443,7 +496,7 @@ describe('LLM proxy: budgets per group', () => {
     expect(problems).toHaveLength(1);
     expect(problems[0].movedTo).toMatch(/usage\.sqlite\.corrupt-/);
     expect(readFileSync(problems[0].movedTo, 'utf8')).toContain('planted file');
-    store.addTokens('family', '2030-01-01', 5, 6);
+    store.addUsage('family', '2030-01-01', { input: 5, output: 6, micros: 0 });
     expect(store.get('family', '2030-01-01')).toMatchObject({ input_tokens: 5, output_tokens: 6 });
     store.close();
   });

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { loadConfig, parseConfig } from '../../src/config.js';
 import { resolvePluginConfig } from '../../plugin-host/plugin-config.js';
 import { startupError } from '../support/startup-error.js';
+import { DEFAULT_PRICES } from '../../src/llm/prices.js';
 
 const DEFAULTS = {
   groups: {},
@@ -20,6 +21,7 @@ const DEFAULTS = {
   agents: { image: 'carapace-agent:latest', mode: 'legacy', runtime: 'auto', idle_timeout_ms: 900_000, run_timeout_ms: 600_000, memory_mb: 1024, cpus: 1, pids: 256, disk_quota_mb: 2048, state_quota_mb: 256, disk_quota_mode: 'loop' },
   llm: {
     models: ['claude-opus-5-5', 'claude-sonnet-5-5', 'claude-haiku-5-5', 'claude-haiku-4-5'],
+    prices: DEFAULT_PRICES,
     max_tokens: 128_000,
     budget: { tokens_per_day: 5_000_000, requests_per_minute: 60 },
     group_budgets: {},
@@ -32,6 +34,17 @@ const DEFAULTS = {
 };
 
 describe('parseConfig', () => {
+  it('prices every allowed model, fails closed on a model without a price, and takes prices from the file over the defaults', () => {
+    expect(Object.keys(DEFAULTS.llm.prices).sort()).toEqual([...DEFAULTS.llm.models].sort());
+    expect(startupError(() => parseConfig({ llm: { models: ['claude-opus-5-5', 'claude-mystery-9'] } })).message).toContain('llm.models: the model "claude-mystery-9" has no price: add it to llm.prices');
+    const priced = parseConfig({ llm: { models: ['claude-mystery-9', 'claude-opus-5-5'], prices: { 'claude-mystery-9': { input: 3, output: 15 }, 'claude-opus-5-5': { input: 5, output: 25 } } } }).llm.prices;
+    expect(priced['claude-mystery-9']).toEqual({ input: 3, output: 15 });
+    expect(priced['claude-opus-5-5']).toEqual({ input: 5, output: 25 });
+    expect(priced['claude-haiku-4-5']).toEqual(DEFAULT_PRICES['claude-haiku-4-5']);
+    expect(startupError(() => parseConfig({ llm: { prices: { x: { input: -1, output: 1 } } } })).message).toContain('llm.prices.x.input');
+    expect(startupError(() => parseConfig({ llm: { budget: { usd_per_day: 'ten' } } })).message).toContain('llm.budget.usd_per_day');
+  });
+
   it('fills in every default for an empty object', () => {
     expect(parseConfig({})).toEqual(DEFAULTS);
   });

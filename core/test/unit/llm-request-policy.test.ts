@@ -109,7 +109,7 @@ describe('checkBody', () => {
     const raw = Buffer.from('{"model":"claude-opus-4-1","max_tokens":10,"model":"claude-opus-5-5"}');
     const checked = checkBody(messages, raw, policy);
     // Its worst case: the bytes sent (at most a token each) and max_tokens.
-    expect(checked).toEqual({ model: 'claude-opus-5-5', body: '{"model":"claude-opus-5-5","max_tokens":10}', worstCase: 43 + 10 });
+    expect(checked).toEqual({ model: 'claude-opus-5-5', body: '{"model":"claude-opus-5-5","max_tokens":10}', promptTokens: 43, maxTokens: 10 });
   });
 
   it('refuses another model, naming the allowed ones, in the API error format', () => {

@@ -87,4 +87,6 @@ export function onLive(listener) {
 }
 
 export const when = (iso) => (iso ? new Date(iso).toLocaleString() : '—');
+/** µUSD as dollars: "$1.23", or "$0.0042" under a cent so a small cost does not read as nothing. */
+export const dollars = (micros) => (micros > 0 && micros < 10_000 ? `$${(micros / 1e6).toFixed(4)}` : `$${(micros / 1e6).toFixed(2)}`);
 export const bytes = (n) => (n < 1024 ? `${n} B` : n >= 2 ** 30 ? `${(n / 2 ** 30).toFixed(1)} GiB` : n >= 2 ** 20 ? `${(n / 2 ** 20).toFixed(1)} MiB` : `${Math.round(n / 1024)} KiB`);

@@ -1,5 +1,5 @@
 import { html, useEffect } from '/assets/vendor/preact-htm.js';
-import { bytes, when } from '/assets/api.js';
+import { bytes, dollars, when } from '/assets/api.js';
 import { useData } from '/assets/pages/use-data.js';
 
 const STATE_CLASS = { healthy: 'ok', starting: 'warn', failed: 'bad' };
@@ -33,8 +33,8 @@ export function Overview() {
       ${data.disk.map((d) => html`<tr><td>${d.name} <span class="muted mono">${d.path}</span></td><td>${d.partial ? '≥ ' : ''}${bytes(d.bytes)}</td><td>${d.free === null ? '—' : bytes(d.free)}</td></tr>`)}
     </tbody></table></div>
     <h2>Model budgets today</h2>
-    <div class="scroll"><table><thead><tr><th>Group</th><th>Tokens used</th><th>Left today</th><th>Requests this minute</th></tr></thead><tbody>
-      ${data.budgets.map((b) => html`<tr><td>${b.group}</td><td>${b.tokens}</td><td class=${b.tokens >= b.tokens_per_day ? 'bad' : ''}>${Math.max(0, b.tokens_per_day - b.tokens)}</td><td>${b.requests_this_minute} / ${b.requests_per_minute}</td></tr>`)}
+    <div class="scroll"><table><thead><tr><th>Group</th><th>Tokens used</th><th>Left today</th><th>Cost</th><th>Requests this minute</th></tr></thead><tbody>
+      ${data.budgets.map((b) => html`<tr><td>${b.group}</td><td>${b.tokens}</td><td class=${b.tokens >= b.tokens_per_day ? 'bad' : ''}>${Math.max(0, b.tokens_per_day - b.tokens)}</td><td>${dollars(b.cost_micros)}${b.usd_per_day === undefined ? '' : ` of ${dollars(b.usd_per_day * 1e6)}`}</td><td>${b.requests_this_minute} / ${b.requests_per_minute}</td></tr>`)}
     </tbody></table></div>`;
 }
 

@@ -1,14 +1,16 @@
 import { html } from '/assets/vendor/preact-htm.js';
+import { dollars } from '/assets/api.js';
 import { useData } from '/assets/pages/use-data.js';
 
 export function Usage() {
   const { data, error } = useData('/api/usage?days=14');
   if (!data) return html`<h1>Usage</h1>${error ? html`<div class="error">${error}</div>` : html`<p class="muted">Loading…</p>`}`;
   const total = data.usage.reduce((n, u) => n + u.input_tokens + u.output_tokens, 0);
+  const cost = data.usage.reduce((n, u) => n + u.cost_micros, 0);
   return html`<h1>Usage</h1>
-    <p class="muted">Model tokens per group per day (UTC), counted by the core's model proxy: the last ${data.days} days, ${total} tokens in all.</p>
+    <p class="muted">Model tokens per group per day (UTC), counted by the core's model proxy: the last ${data.days} days, ${total} tokens in all, ${dollars(cost)} at the prices in carapace.json (llm.prices).</p>
     ${data.usage.length === 0 ? html`<p class="muted">No model requests yet.</p>` : html`
-    <div class="scroll"><table><thead><tr><th>Day</th><th>Group</th><th>Input tokens</th><th>Output tokens</th><th>Requests</th></tr></thead><tbody>
-      ${data.usage.map((u) => html`<tr><td>${u.day}</td><td>${u.group}</td><td>${u.input_tokens}</td><td>${u.output_tokens}</td><td>${u.requests}</td></tr>`)}
+    <div class="scroll"><table><thead><tr><th>Day</th><th>Group</th><th>Input tokens</th><th>Output tokens</th><th>Cost</th><th>Requests</th></tr></thead><tbody>
+      ${data.usage.map((u) => html`<tr><td>${u.day}</td><td>${u.group}</td><td>${u.input_tokens}</td><td>${u.output_tokens}</td><td>${dollars(u.cost_micros)}</td><td>${u.requests}</td></tr>`)}
     </tbody></table></div>`}`;
 }
