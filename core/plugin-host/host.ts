@@ -262,9 +262,17 @@ export class PluginHost {
   private async handleHook(message: Extract<CoreToHost, { t: 'hook' }>): Promise<void> {
     const entry = this.loaded.get(message.plugin);
     try {
-      if (!entry || typeof entry.handler.getBrief !== 'function') throw new Error('plugin does not provide getBrief');
-      const handler = entry.handler;
-      const value = await this.context.run({ plugin: message.plugin, rid: null, group: message.group }, () => handler.getBrief!(message.group));
+      const handler = entry?.handler;
+      // A description is asked for one call: its services are scoped to it like a request's.
+      const scope = { plugin: message.plugin, rid: message.hook === 'describe_call' ? message.hid : null, group: message.group };
+      let value: unknown;
+      if (message.hook === 'describe_call') {
+        if (typeof handler?.describeCall !== 'function') throw new Error('plugin does not provide describeCall');
+        value = await this.context.run(scope, () => handler.describeCall!(message.tool, message.arguments, message.group));
+      } else {
+        if (typeof handler?.getBrief !== 'function') throw new Error('plugin does not provide getBrief');
+        value = await this.context.run(scope, () => handler.getBrief!(message.group));
+      }
       await this.send({ t: 'hook_result', hid: message.hid, ok: true, value });
     } catch (err) {
       await this.send({ t: 'hook_result', hid: message.hid, ok: false, detail: String((err as Error)?.message ?? err) });

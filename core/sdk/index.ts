@@ -116,6 +116,13 @@ export interface PluginHandler {
   /** Only for a plugin whose manifest declares provides.hooks: ["memory_brief"]. */
   getBrief?(group: string): Promise<MemoryBrief>;
   /**
+   * Only for tools the manifest marks `describe: true`: what the call's arguments refer to
+   * on the host, in lines a person reads before approving (a reminder's title and due date
+   * for its id; the evidence a report would attach). At most 50 lines of 4000 characters;
+   * the approval holds only while these lines stay the same.
+   */
+  describeCall?(tool: string, args: JsonObject, group: string): Promise<string[]>;
+  /**
    * Only for a plugin whose manifest declares `panel`: its page in the console, a plain
    * Node HTTP handler. Requests arrive only through the console (session and CSRF checked,
    * cookies removed, `x-carapace-console: 1` added) at paths relative to /plugins/<name>/.

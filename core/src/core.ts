@@ -11,6 +11,8 @@ import { EventBus } from './bus/event-bus.js';
 import { Metrics } from './metrics/metrics.js';
 import { SeenKeys } from './bus/seen-keys.js';
 import type { CoreConfig } from './config.js';
+import { stateFrom, stateHash, type CallState } from './confirm/call-state.js';
+import { describeCall } from './confirm/describe-call.js';
 import { Confirmations, hashMatches } from './confirm/confirmations.js';
 import { WaitingCalls } from './confirm/waiting-calls.js';
 import { StandingApprovals, type Grant, type GrantRefusal, type StandingApproval } from './confirm/standing-approvals.js';
@@ -21,7 +23,7 @@ import type { AttachDeps } from './files/attach-files.js';
 import { RateLimiter } from './pipeline/rate-limit.js';
 import { RecentRequests } from './pipeline/recent-requests.js';
 import { ToolCatalog } from './plugins/catalog.js';
-import { discoverPlugins } from './plugins/discovery.js';
+import { discoverPlugins, type ToolEntry } from './plugins/discovery.js';
 import { SOCKETS, type HostToCore, type PublishedEvent } from './plugins/host-protocol.js';
 import { answerService, type ServiceDeps } from './plugins/services.js';
 import { PluginHostLink } from './plugins/host-link.js';
@@ -124,6 +126,7 @@ export class Core extends EventEmitter<CoreEvents> {
       sanitize,
       recent: new RecentRequests(),
       standing: this.standing,
+      describeState: (tool, session, args) => this.describeState(tool, session.group, args, session.id),
       calls: new WaitingCalls(config.handler_timeout_ms, config.confirmations.keepalive_ms),
       allowHiddenCharacters: new Set(config.confirmations.allow_hidden_characters),
       route: {
@@ -235,6 +238,18 @@ export class Core extends EventEmitter<CoreEvents> {
     return granted;
   }
 
+  /**
+   * A standing approval made directly (admin API, CLI): for a `describe` tool, what the call
+   * refers to now is recorded with it, so that it holds only while that stays the same.
+   */
+  async grantStandingDescribed(input: Omit<Grant, 'state'>): Promise<StandingApproval | GrantRefusal> {
+    const tool = this.catalog.lookup(input.tool);
+    if (!tool?.describe) return this.grantStanding(input);
+    const state = await this.describeState(tool, input.group, input.arguments);
+    if ('unavailable' in state) return { code: 'UNAVAILABLE', message: `the ${tool.owner} plugin could not say what this call refers to (${state.unavailable}); nothing was granted` };
+    return this.grantStanding({ ...input, state: { lines: describeCall(tool.name, input.group, input.arguments, state).state, hash: stateHash(state) } });
+  }
+
   revokeStanding(id: string, by: string): StandingApproval | null {
     const revoked = this.standing.revoke(id);
     if (revoked) this.audit.record({ group: revoked.group, session: null, source: by, topic: `tool.invoke.${revoked.tool}`, correlation: null, stage: 'confirm', outcome: 'ok', reason: `standing approval ${revoked.id} revoked by ${by}` });
@@ -254,7 +269,9 @@ export class Core extends EventEmitter<CoreEvents> {
       this.audit.record({ group: pending.group, session: pending.session, source: by, topic: `tool.invoke.${pending.tool}`, correlation: pending.correlation, stage: 'confirm', outcome: 'rejected', reason: `an answer by ${by} named another description (hash ${hash.slice(0, 16)}): nothing decided` });
       return { answered: false, stale: true };
     }
-    const standing = approve && allowHours !== undefined ? this.grantStanding({ group: pending.group, tool: pending.tool, arguments: pending.arguments, hours: allowHours, by }) : undefined;
+    const standing = approve && allowHours !== undefined
+      ? this.grantStanding({ group: pending.group, tool: pending.tool, arguments: pending.arguments, hours: allowHours, by, state: { lines: pending.description.state, hash: pending.state_hash } })
+      : undefined;
     return { answered: this.confirmations.resolve(id, approve, by) === true, ...(standing ? { standing } : {}) };
   }
 
@@ -363,6 +380,19 @@ export class Core extends EventEmitter<CoreEvents> {
   private onHostDown(): void {
     for (const name of this.catalog.pluginNames()) if (this.catalog.state(name) === 'healthy') this.catalog.setState(name, 'starting');
     this.audit.record({ group: null, session: null, source: 'plugin-host', topic: null, correlation: null, stage: 'plugin', outcome: 'error', reason: 'plugin host disconnected; its tools are unavailable until it returns' });
+  }
+
+  /**
+   * What a call of a `describe` tool refers to, from its plugin (5 s at most): shown before
+   * a person is asked and compared after (call-state.ts). Sanitized like any plugin output.
+   */
+  async describeState(tool: ToolEntry, group: string, args: JsonObject, session = '', timeoutMs = 5000): Promise<CallState> {
+    const state = stateFrom(await this.hostLink.callHook(tool.owner, group, timeoutMs, { tool: tool.name, arguments: args, session }));
+    if ('unavailable' in state) {
+      this.audit.record({ group, session: null, source: tool.owner, topic: `tool.invoke.${tool.name}`, correlation: null, stage: 'confirm', outcome: 'error', reason: `could not say what the call refers to: ${state.unavailable}` });
+      return state;
+    }
+    return { lines: state.lines.map((line) => this.current.scrub(line)) };
   }
 
   /** The memory brief for a new agent, if a plugin provides one; null on failure or timeout. */

@@ -4,7 +4,10 @@
 // Authorization header; it is also scrubbed from everything the plugin writes.
 import pino from 'pino';
 import { InitError, ToolError, type CoreServices, type PluginConfig, type PluginHandler, type RequestEnvelope } from '#sdk';
-import { renderBody, scrubCredentials, type Evidence } from './report.js';
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import { FiledReports } from './filed-reports.js';
+import { describeEvidence, renderBody, scrubCredentials, type Evidence } from './report.js';
 import { Tracker, TrackerError, TrackerUnreachable, type Flavor } from './tracker.js';
 
 const log = pino({ base: { service: 'plugin-host', plugin: 'github-bugs' } }, pino.destination(2));
@@ -13,9 +16,11 @@ export default class GitHubBugs implements PluginHandler {
   private services!: CoreServices;
   private tracker!: Tracker;
   private token = '';
+  private filed!: FiledReports;
 
   async initialize(config: PluginConfig, services: CoreServices): Promise<void> {
     this.services = services;
+    this.filed = new FiledReports(join(services.dataDir, 'filed-reports.json'));
     // The host has validated the config against the manifest's config_schema (defaults applied).
     const flavor: Flavor = config.flavor === 'gitea' ? 'gitea' : 'github';
     this.token = String(config.token ?? '');
@@ -40,12 +45,38 @@ export default class GitHubBugs implements PluginHandler {
     log.info({ flavor, repository: config.repository, login }, 'issue tracker reachable; token accepted');
   }
 
+  /** For the prompt: the host-side evidence the report would carry, as the audit log holds it now. */
+  async describeCall(tool: string, args: Record<string, unknown>): Promise<string[]> {
+    if (tool !== 'create_bug_report') return [];
+    return describeEvidence(await this.evidence(args), [this.token]);
+  }
+
   async handleRequest(envelope: RequestEnvelope): Promise<unknown> {
     if (envelope.topic !== 'tool.invoke.create_bug_report') throw new ToolError({ message: 'unknown tool', retriable: false });
     const args = envelope.payload.arguments;
+    // The same report twice makes no sense: one approval is not a licence to file it again.
+    const key = createHash('sha256').update(JSON.stringify([args.title, args.description, args.severity, args.correlation_ids])).digest('hex');
+    const earlier = this.filed.find(key);
+    if (earlier) {
+      throw new ToolError({ code: 'DUPLICATE_REPORT', message: `an identical report was already filed at ${earlier.at}: ${earlier.url}; nothing was filed again`, retriable: false });
+    }
+    const evidence = await this.evidence(args);
+    const title = scrubCredentials(String(args.title).replace(/\s+/g, ' ').trim(), [this.token]);
+    const body = renderBody({ description: String(args.description), severity: String(args.severity), evidence, secrets: [this.token] });
+    try {
+      const issue = await this.tracker.createIssue(title, body);
+      log.info({ number: issue.number, correlations: evidence.length }, 'bug report filed');
+      this.filed.add(key, issue.html_url);
+      return { url: issue.html_url, number: issue.number };
+    } catch (err) {
+      throw toolError(err);
+    }
+  }
+
+  /** This group's audit entries for each correlation id the report names, asked all at once. */
+  private evidence(args: Record<string, unknown>): Promise<Evidence[]> {
     const ids = Array.isArray(args.correlation_ids) ? args.correlation_ids.map(String) : [];
-    // Asked all at once; each id's evidence stays in its place.
-    const evidence: Evidence[] = await Promise.all(
+    return Promise.all(
       ids.map(async (correlation): Promise<Evidence> => {
         try {
           // Scoped by the core to the group of this request: another group's ids find nothing.
@@ -56,15 +87,6 @@ export default class GitHubBugs implements PluginHandler {
         }
       }),
     );
-    const title = scrubCredentials(String(args.title).replace(/\s+/g, ' ').trim(), [this.token]);
-    const body = renderBody({ description: String(args.description), severity: String(args.severity), evidence, secrets: [this.token] });
-    try {
-      const issue = await this.tracker.createIssue(title, body);
-      log.info({ number: issue.number, correlations: ids.length }, 'bug report filed');
-      return { url: issue.html_url, number: issue.number };
-    } catch (err) {
-      throw toolError(err);
-    }
   }
 }
 

@@ -1,5 +1,6 @@
 // The issue body: the agent's narrative, then the host-side evidence (this group's audit
 // entries for each correlation id), compact and inert as Markdown.
+import { createHash } from 'node:crypto';
 import { truncate, type AuditEntry } from '#sdk';
 
 /** GitHub refuses bodies over 65536 characters; stay well below. */
@@ -58,6 +59,24 @@ function renderEntries(evidence: Evidence): string {
     ...lines,
     '```',
   ].join('\n');
+}
+
+/**
+ * What a person reads before approving: per correlation id, the evidence's size and its
+ * reasons (where an agent-planted text would show), and a fingerprint of all of it, so an
+ * approval names exactly the evidence that would be attached.
+ */
+export function describeEvidence(evidence: Evidence[], secrets: string[]): string[] {
+  if (evidence.length === 0) return ['No host-side evidence: the report carries only the text above.'];
+  const lines = evidence.map((e) => {
+    const id = cell(e.correlation, 128);
+    if (e.entries === null) return `Evidence for ${id}: the audit log could not be read.`;
+    if (e.entries.length === 0) return `Evidence for ${id}: no audit entries in this group.`;
+    const reasons = e.entries.map((x) => [x.code, x.reason && cell(scrubCredentials(x.reason, secrets), REASON_LIMIT)].filter(Boolean).join(' ')).filter(Boolean);
+    return truncate(`Evidence for ${id}: ${e.entries.length} audit entr${e.entries.length === 1 ? 'y' : 'ies'}${reasons.length > 0 ? `: ${reasons.join(' | ')}` : ''}`, 3000);
+  });
+  const fingerprint = createHash('sha256').update(evidence.map((e) => renderEntries(e)).join('\n')).digest('hex').slice(0, 16);
+  return [...lines, `Evidence fingerprint: ${fingerprint}`];
 }
 
 export function renderBody(opts: { description: string; severity: string; evidence: Evidence[]; secrets: string[] }): string {

@@ -114,6 +114,24 @@ export default class RemindersPlugin implements PluginHandler {
     }
   }
 
+  /** For delete_reminder's prompt: which reminder the id names, as the server has it now. */
+  async describeCall(tool: string, args: Record<string, unknown>): Promise<string[]> {
+    if (tool !== 'delete_reminder') return [];
+    let found: Located;
+    try {
+      found = await this.locate(String(args.reminder_id));
+    } catch (err) {
+      if (err instanceof ToolError) return [`No reminder has this id: nothing would be deleted.`];
+      throw err;
+    }
+    const { todo, list } = found;
+    const due = this.formatDue(todo.due);
+    return [
+      `The reminder "${truncate(todo.summary, 300)}" in the list "${list.name}"${due ? `, due ${due}` : ', no due date'}${isDone(todo) ? ' (completed)' : ''}${todo.recurring ? ', repeating' : ''}`,
+      ...(todo.description ? [`Its notes: ${truncate(todo.description, 600)}`] : []),
+    ];
+  }
+
   // ---- tools ------------------------------------------------------------------------------
 
   private async create(args: Record<string, unknown>): Promise<unknown> {

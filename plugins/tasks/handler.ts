@@ -157,6 +157,17 @@ export default class Scheduler implements PluginHandler {
     throw new ToolError({ message: 'unknown tool', retriable: false });
   }
 
+  /** For resume_task's prompt: the task the id names, as this plugin holds it now. */
+  async describeCall(tool: string, args: Record<string, unknown>, group: string): Promise<string[]> {
+    if (tool !== 'resume_task') return [];
+    const record = this.records.get(String(args.task_id));
+    if (!record || record.group !== group) return ['No task of this group has this id: nothing would be resumed.'];
+    return [
+      `The ${record.schedule.type === 'cron' ? `recurring task (cron "${record.schedule.value}", ${this.settings.timezone})` : `one-shot task (at ${record.schedule.value})`}, ${record.paused ? 'paused' : 'active'}${record.last_error ? ` after failing: ${truncate(record.last_error, 300)}` : ''}`,
+      `Its prompt: ${truncate(record.prompt, 2000)}`,
+    ];
+  }
+
   async handleEvent(envelope: EventEnvelope): Promise<void> {
     if (envelope.topic !== 'agent.completed' && envelope.topic !== 'agent.error') return;
     const taskId = envelope.payload.task_id;
@@ -367,6 +378,11 @@ export default class Scheduler implements PluginHandler {
     const gap = shortestGapSeconds(value, this.settings.timezone);
     if (gap < this.settings.minIntervalS) {
       throw new ToolError({ message: `this schedule runs every ${gap} s; the shortest interval allowed is ${this.settings.minIntervalS} s`, retriable: false });
+    }
+    // The same recurring task twice would run the same prompt twice at every turn.
+    const twin = [...this.records.values()].find((r) => r.group === group && r.schedule.type === 'cron' && r.schedule.value === value && r.prompt === prompt);
+    if (twin) {
+      throw new ToolError({ code: 'DUPLICATE_TASK', message: `an identical recurring task already exists (task_id ${twin.id}${twin.paused ? ', paused: resume_task resumes it' : ''}); nothing was scheduled`, retriable: false });
     }
     const record = this.newRecord(group, prompt, { type: 'cron', value });
     this.records.set(record.id, record);

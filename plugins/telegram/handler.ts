@@ -494,7 +494,9 @@ export function renderPrompt(tool: string, group: string, raw: unknown, minutes:
   const d = (raw && typeof raw === 'object' ? raw : {}) as Record<string, unknown>;
   const list = (v: unknown): string[] => (Array.isArray(v) ? v.map((x) => String(x)) : []);
   const warnings = list(d.warnings);
-  const summary = list(d.summary);
+  // What the call refers to on the host (its plugin says) goes with the arguments, after them.
+  const state = list(d.state);
+  const summary = [...list(d.summary), ...(state.length > 0 ? ['What it refers to:', ...state.map((l) => `↳ ${l}`)] : [])];
   const full = typeof d.full === 'string' ? d.full : '';
   const hash = typeof d.hash === 'string' && /^[0-9a-f]{64}$/.test(d.hash) ? d.hash : null;
   const described = typeof d.full === 'string';

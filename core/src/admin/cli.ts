@@ -37,6 +37,7 @@ async function main(argv: string[]): Promise<void> {
       console.log(`${p.id}  ${p.group}  ${p.tool}  (expires ${p.expires_at})`);
       for (const w of p.description.warnings) console.log(`  ⚠ ${w}`);
       for (const line of p.description.summary) console.log(`  ${line}`);
+      if (p.description.state?.length) console.log(`  What it refers to:\n${p.description.state.map((l) => `    ${l}`).join('\n')}`);
       if (p.description.summary_cut) console.log(`  (the complete arguments: the console's Approvals page; hash ${p.description.hash.slice(0, 12)})`);
     }
   } else if ((command === 'approve' || command === 'deny') && id) {

@@ -71,7 +71,7 @@ async function routes(app: FastifyInstance, core: Core, token: string | undefine
     if (typeof group !== 'string' || typeof tool !== 'string' || typeof hours !== 'number' || typeof args !== 'object' || args === null || Array.isArray(args) || (uses !== undefined && typeof uses !== 'number')) {
       return reply.code(400).send({ code: 'INVALID_INPUT', message: 'needs {"group": string, "tool": string, "arguments": object, "hours": number, "uses_per_hour"?: number}' });
     }
-    const granted = core.grantStanding({ group, tool, arguments: args as Record<string, unknown>, hours, by: 'admin-api', ...(uses !== undefined ? { uses_per_hour: uses } : {}) });
+    const granted = await core.grantStandingDescribed({ group, tool, arguments: args as Record<string, unknown>, hours, by: 'admin-api', ...(uses !== undefined ? { uses_per_hour: uses } : {}) });
     return 'id' in granted ? reply.code(201).send(granted) : reply.code(granted.code === 'UNAVAILABLE' ? 503 : 400).send(granted);
   });
   app.delete<{ Params: { id: string } }>('/standing-approvals/:id', async (request, reply) => {

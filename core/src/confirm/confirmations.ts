@@ -4,6 +4,7 @@
 // per group: more are refused before they reach a person (approval fatigue, floods).
 import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
+import { stateHash, type CallState } from './call-state.js';
 import { describeCall, type CallDescription } from './describe-call.js';
 
 /** withdrawn: the caller went away or the core is stopping; nothing runs. */
@@ -20,6 +21,8 @@ export interface PendingConfirmation {
   expires_at: string;
   /** What the person is shown (escaped, bounded, with warnings); answers bind to its hash. */
   description: CallDescription;
+  /** call-state.ts's hash of what the plugin said the call refers to (a standing approval keeps it). */
+  state_hash: string | null;
 }
 
 interface Waiting {
@@ -42,8 +45,8 @@ export class Confirmations extends EventEmitter<ConfirmationEvents> {
     super();
   }
 
-  /** null when the group already has `maxPerGroup` confirmations waiting. */
-  request(input: Omit<PendingConfirmation, 'id' | 'requested_at' | 'expires_at' | 'description'>): {
+  /** null when the group already has `maxPerGroup` confirmations waiting. `state`: what the plugin says the call refers to. */
+  request(input: Omit<PendingConfirmation, 'id' | 'requested_at' | 'expires_at' | 'description' | 'state_hash'>, state: CallState | null = null): {
     pending: PendingConfirmation;
     answer: Promise<{ decision: Decision; by: string }>;
   } | null {
@@ -54,7 +57,8 @@ export class Confirmations extends EventEmitter<ConfirmationEvents> {
       id: randomUUID(),
       requested_at: new Date(now).toISOString(),
       expires_at: new Date(now + this.timeoutMs).toISOString(),
-      description: describeCall(input.tool, input.group, input.arguments),
+      description: describeCall(input.tool, input.group, input.arguments, state),
+      state_hash: stateHash(state),
     };
     const answer = new Promise<{ decision: Decision; by: string }>((resolve) => {
       const timer = setTimeout(() => settle('timeout', 'core'), this.timeoutMs);

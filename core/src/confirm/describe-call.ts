@@ -3,20 +3,27 @@
 // rendered. Every character a person cannot see, or whose order they cannot trust, is
 // shown as a visible escape (⟦U+202E⟧), never stripped; what is odd about the text
 // (hidden characters, padding, a Cyrillic letter in a Latin word) is said first. The
-// answer binds to `hash`, the sha256 of the canonical arguments shown.
+// answer binds to `hash`, the sha256 of the canonical arguments shown and of what the
+// plugin said they refer to (call-state.ts).
 //
 // Character classes come from the Unicode database Node carries (regex property escapes),
 // not from tables of our own.
 import { createHash } from 'node:crypto';
 import stringify from 'safe-stable-stringify';
+import type { CallState } from './call-state.js';
 
 export interface CallDescription {
   tool: string;
   group: string;
   /** The arguments as safe-stable-stringify writes them (sorted keys): what the hash covers. */
   canonical: string;
-  /** sha256 (hex) of `canonical`: an answer that names another hash is refused. */
+  /** sha256 (hex) of `canonical` and the state's lines: an answer that names another hash is refused. */
   hash: string;
+  /**
+   * What the call refers to on the host, as its plugin says (escaped, each line bounded),
+   * shown next to the buttons; null for a tool that describes nothing.
+   */
+  state: string[] | null;
   /** One line per top-level argument, escaped, each at most about SUMMARY_LINE characters. */
   summary: string[];
   /** True when a summary line was shortened: `full` says more than the summary. */
@@ -236,10 +243,12 @@ export function hashOf(canonical: string): string {
   return createHash('sha256').update(canonical).digest('hex');
 }
 
-export function describeCall(tool: string, group: string, args: Record<string, unknown>): CallDescription {
+export function describeCall(tool: string, group: string, args: Record<string, unknown>, state: CallState | null = null): CallDescription {
   const canonical = canonicalArguments(args);
   const found: Findings = { kinds: new Map(), tagText: '', padding: [], mixed: [] };
   for (const [text, field] of strings(args)) inspect(text, field, found);
+  const facts = state && 'lines' in state ? state.lines : [];
+  for (const line of facts) inspect(line, 'what it refers to', found);
   let summaryCut = false;
   const summary = Object.entries(args).map(([key, value]) => {
     const shown = escapeText(compact(value));
@@ -248,8 +257,14 @@ export function describeCall(tool: string, group: string, args: Record<string, u
     return `${escapeText(key)}: ${cut}`;
   });
   let full = escapeText(JSON.stringify(args, null, 2) ?? '{}');
+  if (facts.length > 0) full += `\n\nWhat it refers to (from the plugin):\n${escapeText(facts.join('\n'))}`;
   if (full.length > FULL_LIMIT) full = `${full.slice(0, FULL_LIMIT)}\n…[${count(full.length - FULL_LIMIT)} more characters not shown]`;
-  return { tool, group, canonical, hash: hashOf(canonical), summary, summary_cut: summaryCut, full, warnings: warningsOf(found) };
+  const shownState = state === null ? null : 'lines' in state ? facts.map((line) => bound(escapeText(line), SUMMARY_LINE)) : [];
+  if (shownState && facts.some((line, i) => shownState[i] !== escapeText(line))) summaryCut = true;
+  const warnings = warningsOf(found);
+  if (state && 'unavailable' in state) warnings.unshift(`The plugin could not say what this call refers to (${bound(escapeText(state.unavailable), 200)}): check it yourself before approving.`);
+  const hash = hashOf(state !== null ? `${canonical}\n${JSON.stringify(state)}` : canonical);
+  return { tool, group, canonical, hash, state: shownState, summary, summary_cut: summaryCut, full, warnings };
 }
 
 /**

@@ -2,7 +2,8 @@
 // group, for N hours". Only a person makes one (an answer to a prompt, the admin API, the
 // CLI); nothing in an agent's reach can create, widen or extend one. Exact means the tool,
 // the group and the canonical JSON of the validated arguments (key order aside, any
-// difference asks again). Kept in a small JSON file so a restart does not forget a revoke
+// difference asks again), and for a tool whose plugin describes what a call refers to
+// (call-state.ts), that state as it was when granted: once it differs, a person is asked. Kept in a small JSON file so a restart does not forget a revoke
 // or resurrect an expired one; a file that cannot be read is moved aside: nothing is
 // approved that a person did not approve.
 import { randomUUID } from 'node:crypto';
@@ -32,6 +33,9 @@ export interface StandingApproval {
   uses_per_hour: number;
   /** When it was used within the last hour (kept across restarts). */
   used_at: string[];
+  /** What the call referred to when granted (its plugin's lines, escaped) and their hash; null for a tool that describes nothing. */
+  state?: string[] | null;
+  state_hash?: string | null;
 }
 
 export interface Grant {
@@ -42,6 +46,8 @@ export interface Grant {
   by: string;
   /** Default DEFAULT_USES_PER_HOUR. */
   uses_per_hour?: number;
+  /** What the call referred to when the person granted it (call-state.ts). */
+  state?: { lines: string[] | null; hash: string | null };
 }
 
 export type GrantRefusal = { code: 'INVALID_INPUT' | 'LIMIT' | 'UNAVAILABLE'; message: string };
@@ -96,6 +102,8 @@ export class StandingApprovals {
       expires_at: new Date(created + input.hours * HOUR_MS).toISOString(),
       uses_per_hour: uses,
       used_at: [],
+      state: input.state?.lines ?? null,
+      state_hash: input.state?.hash ?? null,
     };
     this.entries.push(approval);
     if (!this.save()) {
@@ -136,11 +144,14 @@ export class StandingApprovals {
 
   /**
    * Takes one of the matching approval's uses for this hour: `used` when the call may run
-   * without asking, `spent` when it has none left (a person is asked), null when none matches.
+   * without asking, `spent` when it has none left, `changed` when what the call refers to is
+   * not what it was when granted (`stateHash`: call-state.ts; a person is asked for both),
+   * null when none matches.
    */
-  use(group: string, tool: string, args: unknown): { used: StandingApproval } | { spent: StandingApproval } | null {
+  use(group: string, tool: string, args: unknown, stateHash: string | null = null): { used: StandingApproval } | { spent: StandingApproval } | { changed: StandingApproval } | null {
     const approval = this.match(group, tool, args);
     if (!approval) return null;
+    if ((approval.state_hash ?? null) !== stateHash) return { changed: approval };
     if (approval.used_at.length >= approval.uses_per_hour) return { spent: approval };
     approval.used_at.push(new Date(this.now()).toISOString());
     this.save();

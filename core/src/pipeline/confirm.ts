@@ -2,6 +2,7 @@
 // pending (see confirm/waiting-calls.ts). If no caller can be reached any more, the
 // confirmation is withdrawn: an answer after that runs nothing.
 import type { Session } from '../boundary/session-table.js';
+import type { CallState } from '../confirm/call-state.js';
 import type { Confirmations } from '../confirm/confirmations.js';
 import { uncheckable } from '../confirm/describe-call.js';
 import type { CallHandle } from '../confirm/waiting-calls.js';
@@ -35,6 +36,7 @@ export async function confirm(
   confirmations: Confirmations,
   onPending: (id: string) => void,
   call?: { handle: CallHandle; keepaliveMs: number },
+  state: CallState | null = null,
 ): Promise<ErrorPayload | null> {
   if (riskOf(tool, session) !== 'high') return null;
   const requested = confirmations.request({
@@ -43,7 +45,7 @@ export async function confirm(
     tool: tool.name,
     correlation: envelope.correlation,
     arguments: envelope.payload.arguments,
-  });
+  }, state);
   if (!requested) {
     const message = `Too many confirmations are already waiting for a person in group "${session.group}"; try again once they are answered`;
     return pipelineError('CONFIRMATION_LIMIT', message, true, { stage: 5, retry_after: 30 });

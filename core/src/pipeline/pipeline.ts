@@ -3,13 +3,14 @@
 import type { AuditInput, AuditLog } from '../audit/audit-log.js';
 import type { Session } from '../boundary/session-table.js';
 import { parseWire } from '../boundary/wire.js';
+import { stateHash, type CallState } from '../confirm/call-state.js';
 import type { Confirmations } from '../confirm/confirmations.js';
 import { WaitingCalls, type CallHandle, type Send } from '../confirm/waiting-calls.js';
 import type { StandingApprovals } from '../confirm/standing-approvals.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { ToolCatalog } from '../plugins/catalog.js';
 import type { ToolEntry } from '../plugins/discovery.js';
-import { TOOL_TOPIC_PREFIX, type RequestEnvelope } from '../protocol/envelope.js';
+import { TOOL_TOPIC_PREFIX, type JsonObject, type RequestEnvelope } from '../protocol/envelope.js';
 import { pipelineError, PLUGIN_ERROR_MESSAGE, type ErrorPayload } from '../protocol/errors.js';
 import { buildResponse, type Answer, type ResponseContext } from '../response/respond.js';
 import type { Sanitizer } from '../response/sanitize.js';
@@ -36,6 +37,8 @@ export interface PipelineDeps {
   recent: RecentRequests<Answer>;
   /** High-risk calls waiting for a person: joins retries, keeps callers informed. */
   calls?: WaitingCalls;
+  /** What a high-risk call of a `describe` tool refers to, from its plugin (call-state.ts). */
+  describeState?: (tool: ToolEntry, session: Session, args: JsonObject) => Promise<CallState>;
   /** A person's "allow exactly this, here, for a while": such a call asks nobody. */
   standing?: Pick<StandingApprovals, 'use'>;
   /** Reads and keeps the files a tool's file arguments name (files/attach-files.ts). */
@@ -185,13 +188,17 @@ async function validateAndRoute(envelope: RequestEnvelope, session: Session, dep
   // Stage 5 first refuses what no person could check, standing approval or not.
   const hidden = high ? refuseHidden(tool, envelope.payload.arguments, deps.allowHiddenCharacters ?? new Set()) : null;
   if (hidden) return reject(audit, ctx, 'confirm', hidden);
-  const standing = high ? deps.standing?.use(session.group, tool.name, envelope.payload.arguments) : null;
+  // What the call refers to on the host (its plugin says): shown to the person, and an
+  // approval holds only while it stays the same.
+  const state = high && tool.describe && deps.describeState ? await deps.describeState(tool, session, envelope.payload.arguments) : null;
+  const standing = high ? deps.standing?.use(session.group, tool.name, envelope.payload.arguments, stateHash(state)) : null;
   if (standing && 'used' in standing) {
     const { id, created_by, expires_at, uses_per_hour } = standing.used;
     note(audit, ctx, 'confirm', 'passed', { reason: `standing approval ${id} by ${created_by}, until ${expires_at} (${uses_per_hour} use${uses_per_hour === 1 ? '' : 's'} an hour)` });
     return routeToOwner(tool, envelope, session, deps, ctx, audit);
   }
-  if (standing) note(audit, ctx, 'confirm', 'pending', { reason: `standing approval ${standing.spent.id} has no use left this hour (${standing.spent.uses_per_hour} an hour): a person is asked` });
+  if (standing && 'spent' in standing) note(audit, ctx, 'confirm', 'pending', { reason: `standing approval ${standing.spent.id} has no use left this hour (${standing.spent.uses_per_hour} an hour): a person is asked` });
+  if (standing && 'changed' in standing) note(audit, ctx, 'confirm', 'pending', { reason: `standing approval ${standing.changed.id} was given when the call referred to something else: a person is asked` });
   if (high && deps.calls && send) {
     const caller = { correlation: envelope.correlation, send };
     const joinKey = WaitingCalls.joinKey(session.id, tool.name, envelope.payload.arguments);
@@ -202,18 +209,23 @@ async function validateAndRoute(envelope: RequestEnvelope, session: Session, dep
     }
     const calls = deps.calls;
     return calls.run(joinKey, recentKey(session.id, envelope.correlation), caller, (handle) =>
-      confirmAndRoute(tool, envelope, session, deps, ctx, audit, { handle, keepaliveMs: calls.keepaliveMs }),
+      confirmAndRoute(tool, envelope, session, deps, ctx, audit, state, { handle, keepaliveMs: calls.keepaliveMs }),
     );
   }
-  return confirmAndRoute(tool, envelope, session, deps, ctx, audit);
+  return confirmAndRoute(tool, envelope, session, deps, ctx, audit, state);
 }
 
-async function confirmAndRoute(tool: ToolEntry, envelope: RequestEnvelope, session: Session, deps: PipelineDeps, ctx: ResponseContext, audit: RequestTrail, call?: { handle: CallHandle; keepaliveMs: number }): Promise<Answer> {
+async function confirmAndRoute(tool: ToolEntry, envelope: RequestEnvelope, session: Session, deps: PipelineDeps, ctx: ResponseContext, audit: RequestTrail, state: CallState | null, call?: { handle: CallHandle; keepaliveMs: number }): Promise<Answer> {
   // Stage 5: high-risk tools wait for a person.
   const denied = await confirm(tool, envelope, session, deps.confirmations, (id) =>
     note(audit, ctx, 'confirm', 'pending', { reason: `awaiting user confirmation ${id}` }),
-  call);
+  call, state);
   if (denied) return reject(audit, ctx, 'confirm', denied);
+  // The person approved what the call referred to then: it must still be that now.
+  const shown = stateHash(state);
+  if (shown !== null && deps.describeState && stateHash(await deps.describeState(tool, session, envelope.payload.arguments)) !== shown) {
+    return reject(audit, ctx, 'confirm', pipelineError('STATE_CHANGED', `What this ${tool.name} call refers to changed after the person approved it; nothing ran. Call it again to ask them about what it refers to now.`, true, { stage: 5 }));
+  }
   if (riskOf(tool, session) === 'high') pass(audit, ctx, 'confirm');
   return routeToOwner(tool, envelope, session, deps, ctx, audit);
 }

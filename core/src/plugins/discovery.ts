@@ -15,6 +15,7 @@ export interface ToolEntry {
   risk_level: 'low' | 'high';
   task_run_risk_level?: 'low' | 'high';
   file_arguments?: string[];
+  describe?: boolean;
   arguments_schema: JsonObject;
   /** Plugin directory name, or "core" for intrinsics. */
   owner: string;
@@ -43,7 +44,7 @@ const validateManifest = defaultAjv.compile(manifestSchema);
 
 /** Compiles a tool's schema. Each discovery passes its own ajv, so schema $ids never collide across runs. */
 export function compileTool(
-  decl: Pick<ToolEntry, 'name' | 'description' | 'risk_level' | 'task_run_risk_level' | 'file_arguments' | 'arguments_schema'>,
+  decl: Pick<ToolEntry, 'name' | 'description' | 'risk_level' | 'task_run_risk_level' | 'file_arguments' | 'describe' | 'arguments_schema'>,
   owner: string,
   ajv: Ajv = defaultAjv,
 ): ToolEntry {

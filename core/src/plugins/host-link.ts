@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import * as zmq from 'zeromq';
 import { FrameBatch, parseFrames } from '../boundary/frame-batch.js';
 import { SendQueue } from '../boundary/send-queue.js';
-import type { RequestEnvelope } from '../protocol/envelope.js';
+import type { JsonObject, RequestEnvelope } from '../protocol/envelope.js';
 import type { CoreToHost, HandlerOutcome, HostToCore } from './host-protocol.js';
 
 /** `unknown`: the request reached the host, which went away before answering. */
@@ -44,6 +44,8 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
   /** Plugins whose init result this host connection has given: a registration said twice counts once. */
   private readonly initialized = new Set<string>();
   private readonly inFlight = new Map<string, InFlight>();
+  /** describe_call hooks running: like a request, their plugin may read that group's audit log. */
+  private readonly describing = new Map<string, { plugin: string; group: string; session: string }>();
   private readonly hooks = new Map<string, (r: Extract<HostToCore, { t: 'hook_result' }>) => void>();
   private loops: Promise<void>[] = [];
 
@@ -70,7 +72,7 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
 
   /** The request a service call claims to run under, so the core can scope it. */
   requestContext(rid: string): { plugin: string; group: string; session: string } | undefined {
-    return this.inFlight.get(rid);
+    return this.inFlight.get(rid) ?? this.describing.get(rid);
   }
 
   invoke(plugin: string, envelope: RequestEnvelope, session: string, timeoutMs: number): Promise<InvokeOutcome> {
@@ -89,18 +91,22 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
     });
   }
 
-  callHook(plugin: string, group: string, timeoutMs: number): Promise<{ ok: boolean; value?: unknown; detail?: string }> {
+  /** memory_brief, or describe_call when `call` is given (for a call in `call.session`, '' for none). */
+  callHook(plugin: string, group: string, timeoutMs: number, call?: { tool: string; arguments: JsonObject; session: string }): Promise<{ ok: boolean; value?: unknown; detail?: string }> {
     if (!this.host) return Promise.resolve({ ok: false, detail: 'plugin host not connected' });
     const hid = randomUUID();
     return new Promise((resolve) => {
       const timer = setTimeout(() => done({ t: 'hook_result', hid, ok: false, detail: `timed out after ${timeoutMs} ms` }), timeoutMs);
       const done = (r: Extract<HostToCore, { t: 'hook_result' }>): void => {
         if (!this.hooks.delete(hid)) return;
+        this.describing.delete(hid);
         clearTimeout(timer);
         resolve(r);
       };
       this.hooks.set(hid, done);
-      this.send({ t: 'hook', hid, plugin, hook: 'memory_brief', group }).catch(() => done({ t: 'hook_result', hid, ok: false, detail: 'send failed' }));
+      if (call) this.describing.set(hid, { plugin, group, session: call.session });
+      const message: CoreToHost = call ? { t: 'hook', hid, plugin, hook: 'describe_call', group, tool: call.tool, arguments: call.arguments } : { t: 'hook', hid, plugin, hook: 'memory_brief', group };
+      this.send(message).catch(() => done({ t: 'hook_result', hid, ok: false, detail: 'send failed' }));
     });
   }
 

@@ -23,6 +23,7 @@ export type HostToCore =
 export type CoreToHost =
   | { t: 'request'; rid: string; plugin: string; envelope: RequestEnvelope }
   | { t: 'hook'; hid: string; plugin: string; hook: 'memory_brief'; group: string }
+  | { t: 'hook'; hid: string; plugin: string; hook: 'describe_call'; group: string; tool: string; arguments: JsonObject }
   | { t: 'service_result'; sid: string; ok: boolean; value?: unknown; message?: string }
   | { t: 'shutdown'; drain_ms: number; shutdown_ms: number }
   /** The core does not know this host (it restarted): say hello and every init result again. */

@@ -14,6 +14,12 @@ export interface ToolDeclaration {
    * type) and keeps the file, and the handler gets a FileRef instead of the path (files/).
    */
   file_arguments?: string[];
+  /**
+   * The call acts on state the agent can influence (an id naming a mutable thing, evidence
+   * the host attaches): before a person is asked, the plugin's describeCall says what it is,
+   * the prompt shows it, and an approval holds only while it stays the same.
+   */
+  describe?: boolean;
   arguments_schema: JsonObject;
 }
 
@@ -65,6 +71,7 @@ export const manifestSchema = {
               risk_level: { enum: ['low', 'high'], default: 'low' },
               task_run_risk_level: { enum: ['low', 'high'] },
               file_arguments: { type: 'array', items: { type: 'string', pattern: TOOL_NAME_PATTERN }, uniqueItems: true, maxItems: 4 },
+              describe: { type: 'boolean' },
               // Every tool takes a JSON object and rejects undeclared fields.
               arguments_schema: {
                 type: 'object',

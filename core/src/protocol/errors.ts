@@ -12,6 +12,9 @@ export const PIPELINE_CODES = [
   'CONFIRMATION_LIMIT',
   // The request was withdrawn before anyone answered (caller gone, core stopping): nothing ran.
   'CONFIRMATION_WITHDRAWN',
+  // What a high-risk call refers to (its plugin's description) changed after the person
+  // approved it: nothing ran (retriable: the next call asks again).
+  'STATE_CHANGED',
   'PLUGIN_TIMEOUT',
   'PLUGIN_UNAVAILABLE',
   'PLUGIN_ERROR',

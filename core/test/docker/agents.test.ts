@@ -156,6 +156,25 @@ describe('attacks from inside the container', () => {
     expect(JSON.parse((await again).err)).toMatchObject({ code: 'CONFIRMATION_DENIED' });
   });
 
+  it('cannot change what a person approved after they saw it: an opaque id is shown as what it names, and renamed meanwhile, nothing runs', async () => {
+    // Issue 21: delete_reminder {"reminder_id": "60ce838e-…"} deleted "Pay the rent (do not delete)".
+    const call = sh(`ipc tool.invoke.forget_note '{"note_id":"60ce838e-rent"}'`);
+    const pending = await eventually(async () => stack.core.confirmations.list().find((p) => p.tool === 'forget_note'));
+    expect(pending.description.state).toEqual(['The note "Pay the rent (do not delete)"']);
+    expect((await sh(`ipc tool.invoke.rename_note '{"note_id":"60ce838e-rent","title":"Old junk"}'`)).code).toBe(0);
+    stack.core.answerConfirmation(pending.id, true, 'test', undefined, pending.description.hash);
+    expect(JSON.parse((await call).err)).toMatchObject({ code: 'STATE_CHANGED', stage: 5 });
+    // A standing approval given for what it named then asks again once it names something else.
+    const granted = await stack.core.grantStandingDescribed({ group: 'family', tool: 'forget_note', arguments: { note_id: '7d1f02aa-list' }, hours: 1, uses_per_hour: 5, by: 'test' });
+    expect(granted).toMatchObject({ state: ['The note "Old shopping list"'] });
+    expect((await sh(`ipc tool.invoke.rename_note '{"note_id":"7d1f02aa-list","title":"Tax documents"}'`)).code).toBe(0);
+    const again = sh(`ipc tool.invoke.forget_note '{"note_id":"7d1f02aa-list"}'`);
+    const asked = await eventually(async () => stack.core.confirmations.list().find((p) => p.tool === 'forget_note'));
+    expect(asked.description.state).toEqual(['The note "Tax documents"']);
+    stack.core.answerConfirmation(asked.id, false, 'test');
+    expect(JSON.parse((await again).err)).toMatchObject({ code: 'CONFIRMATION_DENIED' });
+  });
+
   it("cannot see another group's workspace", async () => {
     expect((await sh('find / -name other-secret.txt 2>/dev/null')).out.trim()).toBe('');
     expect((await sh('ls /workspace')).out.trim()).toBe('group');

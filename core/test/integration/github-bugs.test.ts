@@ -2,6 +2,7 @@
 // the real ipc binary and a GitHub/Gitea REST stand-in on 127.0.0.1.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { join } from 'node:path';
+import * as zmq from 'zeromq';
 import { freePort, ROOT, Stack, type IpcResult } from '../harness.js';
 import { expectError } from '../support/expect-ipc.js';
 import { GitHubStandIn } from '../support/github-standin.js';
@@ -150,6 +151,43 @@ describe('create_bug_report', () => {
     expectError(r, 'CONFIRMATION_DENIED', { stage: 5 });
     expect(gh.requests.filter((q) => q.method === 'POST').length).toBe(posts);
     expect(gh.issues.some((i) => i.title === 'Do not file this')).toBe(false);
+  });
+
+  it('the same report twice is refused, not filed again, whoever approved it', async () => {
+    const args = { title: 'Filed once only', description: 'The same words twice.', severity: 'low' };
+    const first = await report(stack, main, args);
+    expect(first.code).toBe(0);
+    const filed = gh.issues.length;
+    const second = await report(stack, main, args);
+    expectError(second, 'DUPLICATE_REPORT');
+    expect(second.err.message).toContain(`an identical report was already filed at`);
+    expect(second.err.message).toContain(first.out.url);
+    expect(gh.issues.length).toBe(filed);
+  });
+
+  it('evidence the agent can change: the prompt shows it, and a standing approval given for other evidence asks a person again', async () => {
+    // Issue 21: a granted report, then a failing call under the same correlation id whose
+    // error text holds a "secret": the same arguments would carry it to a public tracker.
+    // The agent names a correlation id of its choosing, with no entries yet, in the granted report.
+    const correlation = 'planted-4f1c';
+    const args = { title: 'Crash evidence', description: 'See the evidence.', correlation_ids: [correlation], severity: 'low' };
+    const granted = await stack.core.grantStandingDescribed({ group: 'main', tool: 'create_bug_report', arguments: args, hours: 1, uses_per_hour: 5, by: 'test' });
+    expect('id' in granted && granted.state?.[0]).toBe(`Evidence for ${correlation}: no audit entries in this group.`);
+
+    const dealer = new zmq.Dealer({ linger: 0, receiveTimeout: 5000 });
+    dealer.connect(`ipc://${main.socketPath}`);
+    await dealer.send(['', JSON.stringify({ topic: 'tool.invoke.leak_SECRET_hunter2_token', correlation, arguments: {} })]);
+    await dealer.receive();
+    dealer.close();
+
+    const posts = gh.requests.filter((r) => r.method === 'POST').length;
+    const pending = call(stack, main, 'tool.invoke.create_bug_report', args);
+    const prompt = await stack.pendingConfirmation('main', (p) => p.tool === 'create_bug_report' && p.arguments.title === 'Crash evidence');
+    expect(prompt.description.state?.join('\n')).toContain('leak_SECRET_hunter2_token');
+    expect(gh.requests.filter((r) => r.method === 'POST').length).toBe(posts);
+    stack.core.confirmations.resolve(prompt.id, false, 'test');
+    expectError(await pending, 'CONFIRMATION_DENIED', { stage: 5 });
+    expect(gh.issues.some((i) => i.title === 'Crash evidence')).toBe(false);
   });
 
   it('scrubs credential-looking strings from the narrative', async () => {

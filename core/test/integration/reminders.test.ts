@@ -343,6 +343,18 @@ describe('reminders plugin over CalDAV (Radicale)', () => {
       expectError(await invoke('complete_reminder', { reminder_id: created.reminder_id }), 'HANDLER_ERROR');
     });
 
+    it('an opaque id: the prompt names the reminder (title, list, due) as the server has it; changed before the answer, nothing is deleted', async () => {
+      const created = await ok('create_reminder', { title: 'Pay the rent (do not delete)', due: '2030-03-01T09:00:00+01:00' });
+      const pending = invoke('delete_reminder', { reminder_id: created.reminder_id }, { timeoutMs: 25_000 });
+      const confirmation = await stack.pendingConfirmation('main', deletes(created.reminder_id));
+      expect(confirmation.description.state).toEqual([`The reminder "Pay the rent (do not delete)" in the list "Reminders", due ${created.due}`]);
+      // Meanwhile the agent completes it: the person approved deleting an open reminder.
+      expect((await ok('complete_reminder', { reminder_id: created.reminder_id })).status).toBe('completed');
+      expect(stack.core.confirmations.resolve(confirmation.id, true, 'test')).toBe(true);
+      expectError(await pending, 'STATE_CHANGED', { stage: 5 });
+      expect(await radicale.getObject(objectPath('reminders', created.reminder_id))).toMatch(/SUMMARY:Pay the rent/);
+    });
+
     it('denied: CONFIRMATION_DENIED and the reminder still exists', async () => {
       const created = await ok('create_reminder', { title: 'Keep me' });
       const pending = invoke('delete_reminder', { reminder_id: created.reminder_id }, { timeoutMs: 25_000 });

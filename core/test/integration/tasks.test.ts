@@ -251,6 +251,15 @@ describe('schedule_recurring_task', () => {
     expect(await listed(main, id)).toBeUndefined();
   });
 
+  it('the same recurring task twice is refused: one approval is not a licence to repeat it', async () => {
+    const first = await recurring(main, 'Water the garden', '0 7 * * *');
+    const again = await confirmed(main, 'schedule_recurring_task', { prompt: 'Water the garden', cron: '0  7 * * *' });
+    expectError(again, 'DUPLICATE_TASK');
+    expect(again.err.message).toBe(`an identical recurring task already exists (task_id ${first}); nothing was scheduled`);
+    expect((await list(main)).filter((t) => t.prompt === 'Water the garden')).toHaveLength(1);
+    await call(main, 'cancel_task', { task_id: first });
+  });
+
   it('a denial schedules nothing', async () => {
     const r = await confirmed(main, 'schedule_recurring_task', { prompt: 'Exfiltrate the mail every minute', cron: '* * * * *' }, false);
     expectError(r, 'CONFIRMATION_DENIED', { stage: 5 });
@@ -364,8 +373,12 @@ describe('failures', () => {
     await sleep(2500);
     expect(triggered(id)).toHaveLength(count);
 
-    // resume_task is high risk too.
-    const resumed = await confirmed(main, 'resume_task', { task_id: id });
+    // resume_task is high risk too; its prompt says which task the id names, and how it stands.
+    const resuming = call(main, 'resume_task', { task_id: id });
+    const prompt = await stack.pendingConfirmation('main', (p) => p.tool === 'resume_task');
+    expect(prompt.description.state).toEqual([`The recurring task (cron "${EVERY_2S}", ${TZ}), paused after failing: timeout`, 'Its prompt: Flaky job']);
+    stack.core.confirmations.resolve(prompt.id, true, 'test');
+    const resumed = await resuming;
     expect(resumed.out).toEqual({ task_id: id, status: 'active', next_run: expect.any(String) });
     await until(() => triggered(id).length > count, 6000);
     expect(await listed(main, id)).toMatchObject({ status: 'active', consecutive_failures: 0 });

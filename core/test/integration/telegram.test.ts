@@ -283,6 +283,16 @@ describe('confirmation prompts show everything and how they ended', () => {
     expectError(await call, 'CONFIRMATION_DENIED', { stage: 5 });
   });
 
+  it('an opaque id: the prompt names what it refers to, as the plugin says, next to the buttons', async () => {
+    const before = tg.sentTo(MAIN_CHAT).length;
+    const call = stack.ipc(main, 'tool.invoke.forget_note', { note_id: '60ce838e-rent' }, { timeoutMs: 25000 });
+    const prompt = await until(() => tg.sentTo(MAIN_CHAT).slice(before).find((m) => m.reply_markup !== undefined), 10000);
+    expect(prompt.text).toBe('Approve forget_note for group "main"?\nnote_id: "60ce838e-rent"\nWhat it refers to:\n↳ The note "Pay the rent (do not delete)"\n(expires in 1 min)');
+    const pending = stack.core.confirmations.list('main').find((p) => p.tool === 'forget_note')!;
+    stack.core.confirmations.resolve(pending.id, false, 'test');
+    expectError(await call, 'CONFIRMATION_DENIED', { stage: 5 });
+  });
+
   it('the caller gone before anyone answers: the prompt is edited to say withdrawn, nothing ran', async () => {
     const session = await stack.openSession('main');
     const call = stack.ipc(session, 'tool.invoke.delete_everything', { target: 'gone-away' }, { timeoutMs: 25000 });

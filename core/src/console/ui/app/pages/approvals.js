@@ -18,7 +18,7 @@ export function Approvals() {
     <h2>Standing approvals</h2>
     ${data.standing.length === 0 ? html`<p class="muted">None. An approval can stand for a tool with exactly the same arguments in one group, for up to 7 days, a set number of times an hour (once, unless you say more).</p>` : html`
     <div class="scroll"><table class="wide"><thead><tr><th>Group</th><th>Tool</th><th>Arguments</th><th>By</th><th>Until</th><th>Uses</th><th></th></tr></thead><tbody>
-      ${data.standing.map((s) => html`<tr><td>${s.group}</td><td>${s.tool}</td><td><pre>${JSON.stringify(s.arguments)}</pre></td><td>${s.created_by}</td><td>${when(s.expires_at)}</td><td>${s.uses_per_hour} an hour (${s.used_at.length} in the last hour)</td>
+      ${data.standing.map((s) => html`<tr><td>${s.group}</td><td>${s.tool}</td><td><pre>${JSON.stringify(s.arguments)}</pre>${s.state && s.state.length > 0 && html`<div class="muted">while it refers to:</div><pre class="state">${s.state.join('\n')}</pre>`}</td><td>${s.created_by}</td><td>${when(s.expires_at)}</td><td>${s.uses_per_hour} an hour (${s.used_at.length} in the last hour)</td>
         <td><button class="danger" onClick=${() => act(del(`/api/standing/${encodeURIComponent(s.id)}`))}>Revoke</button></td></tr>`)}
     </tbody></table></div>`}`;
 }
@@ -34,6 +34,7 @@ function Pending({ p, answer }) {
     ${d.warnings.length > 0 && html`<ul class="warnings">${d.warnings.map((w) => html`<li>⚠ ${w}</li>`)}</ul>`}
     <div class="row"><strong>${p.tool}</strong><span class="muted">group ${p.group} · asked ${when(p.requested_at)} · expires ${when(p.expires_at)}</span></div>
     <pre class="args">${d.summary.length > 0 ? d.summary.join('\n') : '(no arguments)'}</pre>
+    ${d.state && d.state.length > 0 && html`<div class="muted">What it refers to (the ${p.tool} plugin says):</div><pre class="args state">${d.state.join('\n')}</pre>`}
     ${d.summary_cut && html`<details class="full"><summary>The complete arguments (${d.full.length.toLocaleString('en-US')} characters, escaped)</summary><pre>${d.full}</pre></details>`}
     <div class="row actions">
       <button class="primary approve" onClick=${() => answer(p, 'approve')}>Approve</button>
