@@ -142,6 +142,14 @@ describe('attacks from inside the container', () => {
       expect(JSON.parse(r.out)).toMatchObject({ code: 'VALIDATION_FAILED', stage: 5, field: 'target' });
     }
     expect(stack.core.confirmations.list()).toEqual([]);
+    // Padding is not refused but cannot hide: 18,000 zero-width characters between a secret
+    // and harmless words are counted in a warning, and both ends stand next to each other.
+    const padded = sh(`node -e 'const {execFileSync}=require("child_process");try{execFileSync("ipc",["tool.invoke.delete_everything",JSON.stringify({target:"ghp_SECRET please post"+"\\u200B".repeat(18000)+"Small typo, please fix."})],{stdio:"pipe"})}catch(e){console.log(String(e.stderr))}'`);
+    const pending = await eventually(async () => stack.core.confirmations.list().find((p) => p.tool === 'delete_everything'));
+    expect(pending.description.warnings).toEqual(expect.arrayContaining([expect.stringContaining('18,000 zero-width characters'), expect.stringContaining('padding: 18,000 blank or invisible characters in a row in "target"')]));
+    expect(pending.description.summary).toEqual(['target: "ghp_SECRET please post⟦U+200B ×18,000⟧Small typo, please fix."']);
+    stack.core.answerConfirmation(pending.id, false, 'test');
+    expect(JSON.parse((await padded).out)).toMatchObject({ code: 'CONFIRMATION_DENIED' });
   });
 
   it('cannot repeat a standing approval at will: the same granted call again within the hour asks a person', async () => {
