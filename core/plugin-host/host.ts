@@ -210,6 +210,7 @@ export class PluginHost {
       getToolCatalog: () => call('getToolCatalog', {}) as Promise<never>,
       getSessionInfo: () => call('getSessionInfo', {}) as Promise<never>,
       listConfirmations: (group) => call('listConfirmations', {}, group) as Promise<never>,
+      confirmationStatus: (id) => call('confirmationStatus', { id }, null) as Promise<never>,
       notifyUser: (group, text) => call('notifyUser', { text }, group) as Promise<boolean>,
       reportFault: (message, group) => call('reportFault', { message }, group ?? null).then(() => undefined),
       resolveConfirmation: (id, approve, by, group, allowHours, hash) =>

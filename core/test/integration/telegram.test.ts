@@ -244,7 +244,7 @@ describe('confirmations', () => {
     expectError(await call, 'CONFIRMATION_DENIED', { stage: 5 });
     expect((await until(answerFor(first.id))).text).toBe('Denied');
     const second = tg.queueCallback({ chatId: MAIN_CHAT, messageId: prompt.message_id, fromId: OWNER, data });
-    expect((await until(answerFor(second.id))).text).toBe('Already answered');
+    expect((await until(answerFor(second.id))).text).toBe(`Denied by telegram:${OWNER}`);
   });
 });
 
