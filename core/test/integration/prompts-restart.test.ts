@@ -4,10 +4,11 @@
 // claim it was "already answered". Real core processes (core-child), the real plugin host
 // with the real Telegram plugin, the real ipc binary, a Bot API stand-in.
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { ROOT, Stack, until } from '../harness.js';
+import { IPC_BIN, ROOT, Stack, until } from '../harness.js';
 import { TelegramStandIn, type SentMessage } from '../support/telegram-standin.js';
 import type { Session } from '../../src/boundary/session-table.js';
 
@@ -37,12 +38,16 @@ async function kill9(child: ChildProcess): Promise<void> {
 }
 
 const cores: ChildProcess[] = [];
+/** The agent's side: an ipc call waiting for the person, ended with the test. */
+const calls: ChildProcess[] = [];
 let stack: Stack | null = null;
 let tg: TelegramStandIn | null = null;
 
 afterEach(async () => {
   for (const core of cores.splice(0)) await kill9(core);
+  for (const call of calls.splice(0)) await kill9(call);
   await stack?.killHost();
+  if (stack) rmSync(stack.dir, { recursive: true, force: true });
   await tg?.close();
   tg = null;
 });
@@ -60,8 +65,7 @@ async function promptOpen(target: string): Promise<{ core: ChildProcess; prompt:
   stack.startHost();
   const { process: core, session } = await starting;
   cores.push(core);
-  const call = stack.ipc(session, 'tool.invoke.delete_everything', { target }, { timeoutMs: 60_000 });
-  call.catch(() => undefined); // its core goes away under it
+  calls.push(execFile(IPC_BIN, ['tool.invoke.delete_everything', JSON.stringify({ target })], { env: { CARAPACE_IPC_ENDPOINT: `ipc://${session.socketPath}`, CARAPACE_IPC_TIMEOUT_MS: '60000' } }));
   const prompt = await until(() => tg!.sentTo(CHAT).find((m) => m.reply_markup !== undefined && m.text.includes(target)), 10_000);
   return { core, prompt };
 }
