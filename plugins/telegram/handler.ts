@@ -480,7 +480,7 @@ export default class TelegramChannel implements PluginHandler {
     const [, id, verdict, hash] = match;
     const approve = verdict !== 'd';
     const allowHours = verdict === 's' ? STANDING_HOURS : undefined;
-    let outcome: 'resolved' | 'gone' | 'stale' | 'failed';
+    let outcome: 'resolved' | 'gone' | 'stale' | 'failed' | 'elsewhere';
     try {
       const result = await this.services.resolveConfirmation(id, approve, user, group, allowHours, hash);
       outcome = result === 'stale' ? 'stale' : result ? 'resolved' : 'gone';
@@ -491,15 +491,19 @@ export default class TelegramChannel implements PluginHandler {
     const decision = allowHours ? `Approved, and allowed with these exact arguments for ${STANDING_HOURS} h` : approve ? 'Approved' : 'Denied';
     // Nothing was pending: say how the request ended, as the core knows it (answered,
     // expired, withdrawn; or gone with a core that restarted), not a guess.
-    const ended = outcome === 'gone' ? await this.services.confirmationStatus(id).then(outcomeNote, () => null) : null;
+    const status = outcome === 'gone' ? await this.services.confirmationStatus(id).catch(() => null) : null;
+    // Still pending, yet not this chat's group to answer (a button pressed in another group's chat).
+    if (status?.state === 'pending') outcome = 'elsewhere';
+    const ended = status ? outcomeNote(status) : null;
     await answer(
-      outcome === 'resolved' ? decision
+      outcome === 'elsewhere' ? 'Not allowed'
+      : outcome === 'resolved' ? decision
       : outcome === 'gone' ? ended ?? 'This request is no longer waiting: nothing was decided'
       : outcome === 'stale' ? 'This button is for other arguments than the request waiting: nothing was decided'
       : 'Could not reach Carapace; try again',
     );
     // A stale or failed press decides nothing: the real prompt keeps its buttons.
-    if (outcome === 'failed' || outcome === 'stale') return;
+    if (outcome === 'failed' || outcome === 'stale' || outcome === 'elsewhere') return;
     const note = outcome === 'resolved' ? `${decision} by ${who(query.from)}` : ended ?? 'No longer waiting';
     // Take the buttons away: everywhere the question was asked once it is decided (or known
     // to have ended), otherwise only under the pressed message (a forged press must not touch the real prompt).
@@ -585,6 +589,11 @@ function initFailure(err: unknown): Error {
 /** What the agent sees when a send fails: actionable, and never a URL. */
 function toolError(err: unknown, sent: number, total: number): unknown {
   const partial = sent > 0 ? ` (${sent} of ${total} parts were already sent; send only the rest)` : '';
+  // The Bot API may have delivered it without our hearing back: a retry could say it twice.
+  if ((err instanceof BotApiUnreachable || err instanceof BotApiAborted) && err.maybeDone) {
+    const why = err instanceof BotApiAborted ? 'the Telegram plugin stopped while waiting for' : 'Telegram did not send';
+    return new ToolError({ code: 'RESULT_UNKNOWN', message: `${why} its confirmation: part ${sent + 1} of ${total} may or may not have reached the chat${partial}. Do not send it again unless the person asks`, retriable: false });
+  }
   if (err instanceof RateLimited) return new ToolError({ message: `Telegram rate limit reached: try again in ${err.retryAfter} s${partial}`, retriable: true });
   if (err instanceof BotApiUnreachable) return new ToolError({ message: `Telegram is unreachable right now${partial}`, retriable: true });
   if (err instanceof BotApiAborted) return new ToolError({ message: `the Telegram plugin is stopping${partial}`, retriable: true });
