@@ -30,8 +30,11 @@ const BOT_TOKEN = '123456789:AAApplianceTestTokenForTheStandIn0001';
 const RECORD: RecordTool = { tool: 'memory_store', args: { type: 'context', content: 'buy milk at 5pm' } };
 const DOCKER = process.env.DOCKER || 'docker';
 
-/** How many tool results the request carries (0: the model is asked to start). */
-const toolResultsOf = (request: RecordedRequest): number => JSON.stringify(request.body?.messages ?? []).split('"tool_result"').length - 1;
+/** The request's last message is the person's `text` itself (not a tool result): the model is asked to start on it. */
+const asksAnew = (request: RecordedRequest, text: string): boolean => {
+  const last = JSON.stringify((request.body?.messages ?? []).at(-1) ?? '');
+  return last.includes(text) && !last.includes('"tool_result"');
+};
 
 const inspect = (id: string): Docker.ContainerInspectInfo => (JSON.parse(execFileSync(DOCKER, ['inspect', id], { encoding: 'utf8' })) as Docker.ContainerInspectInfo[])[0];
 
@@ -238,7 +241,7 @@ describe.each<Mode>([
     const policy = model.policy;
     // The agent asks for a high-risk call, which waits for a person.
     model.policy = (request) =>
-      toolResultsOf(request) === 0 && JSON.stringify(request.body?.tools ?? []).includes('Bash')
+      asksAnew(request, 'water the plants every monday') && JSON.stringify(request.body?.tools ?? []).includes('Bash')
         ? [{ type: 'tool_use', name: 'Bash', input: { command: `ipc tool.invoke.schedule_recurring_task '${JSON.stringify(args)}'`, description: 'Schedule it' } }]
         : [{ type: 'text', text: 'ok' }];
     try {
