@@ -210,6 +210,7 @@ export class PluginHost {
       getToolCatalog: () => call('getToolCatalog', {}) as Promise<never>,
       getSessionInfo: () => call('getSessionInfo', {}) as Promise<never>,
       listConfirmations: (group) => call('listConfirmations', {}, group) as Promise<never>,
+      confirmationStatus: (id) => call('confirmationStatus', { id }, null) as Promise<never>,
       notifyUser: (group, text) => call('notifyUser', { text }, group) as Promise<boolean>,
       reportFault: (message, group) => call('reportFault', { message }, group ?? null).then(() => undefined),
       resolveConfirmation: (id, approve, by, group, allowHours, hash) =>
@@ -349,6 +350,10 @@ export class PluginHost {
       await new Promise((r) => setTimeout(r, 50));
       this.dealer.close();
       this.sub.close();
+      // Stopped while the core is away (a stopping core shut this host down, and Compose's
+      // restart policy started a fresh one that is stopped in turn): what it holds is kept.
+      const saved = this.bus.saveHeld(join(this.options.dataDir, HELD_EVENTS_FILE));
+      if (saved > 0) log.warn({ held_events_saved: saved }, 'stopped with events held for the core: kept for the next plugin host');
       await this.bus.close();
       await Promise.all(this.loops.map((l) => l.catch(() => undefined)));
       this.onStopped();

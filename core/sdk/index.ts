@@ -5,11 +5,11 @@ import type { InitFailureCategory } from '../src/protocol/errors.js';
 import type { EventEnvelope, JsonObject, RequestEnvelope } from '../src/protocol/envelope.js';
 import type { AuditEntry, AuditOutcome } from '../src/audit/audit-log.js';
 import type { PluginHealth, ToolSummary } from '../src/plugins/catalog.js';
-import type { PendingConfirmation } from '../src/confirm/confirmations.js';
+import type { ConfirmationStatus, PendingConfirmation } from '../src/confirm/confirmations.js';
 import type { FileRef } from '../src/files/file-store.js';
 
 /** A file argument (manifest `file_arguments`) reaches the handler as a FileRef: the core read and checked the file; the console serves it at /api/files/<id>. */
-export type { EventEnvelope, JsonObject, RequestEnvelope, InitFailureCategory, AuditEntry, ToolSummary, PendingConfirmation, FileRef };
+export type { EventEnvelope, JsonObject, RequestEnvelope, InitFailureCategory, AuditEntry, ToolSummary, PendingConfirmation, ConfirmationStatus, FileRef };
 export { isKnownTimeZone, zoneOffsetMs, zonedToUtc } from './time.js';
 export { truncate } from './text.js';
 
@@ -70,6 +70,11 @@ export interface CoreServices {
    */
   publish(topic: string, group: string, payload: JsonObject, options?: { key?: string }): void;
   listConfirmations(group: string): Promise<PendingConfirmation[]>;
+  /**
+   * What became of a confirmation: pending, ended (decision and by whom), or unknown to the
+   * running core (it restarted since: nothing of that request can run any more).
+   */
+  confirmationStatus(id: string): Promise<ConfirmationStatus>;
   /** Tell the people of a group something, through its channel plugins (user.notify). */
   notifyUser(group: string, text: string): Promise<boolean>;
   /** A fault the plugin contains but cannot repair (a corrupt file): a CRITICAL audit entry. */

@@ -41,6 +41,12 @@ const MAX_EARLY_EVENTS = 1000;
 /** Event keys remembered to refuse repeats: far more than a plugin replays after a crash. */
 const MAX_EVENT_KEYS = 10_000;
 
+/** A channel plugin's send_* tool: its success means the person got what the agent wrote. */
+function isReplyTool(catalog: ToolCatalog, name: string): boolean {
+  const tool = catalog.lookup(name);
+  return tool !== undefined && tool.name.startsWith('send_') && tool.owner !== 'core' && catalog.isChannel(tool.owner);
+}
+
 export interface CoreOptions {
   runDir: string;
   pluginsDir: string;
@@ -63,6 +69,8 @@ export interface CoreEvents {
   quarantined: [{ session: string; group: string; abuse: Abuse }];
   /** The plugin host's plugins have all answered their init: what they subscribe to reaches them. */
   'plugins-settled': [];
+  /** A channel's send tool (send_telegram, send_webchat) delivered what a session's agent wrote. */
+  replied: [{ session: string; group: string }];
 }
 
 export class Core extends EventEmitter<CoreEvents> {
@@ -129,6 +137,9 @@ export class Core extends EventEmitter<CoreEvents> {
       describeState: (tool, session, args) => this.describeState(tool, session.group, args, session.id),
       calls: new WaitingCalls(config.handler_timeout_ms, config.confirmations.keepalive_ms),
       allowHiddenCharacters: new Set(config.confirmations.allow_hidden_characters),
+      succeeded: (session, tool) => {
+        if (isReplyTool(this.catalog, tool)) this.emit('replied', { session: session.id, group: session.group });
+      },
       route: {
         catalog: this.catalog,
         hostLink: this.hostLink,

@@ -16,20 +16,33 @@ export class BotApiError extends Error {
   }
 }
 
-/** Telegram could not be reached (or did not answer in time). `code` is e.g. ECONNREFUSED. */
+/** Connection failures that happen before a request is sent: Telegram cannot have acted on it. */
+const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
+
+/**
+ * Telegram could not be reached (or did not answer in time). `code` is e.g. ECONNREFUSED.
+ * `maybeDone`: the request may have reached Telegram (a timeout, a connection cut while
+ * waiting for the answer), so it may have acted: a send may have been delivered.
+ */
 export class BotApiUnreachable extends Error {
+  readonly maybeDone: boolean;
+
   constructor(
     readonly method: string,
     readonly code: string,
   ) {
     super(`Telegram ${method}: Bot API unreachable (${code})`);
     this.name = 'BotApiUnreachable';
+    this.maybeDone = !NOT_SENT.has(code);
   }
 }
 
-/** The call was cancelled by the caller's signal (shutdown). */
+/** The call was cancelled by the caller's signal (shutdown); `maybeDone` once it had started. */
 export class BotApiAborted extends Error {
-  constructor(readonly method: string) {
+  constructor(
+    readonly method: string,
+    readonly maybeDone = false,
+  ) {
     super(`Telegram ${method}: aborted`);
     this.name = 'BotApiAborted';
   }
@@ -99,7 +112,10 @@ export class BotApi {
       controller.abort();
     }, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS);
     const onAbort = (): void => controller.abort();
-    if (opts.signal?.aborted) controller.abort();
+    if (opts.signal?.aborted) {
+      clearTimeout(timer);
+      throw new BotApiAborted(method); // never started: nothing reached Telegram
+    }
     opts.signal?.addEventListener('abort', onAbort, { once: true });
     try {
       let response: Response;
@@ -113,7 +129,7 @@ export class BotApi {
         });
         text = await response.text();
       } catch (err) {
-        if (opts.signal?.aborted && !timedOut) throw new BotApiAborted(method);
+        if (opts.signal?.aborted && !timedOut) throw new BotApiAborted(method, true);
         if (timedOut) throw new BotApiUnreachable(method, 'ETIMEDOUT');
         throw new BotApiUnreachable(method, networkCode(err));
       }

@@ -7,6 +7,7 @@ import pino from 'pino';
 import {
   InitError,
   ToolError,
+  type ConfirmationStatus,
   type CoreServices,
   type EventEnvelope,
   type JsonObject,
@@ -17,6 +18,8 @@ import {
 } from '#sdk';
 import { BotApi, BotApiAborted, BotApiError, BotApiUnreachable, type TgCallbackQuery, type TgMessage, type TgUpdate, type TgUser } from './bot-api.js';
 import { OffsetStore } from './offset-store.js';
+import { PromptLedger, type Prompt } from './prompt-ledger.js';
+import { outcomeNote } from './prompt-outcome.js';
 import { splitMessage } from './split.js';
 
 const log = pino({ base: { service: 'plugin-host', plugin: 'telegram' } }, pino.destination(2));
@@ -62,12 +65,6 @@ interface HistoryEntry {
   sender: string | null;
   text: string;
   date: string;
-}
-
-interface Prompt {
-  chat: string;
-  message_id: number;
-  text: string;
 }
 
 /** 429s that outlast the retry budget: the agent may try again after `retryAfter` s. */
@@ -117,14 +114,20 @@ export default class TelegramChannel implements PluginHandler {
   private stopping = false;
   private readonly abort = new AbortController();
   private readonly history = new Map<string, HistoryEntry[]>();
-  private readonly prompts = new Map<string, Prompt[]>();
+  /** Open prompts by confirmation id, on disk: closed after a restart too (prompt-ledger.ts). */
+  private prompts!: PromptLedger;
   private readonly locks = new Map<string, Promise<void>>();
+  /** Prompt edits under way: shutdown waits for them. */
+  private readonly closing = new Set<Promise<void>>();
 
   async initialize(config: PluginConfig, services: CoreServices): Promise<void> {
     this.services = services;
     this.settings = parseSettings(config);
     this.api = new BotApi(this.settings.baseUrl, this.settings.token);
     this.store = new OffsetStore(services.dataDir);
+    this.prompts = new PromptLedger(services.dataDir, TRACKED_PROMPTS, (err) => log.error({ err: err.message }, 'could not save the open prompts'));
+    const moved = this.prompts.load().movedAside;
+    if (moved) log.error({ moved_to: moved }, 'the saved open prompts were corrupt; moved aside');
 
     let me: TgUser;
     try {
@@ -158,6 +161,9 @@ export default class TelegramChannel implements PluginHandler {
   }
 
   async handleEvent(envelope: EventEnvelope): Promise<void> {
+    // The core said this plugin is ready: at its start, and whenever a core that restarted
+    // took it back. Prompts whose request that core does not have are closed now.
+    if (envelope.topic === 'plugin.ready' && envelope.payload.plugin === 'telegram') return this.closeEndedPrompts();
     if (envelope.group === null) return;
     if (envelope.topic === 'confirmation.requested') await this.announceConfirmation(envelope.group, envelope.payload);
     else if (envelope.topic === 'confirmation.resolved') await this.settleConfirmation(envelope.payload);
@@ -193,6 +199,10 @@ export default class TelegramChannel implements PluginHandler {
 
   async shutdown(): Promise<void> {
     this.stopping = true;
+    // A stopping core has withdrawn its requests before it asks plugins to shut down, and
+    // still answers: their prompts are closed now, not left with live buttons.
+    await this.closeEndedPrompts();
+    await Promise.all(this.closing);
     this.abort.abort();
     await this.loop?.catch(() => undefined);
     if (this.store) await this.store.save(this.offset).catch((err: unknown) => log.error({ err: String(err) }, 'could not save the update offset'));
@@ -307,9 +317,34 @@ export default class TelegramChannel implements PluginHandler {
         log.error({ chat, err: describe(err) }, 'could not send a confirmation request');
       }
     }
-    if (sent.length === 0) return;
-    this.prompts.set(id, sent);
-    while (this.prompts.size > TRACKED_PROMPTS) this.prompts.delete(this.prompts.keys().next().value as string);
+    if (sent.length > 0) this.prompts.add(id, sent);
+  }
+
+  /** Every remembered prompt whose request is no longer pending is edited to say how it ended. */
+  private async closeEndedPrompts(): Promise<void> {
+    for (const id of this.prompts.ids()) {
+      let note: string | null;
+      try {
+        note = outcomeNote(await this.services.confirmationStatus(id));
+      } catch (err) {
+        log.warn({ err: describe(err) }, 'could not ask the core about open prompts; they are checked when it is back');
+        return;
+      }
+      if (note !== null) await this.closePrompts(this.prompts.take(id) ?? [], note);
+    }
+  }
+
+  /** Edits prompts to end with `note` (buttons gone). Not cut short by shutdown, which waits for it. */
+  private closePrompts(prompts: Prompt[], note: string): Promise<void> {
+    const closing = (async () => {
+      for (const prompt of prompts) {
+        await this.api
+          .call('editMessageText', { chat_id: prompt.chat, message_id: prompt.message_id, text: `${prompt.text}\n\n${note}` })
+          .catch((err: unknown) => log.warn({ err: describe(err) }, 'could not update a confirmation message'));
+      }
+    })();
+    this.closing.add(closing);
+    return closing.finally(() => this.closing.delete(closing));
   }
 
   /** Any outcome not pressed here (timed out, withdrawn, answered elsewhere) is edited into the prompt. */
@@ -317,18 +352,10 @@ export default class TelegramChannel implements PluginHandler {
     const id = String(payload.id ?? '');
     const by = String(payload.by ?? 'unknown');
     if (by.startsWith('telegram:')) return; // a press here: onCallback edits the prompts
-    const prompts = this.prompts.get(id);
+    const prompts = this.prompts.take(id);
     if (!prompts) return;
-    this.prompts.delete(id);
-    const note =
-      payload.decision === 'withdrawn' ? `Withdrawn (${by}): nothing ran`
-      : payload.decision === 'timeout' ? 'Timed out: nothing ran'
-      : `${payload.decision === 'approved' ? 'Approved' : 'Denied'} by ${by}`;
-    for (const prompt of prompts) {
-      await this.api
-        .call('editMessageText', { chat_id: prompt.chat, message_id: prompt.message_id, text: `${prompt.text}\n\n${note}` }, { signal: this.abort.signal })
-        .catch((err: unknown) => log.warn({ err: describe(err) }, 'could not update a confirmation message'));
-    }
+    const decision = String(payload.decision) as Extract<ConfirmationStatus, { state: 'ended' }>['decision'];
+    await this.closePrompts(prompts, outcomeNote({ state: 'ended', group: '', decision, by }) ?? '');
   }
 
   private async apologize(group: string, payload: JsonObject): Promise<void> {
@@ -453,7 +480,7 @@ export default class TelegramChannel implements PluginHandler {
     const [, id, verdict, hash] = match;
     const approve = verdict !== 'd';
     const allowHours = verdict === 's' ? STANDING_HOURS : undefined;
-    let outcome: 'resolved' | 'gone' | 'stale' | 'failed';
+    let outcome: 'resolved' | 'gone' | 'stale' | 'failed' | 'elsewhere';
     try {
       const result = await this.services.resolveConfirmation(id, approve, user, group, allowHours, hash);
       outcome = result === 'stale' ? 'stale' : result ? 'resolved' : 'gone';
@@ -462,25 +489,27 @@ export default class TelegramChannel implements PluginHandler {
       log.error({ err: describe(err) }, 'resolveConfirmation failed');
     }
     const decision = allowHours ? `Approved, and allowed with these exact arguments for ${STANDING_HOURS} h` : approve ? 'Approved' : 'Denied';
+    // Nothing was pending: say how the request ended, as the core knows it (answered,
+    // expired, withdrawn; or gone with a core that restarted), not a guess.
+    const status = outcome === 'gone' ? await this.services.confirmationStatus(id).catch(() => null) : null;
+    // Still pending, yet not this chat's group to answer (a button pressed in another group's chat).
+    if (status?.state === 'pending') outcome = 'elsewhere';
+    const ended = status ? outcomeNote(status) : null;
     await answer(
-      outcome === 'resolved' ? decision
-      : outcome === 'gone' ? 'Already answered'
+      outcome === 'elsewhere' ? 'Not allowed'
+      : outcome === 'resolved' ? decision
+      : outcome === 'gone' ? ended ?? 'This request is no longer waiting: nothing was decided'
       : outcome === 'stale' ? 'This button is for other arguments than the request waiting: nothing was decided'
       : 'Could not reach Carapace; try again',
     );
     // A stale or failed press decides nothing: the real prompt keeps its buttons.
-    if (outcome === 'failed' || outcome === 'stale') return;
-    const note = outcome === 'resolved' ? `${decision} by ${who(query.from)}` : 'Already answered or expired';
-    // Take the buttons away: everywhere the question was asked once it is decided here,
-    // otherwise only under the pressed message (a forged press must not touch the real prompt).
+    if (outcome === 'failed' || outcome === 'stale' || outcome === 'elsewhere') return;
+    const note = outcome === 'resolved' ? `${decision} by ${who(query.from)}` : ended ?? 'No longer waiting';
+    // Take the buttons away: everywhere the question was asked once it is decided (or known
+    // to have ended), otherwise only under the pressed message (a forged press must not touch the real prompt).
     const pressed = query.message ? [{ chat: chat!, message_id: query.message.message_id, text: query.message.text ?? '' }] : [];
-    const prompts = outcome === 'resolved' ? this.prompts.get(id) ?? pressed : pressed;
-    if (outcome === 'resolved') this.prompts.delete(id);
-    for (const prompt of prompts) {
-      await this.api
-        .call('editMessageText', { chat_id: prompt.chat, message_id: prompt.message_id, text: `${prompt.text}\n\n${note}` }, { signal: this.abort.signal })
-        .catch((err: unknown) => log.warn({ err: describe(err) }, 'could not update a confirmation message'));
-    }
+    const everywhere = outcome === 'resolved' || ended !== null ? this.prompts.take(id) : undefined;
+    await this.closePrompts(everywhere ?? pressed, note);
   }
 }
 
@@ -562,6 +591,11 @@ function initFailure(err: unknown): Error {
 /** What the agent sees when a send fails: actionable, and never a URL. */
 function toolError(err: unknown, sent: number, total: number): unknown {
   const partial = sent > 0 ? ` (${sent} of ${total} parts were already sent; send only the rest)` : '';
+  // The Bot API may have delivered it without our hearing back: a retry could say it twice.
+  if ((err instanceof BotApiUnreachable || err instanceof BotApiAborted) && err.maybeDone) {
+    const why = err instanceof BotApiAborted ? 'the Telegram plugin stopped while waiting for' : 'Telegram did not send';
+    return new ToolError({ code: 'RESULT_UNKNOWN', message: `${why} its confirmation: part ${sent + 1} of ${total} may or may not have reached the chat${partial}. Do not send it again unless the person asks`, retriable: false });
+  }
   if (err instanceof RateLimited) return new ToolError({ message: `Telegram rate limit reached: try again in ${err.retryAfter} s${partial}`, retriable: true });
   if (err instanceof BotApiUnreachable) return new ToolError({ message: `Telegram is unreachable right now${partial}`, retriable: true });
   if (err instanceof BotApiAborted) return new ToolError({ message: `the Telegram plugin is stopping${partial}`, retriable: true });

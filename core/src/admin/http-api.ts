@@ -1,6 +1,7 @@
 // The local admin API: health, metrics, usage, pending confirmations and standing approvals, for the CLI;
 // and on the same port the web console (console/console.ts), which has its own login.
 // It listens on loopback by default; with a token, every API call needs it as a bearer token.
+import { endedMessage } from '../confirm/ended-message.js';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { answerPairing, refusePairing } from '../pairing/answers.js';
 import type { Report } from '../doctor/checks.js';
@@ -60,7 +61,7 @@ async function routes(app: FastifyInstance, core: Core, token: string | undefine
     // Optional: `{"hash": "<description.hash>"}` binds the answer to what was looked at.
     const { answered, stale, standing } = core.answerConfirmation(request.params.id, approve, 'admin-api', hours, hash);
     if (stale) return reply.code(409).send({ code: 'STALE', message: 'the hash is not that of the pending request\'s description: nothing was decided' });
-    if (!answered) return reply.code(404).send({ code: 'NOT_FOUND', message: 'no such pending confirmation' });
+    if (!answered) return reply.code(404).send({ code: 'NOT_FOUND', message: endedMessage(core.confirmations.status(request.params.id)) });
     return { id: request.params.id, decision: approve ? 'approved' : 'denied', ...(standing ? { standing } : {}) };
   };
   app.post<{ Params: { id: string } }>('/confirmations/:id/approve', answer(true));

@@ -28,7 +28,7 @@ import type { AgentRuntime, MountSpec } from './runtime.js';
 import { writeSkills } from './skills.js';
 import { StartupCpus } from './startup-cpus.js';
 import { engineOf, groupStorage, type GroupStorage } from './storage.js';
-import type { UnfinishedTurns } from './unfinished-turns.js';
+import { noAnswerNotice, previewOf, type UnfinishedTurns } from './unfinished-turns.js';
 import type { AgentCounts } from '../metrics/metrics.js';
 import { AgentStates } from './agent-states.js';
 
@@ -77,6 +77,8 @@ interface Agent {
   unwatch?: () => void;
   /** Why the core ended it (stopped by a person, the model refused the key): its turn ends with this. */
   ended?: string;
+  /** The turn running now: its event, and whether a reply of it reached the person yet. */
+  turn?: { cause?: EventEnvelope; replied: boolean };
 }
 
 export interface RunOutcome {
@@ -107,6 +109,15 @@ export class AgentManager {
     private readonly unfinished: UnfinishedTurns | null = null,
   ) {
     core.on('quarantined', ({ session, group }) => this.onQuarantined(session, group));
+    core.on('replied', ({ session, group }) => this.onReplied(session, group));
+  }
+
+  /** A send tool delivered what the agent wrote: the turn has answered its person (and a crash now must not say otherwise). */
+  private onReplied(session: string, group: string): void {
+    const turn = this.agents.get(group)?.session === session ? this.agents.get(group)?.turn : undefined;
+    if (!turn || turn.replied) return;
+    turn.replied = true;
+    if (turn.cause) this.unfinished?.replied(turn.cause.id);
   }
 
   /**
@@ -184,7 +195,10 @@ export class AgentManager {
     this.states.set(group, 'working', agent);
     // The core, not the agent, knows a turn is a scheduled task's: what it asks may be unattended.
     if (cause?.topic === 'task.triggered') this.core.sessions.markTaskStarted(agent.session);
-    const result = await agent.runner.turn(prompt, this.settings.run_timeout_ms);
+    const turn = (agent.turn = { cause, replied: false });
+    const result = await agent.runner.turn(prompt, this.settings.run_timeout_ms).finally(() => {
+      if (agent.turn === turn) agent.turn = undefined;
+    });
     if (this.quarantined.has(agent.session)) {
       // Its container was stopped under it; the user has had the one notice already.
       await this.retire(group);
@@ -209,12 +223,20 @@ export class AgentManager {
       return { ok: false, output: result.output };
     }
     const ok = result.status === 'ok';
+    // A person's message that got no answer at all (the model gave up after a refused send,
+    // say): they hear that the turn ended, rather than nothing.
+    if (ok && !turn.replied && cause?.topic === 'message.inbound') this.tellNoAnswer(group, agent.session, cause);
     this.states.set(group, 'idle', agent, true);
     this.core.publish(ok ? 'agent.completed' : 'agent.error', group, { session: agent.session, ...(ok ? {} : { reason: 'the agent reported an error' }), ...trigger });
     this.core.audit.record({ group, session: agent.session, source: 'core', topic: null, correlation: null, stage: 'agent', outcome: ok ? 'ok' : 'error', reason: ok ? 'agent run completed' : 'agent run failed', detail: ok ? undefined : result.output.slice(-2000) });
     agent.idle = setTimeout(() => void this.retire(group), this.settings.idle_timeout_ms);
     agent.idle.unref();
     return { ok, output: result.output };
+  }
+
+  private tellNoAnswer(group: string, session: string, cause: EventEnvelope): void {
+    this.core.audit.record({ group, session, source: 'core', topic: cause.topic, correlation: null, stage: 'agent', outcome: 'error', reason: 'agent turn ended without a reply reaching the person; user told' });
+    this.core.publish('user.notify', group, { text: noAnswerNotice(previewOf(cause)) });
   }
 
   /** Agent containers running, and being started now (for /metrics). */

@@ -19,13 +19,16 @@ export interface UnfinishedTurn {
   source: string;
   preview: string;
   accepted_at: string;
+  /** A reply of the turn reached the person before the core stopped: they must not read "not handled". */
+  replied: boolean;
 }
 
 const SCHEMA = `
   CREATE TABLE IF NOT EXISTS unfinished (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     id TEXT NOT NULL UNIQUE, boot TEXT NOT NULL, grp TEXT NOT NULL, topic TEXT NOT NULL,
-    source TEXT NOT NULL, preview TEXT NOT NULL, accepted_at TEXT NOT NULL
+    source TEXT NOT NULL, preview TEXT NOT NULL, accepted_at TEXT NOT NULL,
+    replied INTEGER NOT NULL DEFAULT 0
   );`;
 
 /** What the person reads: the start of the message (or the task's id). */
@@ -36,17 +39,30 @@ export function previewOf(event: EventEnvelope): string {
   return flat.length > PREVIEW_CHARS ? `${flat.slice(0, PREVIEW_CHARS - 1)}…` : flat;
 }
 
-/** One notice per group for what an earlier run left unanswered. */
+/** A turn on the person's message ended and none of its replies reached them. */
+export function noAnswerNotice(preview: string): string {
+  return `The agent ended its turn on "${preview}" without an answer reaching you (a reply may have been refused, e.g. by a rate limit). Send it again if you still need it.`;
+}
+
+/** One notice per group for what an earlier run left unfinished; a turn whose reply went out is not called "not handled". */
 export function notHandledNotice(turns: UnfinishedTurn[]): string {
-  const shown = turns.slice(0, 5).map((t) => `• "${t.preview}" (${t.accepted_at.slice(0, 16).replace('T', ' ')} UTC)`);
-  const more = turns.length - shown.length;
-  const one = turns.length === 1;
-  return [
-    `Carapace restarted before it finished ${one ? 'this' : 'these'}, so ${one ? 'it was' : 'they were'} not handled and will not be run again:`,
-    ...shown,
-    ...(more > 0 ? [`and ${more} more.`] : []),
-    'Send again what you still need (the agent may have done part of it before the restart).',
-  ].join('\n');
+  const list = (of: UnfinishedTurn[]): string[] => {
+    const shown = of.slice(0, 5).map((t) => `• "${t.preview}" (${t.accepted_at.slice(0, 16).replace('T', ' ')} UTC)`);
+    return of.length > shown.length ? [...shown, `and ${of.length - shown.length} more.`] : shown;
+  };
+  const unanswered = turns.filter((t) => !t.replied);
+  const answered = turns.filter((t) => t.replied);
+  const lines: string[] = [];
+  if (unanswered.length > 0) {
+    const one = unanswered.length === 1;
+    lines.push(`Carapace restarted before it finished ${one ? 'this' : 'these'}, so ${one ? 'it was' : 'they were'} not handled and will not be run again:`, ...list(unanswered));
+  }
+  if (answered.length > 0) {
+    const one = answered.length === 1;
+    lines.push(`Carapace restarted while the agent was still working on ${one ? 'this' : 'these'}: you got ${one ? 'its reply' : 'their replies'}, but it may not have finished what came after, and will not run ${one ? 'it' : 'them'} again:`, ...list(answered));
+  }
+  lines.push(unanswered.length > 0 ? 'Send again what you still need (the agent may have done part of it before the restart).' : 'Check, and send again what is still missing.');
+  return lines.join('\n');
 }
 
 export class UnfinishedTurns {
@@ -55,6 +71,7 @@ export class UnfinishedTurns {
   private readonly db: Database.Database;
   private readonly insert: Database.Statement;
   private readonly remove: Database.Statement;
+  private readonly markReplied: Database.Statement;
   private readonly trim: Database.Statement;
   private readonly leftovers: Database.Statement;
   private broken = false;
@@ -69,11 +86,16 @@ export class UnfinishedTurns {
     private readonly onWriteError: (err: Error) => void = () => undefined,
   ) {
     const db = openSqliteFile(file, SCHEMA, onProblem);
+    // A file from before `replied` existed: its rows read as not replied.
+    if (!(db.prepare('PRAGMA table_info(unfinished)').all() as { name: string }[]).some((c) => c.name === 'replied')) {
+      db.exec('ALTER TABLE unfinished ADD COLUMN replied INTEGER NOT NULL DEFAULT 0');
+    }
     this.db = db;
     this.insert = db.prepare('INSERT OR IGNORE INTO unfinished (id, boot, grp, topic, source, preview, accepted_at) VALUES (?, ?, ?, ?, ?, ?, ?)');
     this.remove = db.prepare('DELETE FROM unfinished WHERE id = ?');
+    this.markReplied = db.prepare('UPDATE unfinished SET replied = 1 WHERE id = ?');
     this.trim = db.prepare('DELETE FROM unfinished WHERE seq <= (SELECT MAX(seq) FROM unfinished) - ?');
-    this.leftovers = db.prepare('SELECT id, grp AS "group", topic, source, preview, accepted_at FROM unfinished WHERE boot != ? ORDER BY seq');
+    this.leftovers = db.prepare('SELECT id, grp AS "group", topic, source, preview, accepted_at, replied FROM unfinished WHERE boot != ? ORDER BY seq');
   }
 
   /** The core took the event for an agent: until finish(), a crash leaves it here. */
@@ -85,6 +107,11 @@ export class UnfinishedTurns {
     });
   }
 
+  /** A reply of the event's turn reached the person: a crash now must not tell them it was not handled. */
+  replied(id: string): void {
+    this.write(() => this.markReplied.run(id));
+  }
+
   /** A turn ended with a reply or a notice the person saw: nothing left to tell. */
   finish(id: string): void {
     this.write(() => this.remove.run(id));
@@ -94,7 +121,7 @@ export class UnfinishedTurns {
   takeLeftovers(): UnfinishedTurn[] {
     try {
       return this.db.transaction(() => {
-        const rows = this.leftovers.all(this.boot) as UnfinishedTurn[];
+        const rows = (this.leftovers.all(this.boot) as (Omit<UnfinishedTurn, 'replied'> & { replied: number })[]).map((r) => ({ ...r, replied: r.replied === 1 }));
         for (const row of rows) this.remove.run(row.id);
         return rows;
       })();

@@ -30,6 +30,16 @@ interface Waiting {
   settle: (decision: Decision, by: string) => void;
 }
 
+/** How many ended confirmations are remembered for `status` (a restart forgets them all). */
+const ENDED_REMEMBERED = 1000;
+
+/** What became of a confirmation, as far as this run of the core knows. */
+export type ConfirmationStatus =
+  | { state: 'pending'; group: string }
+  | { state: 'ended'; group: string; decision: Decision; by: string }
+  /** Not asked by this run: the core restarted since (or it is long gone); nothing of it can run. */
+  | { state: 'unknown' };
+
 export interface ConfirmationEvents {
   requested: [PendingConfirmation];
   resolved: [PendingConfirmation, Decision, string];
@@ -37,6 +47,8 @@ export interface ConfirmationEvents {
 
 export class Confirmations extends EventEmitter<ConfirmationEvents> {
   private readonly waiting = new Map<string, Waiting>();
+  /** Outcomes of this run's confirmations, newest last, bounded: a late press hears the truth. */
+  private readonly ended = new Map<string, { group: string; decision: Decision; by: string }>();
 
   constructor(
     readonly timeoutMs: number,
@@ -65,6 +77,8 @@ export class Confirmations extends EventEmitter<ConfirmationEvents> {
       const settle = (decision: Decision, by: string): void => {
         if (!this.waiting.delete(pending.id)) return;
         clearTimeout(timer);
+        this.ended.set(pending.id, { group: pending.group, decision, by });
+        if (this.ended.size > ENDED_REMEMBERED) this.ended.delete(this.ended.keys().next().value as string);
         this.emit('resolved', pending, decision, by);
         resolve({ decision, by });
       };
@@ -80,6 +94,14 @@ export class Confirmations extends EventEmitter<ConfirmationEvents> {
 
   get(id: string): PendingConfirmation | undefined {
     return this.waiting.get(id)?.pending;
+  }
+
+  /** Pending, ended (how and by whom), or unknown to this run of the core. */
+  status(id: string): ConfirmationStatus {
+    const waiting = this.waiting.get(id);
+    if (waiting) return { state: 'pending', group: waiting.pending.group };
+    const ended = this.ended.get(id);
+    return ended ? { state: 'ended', ...ended } : { state: 'unknown' };
   }
 
   /**

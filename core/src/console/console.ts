@@ -4,6 +4,7 @@
 // session: an HttpOnly, SameSite=Strict cookie that only the admin token makes. Every
 // state change also needs the session's CSRF token, and the CSP allows this origin only.
 // The console decides nothing itself: it calls the same core methods as the admin API.
+import { endedMessage } from '../confirm/ended-message.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AgentStates } from '../agents/agent-states.js';
 import type { AuditOutcome } from '../audit/audit-log.js';
@@ -94,7 +95,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       if (hash !== undefined && typeof hash !== 'string') return reply.code(400).send({ code: 'INVALID_INPUT', message: 'hash must be the hex sha256 of the description shown' });
       const { answered, stale, standing } = core.answerConfirmation(request.params.id, approve, 'console', hours, hash);
       if (stale) return reply.code(409).send({ code: 'STALE', message: 'this answer was for other arguments than the request now pending (the page was out of date): nothing was decided; look again and answer once more' });
-      if (!answered) return reply.code(404).send({ code: 'NOT_FOUND', message: 'no such pending confirmation (answered or expired)' });
+      if (!answered) return reply.code(404).send({ code: 'NOT_FOUND', message: endedMessage(core.confirmations.status(request.params.id)) });
       return { id: request.params.id, decision: approve ? 'approved' : 'denied', ...(standing ? { standing } : {}) };
     };
     authed.post('/api/confirmations/:id/approve', answer(true));

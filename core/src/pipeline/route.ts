@@ -68,10 +68,13 @@ export async function route(tool: ToolEntry, envelope: RequestEnvelope, session:
     case 'result':
       return checkResult(plugin, outcome.result);
     case 'tool_error': {
-      const code = RESERVED_CODES.has(outcome.code) ? 'HANDLER_ERROR' : outcome.code;
+      // RESULT_UNKNOWN is the one reserved code a handler may claim ("it may have acted"),
+      // and never retriable; any other reserved code becomes HANDLER_ERROR.
+      const unknown = outcome.code === 'RESULT_UNKNOWN';
+      const code = unknown ? outcome.code : RESERVED_CODES.has(outcome.code) ? 'HANDLER_ERROR' : outcome.code;
       return {
         source: plugin,
-        error: { code, message: outcome.message, retriable: outcome.retriable },
+        error: { code, message: outcome.message, retriable: unknown ? false : outcome.retriable },
         handler: { code: outcome.code, message: outcome.message },
       };
     }

@@ -9,7 +9,7 @@ export type HandlerOutcome =
   | { kind: 'crash'; detail: string }
   | { kind: 'unavailable' };
 
-export type ServiceMethod = 'getAuditLog' | 'getToolCatalog' | 'getSessionInfo' | 'resolveConfirmation' | 'listConfirmations' | 'notifyUser' | 'reportFault' | 'requestPairing';
+export type ServiceMethod = 'getAuditLog' | 'getToolCatalog' | 'getSessionInfo' | 'resolveConfirmation' | 'listConfirmations' | 'confirmationStatus' | 'notifyUser' | 'reportFault' | 'requestPairing';
 
 export type HostToCore =
   | { t: 'hello'; pid: number; secrets: string[] }

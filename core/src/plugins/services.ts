@@ -55,6 +55,12 @@ export function answerService(m: Extract<HostToCore, { t: 'service' }>, deps: Se
       );
     case 'listConfirmations':
       return inVisibleGroup((group) => ok(deps.confirmations.list(group)));
+    case 'confirmationStatus': {
+      // Another group's confirmation reads as unknown: a plugin learns nothing of groups it may not see.
+      const status = deps.confirmations.status(String(m.args.id));
+      if (status.state !== 'unknown' && !deps.authorizer.pluginMaySee(m.plugin, status.group)) return ok({ state: 'unknown' });
+      return ok(status);
+    }
     case 'notifyUser':
       // A plugin tells a person something (a paused task, say) through the group's channels.
       return inVisibleGroup((group) => {

@@ -44,6 +44,11 @@ describe('admin API', () => {
     expect(r.out).toEqual({ deleted: 'via-api' });
     const again = await fetch(`${base}/confirmations/${list[0].id}/deny`, { method: 'POST', headers: auth });
     expect(again.status).toBe(404);
+    // How it ended, as the core knows it; a request of a run before a restart: that it went with it.
+    expect(((await again.json()) as { message: string }).message).toBe('Already answered: approved by admin-api.');
+    const earlier = await fetch(`${base}/confirmations/6f1c2d3e-0000-4000-8000-000000000000/approve`, { method: 'POST', headers: auth });
+    expect(earlier.status).toBe(404);
+    expect(((await earlier.json()) as { message: string }).message).toBe('This request ended when Carapace restarted; nothing ran.');
   });
 
   it('serves Prometheus metrics behind the token: requests by tool and outcome, latency, pending confirmations, plugins, audit, the process', async () => {

@@ -146,6 +146,18 @@ describe('send_telegram', () => {
     expect(r.err.message).not.toMatch(/http|bot\d/i);
     expect(tg.sent.some((m) => m.text === 'never')).toBe(false);
   });
+
+  // Issue 22: the Bot API took the message but its answer never came back in time; the
+  // agent was told "Telegram is unreachable" (retriable), and a retry would say it twice.
+  it('a send Telegram took but did not confirm in time is RESULT_UNKNOWN, not retriable, and was delivered once', async () => {
+    tg.holdNextSends(1, 16_000); // past the client's 15 s wait for an answer
+    const r = await stack.ipc(main, 'tool.invoke.send_telegram', { recipient: String(MAIN_CHAT), body: 'the table is booked' }, { timeoutMs: 40_000 });
+    expectError(r, 'RESULT_UNKNOWN', { retriable: false });
+    expect(r.err.message).toMatch(/may or may not have reached the chat/);
+    expect(r.err.message).not.toMatch(/unreachable/i);
+    await until(() => tg.sentTo(MAIN_CHAT).some((m) => m.text === 'the table is booked'), 5000);
+    expect(tg.sentTo(MAIN_CHAT).filter((m) => m.text === 'the table is booked')).toHaveLength(1);
+  }, 30_000);
 });
 
 describe('get_telegram_history', () => {
@@ -190,7 +202,7 @@ describe('confirmations', () => {
 
     // An owner pressing a forged button in another group's chat cannot reach this group's request.
     const elsewhere = tg.queueCallback({ chatId: FAMILY_CHAT, messageId: 1, fromId: OWNER, data: `c:${pending.id}:a` });
-    expect((await until(answerFor(elsewhere.id))).text).toBe('Already answered');
+    expect((await until(answerFor(elsewhere.id))).text).toBe('Not allowed');
     expect(stack.core.confirmations.get(pending.id)).toBeDefined();
 
     // A press bound to other arguments (a stale or forged button) decides nothing and leaves the buttons.
@@ -244,7 +256,7 @@ describe('confirmations', () => {
     expectError(await call, 'CONFIRMATION_DENIED', { stage: 5 });
     expect((await until(answerFor(first.id))).text).toBe('Denied');
     const second = tg.queueCallback({ chatId: MAIN_CHAT, messageId: prompt.message_id, fromId: OWNER, data });
-    expect((await until(answerFor(second.id))).text).toBe('Already answered');
+    expect((await until(answerFor(second.id))).text).toBe(`Denied by telegram:${OWNER}`);
   });
 });
 

@@ -1,0 +1,96 @@
+// A turn on a person's message that ends with no reply reaching them (issue 22: a
+// send_telegram refused by the tool rate limit, and a model that did not try again) must
+// not end in silence. The real core and agent manager, the real plugin host with the real
+// Telegram plugin, the real ipc binary against the session's socket; only the container
+// is a stand-in: a scripted "agent" that calls send_telegram once per turn, then ends it.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { IPC_BIN, ROOT, Stack, until } from '../harness.js';
+import { TelegramStandIn } from '../support/telegram-standin.js';
+import { AgentManager } from '../../src/agents/agent-manager.js';
+import { parseConfig } from '../../src/config.js';
+import { LlmProxy } from '../../src/llm/llm-proxy.js';
+import type { AgentProcess, AgentRuntime, AgentSpec } from '../../src/agents/runtime.js';
+
+const TOKEN = '123456789:AAH-turn-without-reply-token-0123456';
+const CHAT = 100;
+
+/** One "container": each turn runs `ipc send_telegram` on the session's socket, then reports success. */
+function scriptedRuntime(ipcResults: string[]): AgentRuntime {
+  const attached = (spec: AgentSpec): AgentProcess => {
+    const socket = join(spec.mounts.find((m) => m.target === '/run/carapace')!.source, 'carapace.sock');
+    let onLine: (line: string) => void = () => undefined;
+    return {
+      send(line: string) {
+        const prompt = JSON.stringify(JSON.parse(line));
+        void promisify(execFile)(IPC_BIN, ['tool.invoke.send_telegram', JSON.stringify({ recipient: String(CHAT), body: `answer to ${prompt.length} characters` })], {
+          env: { CARAPACE_IPC_ENDPOINT: `ipc://${socket}`, CARAPACE_IPC_TIMEOUT_MS: '10000' },
+        })
+          .then(({ stdout }) => ipcResults.push(stdout), (err: { stderr?: string }) => ipcResults.push(err.stderr ?? 'failed'))
+          .then(() => onLine(JSON.stringify({ type: 'result', subtype: 'success', is_error: false, result: 'done' })));
+      },
+      onLine: (listener) => (onLine = listener),
+      onExit: () => undefined,
+      stderrTail: () => '',
+      close: () => undefined,
+    };
+  };
+  return {
+    start: () => Promise.reject(new Error('legacy mode only')),
+    startAttached: async (spec) => ({ id: `fake-${spec.session}`, process: attached(spec) }),
+    limitCpus: async () => undefined,
+    isRunning: async () => true,
+    remove: async () => undefined,
+    listManaged: async () => [],
+  };
+}
+
+let tg: TelegramStandIn;
+let stack: Stack;
+let manager: AgentManager;
+const ipcResults: string[] = [];
+
+beforeAll(async () => {
+  tg = await TelegramStandIn.start(TOKEN);
+  stack = await Stack.start({
+    plugins: [],
+    extraPluginDirs: { telegram: join(ROOT, 'plugins/telegram') },
+    env: { TELEGRAM_BOT_TOKEN: TOKEN },
+    config: {
+      groups: { family: {} },
+      // One reply a minute: the second turn's send is refused with RATE_LIMITED.
+      tool_rate_limits: { send_telegram: { per_minute: 1, burst: 1 } },
+      plugins: { telegram: { bot_token: '${TELEGRAM_BOT_TOKEN}', api_base_url: tg.url, chats: { [String(CHAT)]: 'family' }, owners: [42], poll_timeout_s: 1 } },
+    },
+  });
+  const defaults = parseConfig({ agents: { disk_quota_mb: 0 } });
+  const llm = new LlmProxy({ upstream: 'http://127.0.0.1:9', credential: { apiKey: 'k' }, audit: stack.core.audit, settings: defaults.llm, notify: () => undefined });
+  const paths = { groupsDir: join(stack.dir, 'groups'), stateDir: join(stack.dir, 'state'), agentImageDir: join(ROOT, 'agent-image'), instance: `turn-${process.pid}` };
+  manager = new AgentManager(stack.core, scriptedRuntime(ipcResults), llm, defaults.agents, paths, () => ['family']);
+  stack.core.on('event', (event) => void manager.onEvent(event)?.catch(() => undefined));
+});
+
+afterAll(async () => {
+  await manager?.stop();
+  await stack?.stop();
+  await tg?.close();
+});
+
+describe('a turn that ends without a reply reaching the person', () => {
+  it('a reply delivered: nothing more is said; a reply refused by the rate limit: the person is told the turn ended without an answer', async () => {
+    tg.queueMessage({ chatId: CHAT, text: 'what is the weather', fromId: 42 });
+    await until(() => tg.sentTo(CHAT).find((m) => m.text.startsWith('answer to')), 20_000);
+    await until(() => ipcResults.length === 1, 5000);
+
+    tg.queueMessage({ chatId: CHAT, text: 'and tomorrow?', fromId: 42 });
+    await until(() => ipcResults.length === 2, 20_000);
+    expect(ipcResults[1]).toContain('RATE_LIMITED');
+    const notice = await until(() => tg.sentTo(CHAT).find((m) => m.text.includes('without an answer reaching you')), 10_000);
+    expect(notice.text).toContain('"and tomorrow?"');
+    // Once, and only for the turn that had no answer.
+    await new Promise((r) => setTimeout(r, 500));
+    expect(tg.sentTo(CHAT).map((m) => m.text.startsWith('answer to') ? 'answer' : m.text.includes('without an answer') ? 'notice' : m.text)).toEqual(['answer', 'notice']);
+  }, 60_000);
+});

@@ -1,0 +1,90 @@
+// The confirmation prompts this plugin put in chats and has not yet closed, kept in its
+// data directory: a prompt outlives the process that sent it (and the core that asked),
+// so after any restart each one can still be edited to say how its request ended,
+// instead of keeping live buttons for a request nobody waits for. Bounded; the oldest go first.
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const FILE = 'prompts.json';
+
+/** One message that carries a confirmation's buttons. */
+export interface Prompt {
+  chat: string;
+  message_id: number;
+  text: string;
+}
+
+function isPrompt(value: unknown): value is Prompt {
+  const p = value as Partial<Prompt> | null;
+  return typeof p?.chat === 'string' && typeof p.message_id === 'number' && typeof p.text === 'string';
+}
+
+export class PromptLedger {
+  private readonly file: string;
+  /** Confirmation id → its prompts, oldest first. */
+  private readonly open = new Map<string, Prompt[]>();
+
+  constructor(
+    dir: string,
+    private readonly limit: number,
+    /** A write that failed (a full disk): the prompt still works, only its closing after a restart is at risk. */
+    private readonly onWriteError: (err: Error) => void = () => undefined,
+  ) {
+    this.file = join(dir, FILE);
+  }
+
+  /** What an earlier run left open. A corrupt file is moved aside (its name returned); a missing one is a first run. */
+  load(): { movedAside?: string } {
+    let text: string;
+    try {
+      text = readFileSync(this.file, 'utf8');
+    } catch {
+      return {};
+    }
+    try {
+      const saved = JSON.parse(text) as unknown;
+      if (!Array.isArray(saved)) throw new Error('not a list');
+      for (const entry of saved as unknown[]) {
+        const [id, prompts] = Array.isArray(entry) ? entry : [];
+        if (typeof id === 'string' && Array.isArray(prompts) && prompts.every(isPrompt)) this.open.set(id, prompts);
+      }
+      return {};
+    } catch {
+      const movedAside = `${this.file}.corrupt-${Date.now()}`;
+      renameSync(this.file, movedAside);
+      return { movedAside };
+    }
+  }
+
+  ids(): string[] {
+    return [...this.open.keys()];
+  }
+
+  get(id: string): Prompt[] | undefined {
+    return this.open.get(id);
+  }
+
+  add(id: string, prompts: Prompt[]): void {
+    this.open.set(id, prompts);
+    while (this.open.size > this.limit) this.open.delete(this.open.keys().next().value as string);
+    this.save();
+  }
+
+  /** The prompts of `id`, forgotten here: the caller closes them. */
+  take(id: string): Prompt[] | undefined {
+    const prompts = this.open.get(id);
+    if (prompts && this.open.delete(id)) this.save();
+    return prompts;
+  }
+
+  /** Synchronous and whole (temp file, rename): a kill at any point leaves the old list or the new one. */
+  private save(): void {
+    const temp = `${this.file}.${process.pid}.tmp`;
+    try {
+      writeFileSync(temp, JSON.stringify([...this.open]), { mode: 0o600 });
+      renameSync(temp, this.file);
+    } catch (err) {
+      this.onWriteError(err as Error);
+    }
+  }
+}
