@@ -38,11 +38,11 @@ export function parseSettings(config: PluginConfig, dataDir: string): MemorySett
   };
 }
 
-const LIMIT_MESSAGES: Record<LimitKind, (limit: number) => string> = {
-  store: (n) => `Memory limit reached: at most ${n} memory_store calls per session, all used. Nothing was stored; the limit resets in the next session.`,
-  supersede: (n) =>
-    `Memory limit reached: at most ${n} supersessions per session, all used. Nothing was stored; store it without "supersedes" (the old entry stays current) or wait for the next session.`,
-  delete: (n) => `Memory limit reached: at most ${n} memory_delete calls per session, all used. Nothing was deleted; the limit resets in the next session.`,
+const LIMIT_MESSAGES: Record<LimitKind, (limit: number, frees: string) => string> = {
+  store: (n, frees) => `Memory limit reached: at most ${n} memory_store calls per session in any hour, all used. Nothing was stored; the next one is possible at ${frees}.`,
+  supersede: (n, frees) =>
+    `Memory limit reached: at most ${n} supersessions per session in any hour, all used. Nothing was stored; store it without "supersedes" (the old entry stays current) or wait until ${frees}.`,
+  delete: (n, frees) => `Memory limit reached: at most ${n} memory_delete calls per session in any hour, all used. Nothing was deleted; the next one is possible at ${frees}.`,
 };
 
 const UNREADABLE_NEWER =
@@ -154,7 +154,7 @@ export default class MemoryPlugin implements PluginHandler {
     const supersedes = typeof args.supersedes === 'string' ? args.supersedes : null;
     const needed: LimitKind[] = supersedes === null ? ['store'] : ['store', 'supersede'];
     const exhausted = this.limits.exhausted(session, ...needed);
-    if (exhausted) throw new ToolError({ message: LIMIT_MESSAGES[exhausted](this.limits.limit(exhausted)), retriable: false });
+    if (exhausted) throw this.limitReached(session, exhausted);
     const db = this.databases.get(envelope.group, true)!;
     const stored = db.store({
       type: String(args.type) as EntryType,
@@ -166,6 +166,11 @@ export default class MemoryPlugin implements PluginHandler {
     this.limits.consume(session, ...needed);
     const { correlation: _correlation, ...provenance } = stored.provenance;
     return { ...stored, provenance };
+  }
+
+  private limitReached(session: string, kind: LimitKind): ToolError {
+    const frees = `${new Date(this.limits.freesAt(session, kind)).toISOString().slice(11, 16)} UTC`;
+    return new ToolError({ message: LIMIT_MESSAGES[kind](this.limits.limit(kind), frees), retriable: false });
   }
 
   private search(group: string, args: Record<string, unknown>): unknown {
@@ -193,7 +198,7 @@ export default class MemoryPlugin implements PluginHandler {
   private delete(envelope: RequestEnvelope, args: Record<string, unknown>): unknown {
     const session = envelope.source;
     const id = String(args.id ?? '');
-    if (!this.limits.allows(session, 'delete')) throw new ToolError({ message: LIMIT_MESSAGES.delete(this.limits.limit('delete')), retriable: false });
+    if (!this.limits.allows(session, 'delete')) throw this.limitReached(session, 'delete');
     const db = this.databases.get(envelope.group, false);
     if (!db?.delete(id)) {
       throw new ToolError({ message: `No memory entry "${id.slice(0, 100)}" exists in this group (find ids with memory_search). Nothing was deleted.`, retriable: false });

@@ -253,6 +253,21 @@ describe('limits and settings', () => {
     expect(limits.allows('s2', 'store', 'delete')).toBe(true);
   });
 
+  it('counts in any hour: a session that never ends gets its budget back as the hour moves on', () => {
+    let now = Date.parse('2026-11-25T10:00:00Z');
+    const limits = new SessionLimits({ store: 2, supersede: 1, delete: 1 }, () => now);
+    limits.consume('s1', 'store');
+    now += 20 * 60_000;
+    limits.consume('s1', 'store');
+    expect(limits.exhausted('s1', 'store')).toBe('store');
+    expect(limits.freesAt('s1', 'store')).toBe(Date.parse('2026-11-25T11:00:00Z'));
+    now = Date.parse('2026-11-25T11:00:00Z') + 1;
+    expect(limits.exhausted('s1', 'store')).toBeNull();
+    limits.consume('s1', 'store');
+    expect(limits.exhausted('s1', 'store')).toBe('store');
+    expect(limits.freesAt('s1', 'store')).toBe(Date.parse('2026-11-25T11:20:00Z'));
+  });
+
   it('reads the config with defaults; a relative storage_path is under the data directory', () => {
     expect(parseSettings({}, '/data/memory')).toEqual({ storageDir: '/data/memory', maxBriefEntries: 50, maxBriefChars: 10_000, purgeSupersededDays: 90 });
     expect(parseSettings({ storage_path: 'groups', max_brief_entries: 5 }, '/data/memory')).toMatchObject({ storageDir: '/data/memory/groups', maxBriefEntries: 5 });
