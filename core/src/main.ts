@@ -81,6 +81,7 @@ async function main(): Promise<void> {
     }),
     notify: (group, text) => void core.publish('user.notify', group, { text }),
     // A key the model API refuses: the turn ends now with the reason, instead of retrying.
+    overBudget: (group, seconds) => agents.holdFor(group, seconds * 1000),
     refused: (session, group, problem) => {
       if (agents.groupOf(session) === group) void agents.end(group, problem.message, 'llm-proxy');
     },

@@ -29,10 +29,15 @@ import { writeSkills } from './skills.js';
 import { StartupCpus } from './startup-cpus.js';
 import { engineOf, groupStorage, type GroupStorage } from './storage.js';
 import { noAnswerNotice, previewOf, type UnfinishedTurns } from './unfinished-turns.js';
+import { batchPrompt, TurnQueue, type QueuedTurn } from './turn-queue.js';
 import type { AgentCounts } from '../metrics/metrics.js';
 import { AgentStates } from './agent-states.js';
 
 const AGENT_UID = 1000;
+/** Messages that waited while a turn ran share the next one, up to this many. */
+const MAX_BATCH = 20;
+/** Turns waiting per group at most; more are refused (and the person told once). */
+const MAX_WAITING = 200;
 /** The session's LLM proxy socket, as the container sees it (the session directory is mounted at /run/carapace). */
 const LLM_SOCKET = '/run/carapace/llm.sock';
 /**
@@ -77,8 +82,8 @@ interface Agent {
   unwatch?: () => void;
   /** Why the core ended it (stopped by a person, the model refused the key): its turn ends with this. */
   ended?: string;
-  /** The turn running now: its event, and whether a reply of it reached the person yet. */
-  turn?: { cause?: EventEnvelope; replied: boolean };
+  /** The turn running now: its events (several messages may share a turn), and whether a reply of it reached the person yet. */
+  turn?: { causes: EventEnvelope[]; replied: boolean };
 }
 
 export interface RunOutcome {
@@ -88,7 +93,12 @@ export interface RunOutcome {
 
 export class AgentManager {
   private readonly agents = new Map<string, Agent>();
-  private readonly queues = new Map<string, Promise<unknown>>();
+  private readonly turns = new TurnQueue({
+    maxBatch: MAX_BATCH,
+    maxWaiting: MAX_WAITING,
+    run: (group, batch) => this.runBatch(group, batch),
+    overflowed: (group, turn, waiting) => this.tellOverflow(group, turn, waiting),
+  });
   /** Sessions the core quarantined: their agent is retired, and says nothing more to the user. */
   private readonly quarantined = new Set<string>();
   private stopped = false;
@@ -117,7 +127,7 @@ export class AgentManager {
     const turn = this.agents.get(group)?.session === session ? this.agents.get(group)?.turn : undefined;
     if (!turn || turn.replied) return;
     turn.replied = true;
-    if (turn.cause) this.unfinished?.replied(turn.cause.id);
+    for (const cause of turn.causes) this.unfinished?.replied(cause.id);
   }
 
   /**
@@ -155,33 +165,49 @@ export class AgentManager {
     return this.enqueue(event.group, prompt, event);
   }
 
-  /** Runs prompts for one group strictly one after another. */
-  enqueue(group: string, prompt: string, cause?: EventEnvelope): Promise<RunOutcome> {
-    const previous = this.queues.get(group) ?? Promise.resolve();
-    const next = previous.then(() => this.settled(this.run(group, prompt, cause), cause));
-    this.queues.set(group, next.catch(() => undefined));
-    return next;
+  /** Runs a group's prompts one turn at a time, in order; messages waiting meanwhile share the next turn (turn-queue.ts). */
+  async enqueue(group: string, prompt: string, cause?: EventEnvelope): Promise<RunOutcome> {
+    const outcome = await this.turns.enqueue(group, { prompt, ...(cause ? { cause } : {}) });
+    if (outcome.dropped && cause) this.unfinished?.finish(cause.id); // the person was told
+    return outcome;
+  }
+
+  /** The group's model budget is spent for `ms`: its messages wait for it to renew rather than fail one by one. */
+  holdFor(group: string, ms: number): void {
+    this.turns.holdUntil(group, Date.now() + ms);
+  }
+
+  private runBatch(group: string, batch: QueuedTurn[]): Promise<RunOutcome> {
+    const causes = batch.flatMap((t) => (t.cause ? [t.cause] : []));
+    return this.settled(this.run(group, batchPrompt(batch.map((t) => t.prompt)), causes), causes);
+  }
+
+  private tellOverflow(group: string, turn: QueuedTurn, waiting: number): void {
+    this.core.audit.record({ group, session: null, source: 'core', topic: turn.cause?.topic ?? null, correlation: null, stage: 'agent', outcome: 'dropped', reason: `${waiting} turns already waiting: messages are not handled until the agent catches up; user told` });
+    const what = turn.cause ? ` ("${previewOf(turn.cause)}" and any more)` : '';
+    this.core.publish('user.notify', group, { text: `Carapace: ${waiting} messages are already waiting for the agent, so newer ones${what} are not handled until it catches up. Send them again later.` });
   }
 
   /**
-   * A turn's event is finished once the person saw its reply or an error notice. While the
-   * core is stopping, a turn that did not complete is left for the next start to report
+   * A turn's events are finished once the person saw its reply or an error notice. While
+   * the core is stopping, a turn that did not complete is left for the next start to report
    * (its error notice would reach no channel now).
    */
-  private async settled(run: Promise<RunOutcome>, cause?: EventEnvelope): Promise<RunOutcome> {
+  private async settled(run: Promise<RunOutcome>, causes: EventEnvelope[]): Promise<RunOutcome> {
     let ok = false;
     try {
       const outcome = await run;
       ok = outcome.ok;
       return outcome;
     } finally {
-      if (cause && (ok || !this.stopped)) this.unfinished?.finish(cause.id);
+      if (ok || !this.stopped) for (const cause of causes) this.unfinished?.finish(cause.id);
     }
   }
 
-  private async run(group: string, prompt: string, cause?: EventEnvelope): Promise<RunOutcome> {
+  private async run(group: string, prompt: string, causes: EventEnvelope[]): Promise<RunOutcome> {
     if (this.stopped) return { ok: false, output: 'stopping' };
-    // Who asked: lets a scheduler count its task's failures, a failed spawn included.
+    // Who asked: lets a scheduler count its task's failures, a failed spawn included (a task has a turn of its own).
+    const cause = causes[0];
     const trigger = cause ? { topic: cause.topic, event_id: cause.id, ...(typeof cause.payload.task_id === 'string' ? { task_id: cause.payload.task_id } : {}) } : {};
     let agent = this.agents.get(group);
     if (!agent) {
@@ -195,7 +221,7 @@ export class AgentManager {
     this.states.set(group, 'working', agent);
     // The core, not the agent, knows a turn is a scheduled task's: what it asks may be unattended.
     if (cause?.topic === 'task.triggered') this.core.sessions.markTaskStarted(agent.session);
-    const turn = (agent.turn = { cause, replied: false });
+    const turn = (agent.turn = { causes, replied: false });
     const result = await agent.runner.turn(prompt, this.settings.run_timeout_ms).finally(() => {
       if (agent.turn === turn) agent.turn = undefined;
     });
@@ -225,7 +251,8 @@ export class AgentManager {
     const ok = result.status === 'ok';
     // A person's message that got no answer at all (the model gave up after a refused send,
     // say): they hear that the turn ended, rather than nothing.
-    if (ok && !turn.replied && cause?.topic === 'message.inbound') this.tellNoAnswer(group, agent.session, cause);
+    const lastMessage = causes.filter((c) => c.topic === 'message.inbound').at(-1);
+    if (ok && !turn.replied && lastMessage) this.tellNoAnswer(group, agent.session, lastMessage);
     this.states.set(group, 'idle', agent, true);
     this.core.publish(ok ? 'agent.completed' : 'agent.error', group, { session: agent.session, ...(ok ? {} : { reason: 'the agent reported an error' }), ...trigger });
     this.core.audit.record({ group, session: agent.session, source: 'core', topic: null, correlation: null, stage: 'agent', outcome: ok ? 'ok' : 'error', reason: ok ? 'agent run completed' : 'agent run failed', detail: ok ? undefined : result.output.slice(-2000) });
@@ -447,6 +474,7 @@ export class AgentManager {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.turns.clear({ ok: false, output: 'stopping' });
     await Promise.all([...this.agents.keys()].map((g) => this.retire(g)));
   }
 }

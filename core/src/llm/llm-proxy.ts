@@ -39,6 +39,8 @@ export interface LlmProxyOptions {
    * the session's turn should end with `problem.message` rather than retry.
    */
   refused?: (session: string, group: string, problem: ModelProblem) => void;
+  /** A budget refused the group's request, until `retryAfterSeconds` from now: its next turns wait for it. */
+  overBudget?: (group: string, retryAfterSeconds: number) => void;
   /** Tests only: the budget clock, how long a whole request may take to arrive, how long an answer is read after the agent hung up. */
   now?: () => number;
   requestTimeoutMs?: number;
@@ -282,6 +284,7 @@ export class LlmProxy {
    */
   private async overBudget(state: SessionState, req: IncomingMessage, res: ServerResponse, refusal: Extract<Admission, { ok: false }>): Promise<void> {
     if (refusal.first) this.options.notify?.(state.group, refusal.message);
+    this.options.overBudget?.(state.group, refusal.retryAfterSeconds);
     this.audit(state, req, 'rejected', `${refusal.message}${refusal.first ? '; the user was told' : ''}`, 'LLM_BUDGET_EXHAUSTED');
     await discard(req);
     sendError(res, { status: 429, type: 'rate_limit_error', message: refusal.message }, { 'retry-after': String(refusal.retryAfterSeconds), 'x-should-retry': 'false' });

@@ -234,13 +234,15 @@ describe('LLM proxy: budgets per group', () => {
   const message = { model: MODEL, max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] };
   let n = 0;
   const settings = (over: Record<string, unknown>) => parseConfig({ llm: over }).llm;
+  /** Every budget refusal, as the agent manager hears it (its turns then wait). */
+  const held: Array<{ group: string; seconds: number }> = [];
   /** A proxy of its own (with `store`), one session per group, closed afterwards. */
   async function withProxy(
     options: { settings: ReturnType<typeof settings>; store?: UsageStore; now?: () => number },
     body: (ask: (group: string, path?: string) => Promise<{ status: number; text: string; headers: Record<string, unknown> }>, notices: Array<{ group: string; text: string }>, p: LlmProxy) => Promise<void>,
   ): Promise<void> {
     const notices: Array<{ group: string; text: string }> = [];
-    const p = new LlmProxy({ upstream: standInUrl, credential: { apiKey: REAL_KEY }, audit, settings: options.settings, usage: options.store, now: options.now, notify: (group, text) => notices.push({ group, text }) });
+    const p = new LlmProxy({ upstream: standInUrl, credential: { apiKey: REAL_KEY }, audit, settings: options.settings, usage: options.store, now: options.now, notify: (group, text) => notices.push({ group, text }), overBudget: (group, seconds) => held.push({ group, seconds }) });
     const sessions = new Map<string, LlmSession & { id: string }>();
     const ask = async (group: string, path = '/v1/messages') => {
       let s = sessions.get(group);
@@ -277,6 +279,13 @@ describe('LLM proxy: budgets per group', () => {
       }
       expect(standIn.requests.length).toBe(before + 3);
       expect(notices).toEqual([{ group: 'family', text: expect.stringContaining(`"family" has ${budget - 57} of its ${budget} model tokens left today`) }]);
+      // Each refusal holds the group's next turns until the day renews (at most a day away).
+      const refusals = held.filter((h) => h.group === 'family');
+      expect(refusals).toHaveLength(3);
+      for (const h of refusals) {
+        expect(h.seconds).toBeGreaterThan(0);
+        expect(h.seconds).toBeLessThanOrEqual(86_400);
+      }
       // Another group has its own budget.
       expect((await ask('work')).status).toBe(200);
       expect(p.usage().find((u) => u.group === 'family')).toMatchObject({ input_tokens: 36, output_tokens: 21, tokens: 57, tokens_per_day: budget, reserved_tokens: 0 });

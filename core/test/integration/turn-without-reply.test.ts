@@ -4,48 +4,16 @@
 // Telegram plugin, the real ipc binary against the session's socket; only the container
 // is a stand-in: a scripted "agent" that calls send_telegram once per turn, then ends it.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFile } from 'node:child_process';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { IPC_BIN, ROOT, Stack, until } from '../harness.js';
+import { ROOT, Stack, until } from '../harness.js';
+import { agentIpc, scriptedRuntime } from '../support/scripted-runtime.js';
 import { TelegramStandIn } from '../support/telegram-standin.js';
 import { AgentManager } from '../../src/agents/agent-manager.js';
 import { parseConfig } from '../../src/config.js';
 import { LlmProxy } from '../../src/llm/llm-proxy.js';
-import type { AgentProcess, AgentRuntime, AgentSpec } from '../../src/agents/runtime.js';
 
 const TOKEN = '123456789:AAH-turn-without-reply-token-0123456';
 const CHAT = 100;
-
-/** One "container": each turn runs `ipc send_telegram` on the session's socket, then reports success. */
-function scriptedRuntime(ipcResults: string[]): AgentRuntime {
-  const attached = (spec: AgentSpec): AgentProcess => {
-    const socket = join(spec.mounts.find((m) => m.target === '/run/carapace')!.source, 'carapace.sock');
-    let onLine: (line: string) => void = () => undefined;
-    return {
-      send(line: string) {
-        const prompt = JSON.stringify(JSON.parse(line));
-        void promisify(execFile)(IPC_BIN, ['tool.invoke.send_telegram', JSON.stringify({ recipient: String(CHAT), body: `answer to ${prompt.length} characters` })], {
-          env: { CARAPACE_IPC_ENDPOINT: `ipc://${socket}`, CARAPACE_IPC_TIMEOUT_MS: '10000' },
-        })
-          .then(({ stdout }) => ipcResults.push(stdout), (err: { stderr?: string }) => ipcResults.push(err.stderr ?? 'failed'))
-          .then(() => onLine(JSON.stringify({ type: 'result', subtype: 'success', is_error: false, result: 'done' })));
-      },
-      onLine: (listener) => (onLine = listener),
-      onExit: () => undefined,
-      stderrTail: () => '',
-      close: () => undefined,
-    };
-  };
-  return {
-    start: () => Promise.reject(new Error('legacy mode only')),
-    startAttached: async (spec) => ({ id: `fake-${spec.session}`, process: attached(spec) }),
-    limitCpus: async () => undefined,
-    isRunning: async () => true,
-    remove: async () => undefined,
-    listManaged: async () => [],
-  };
-}
 
 let tg: TelegramStandIn;
 let stack: Stack;
@@ -68,7 +36,11 @@ beforeAll(async () => {
   const defaults = parseConfig({ agents: { disk_quota_mb: 0 } });
   const llm = new LlmProxy({ upstream: 'http://127.0.0.1:9', credential: { apiKey: 'k' }, audit: stack.core.audit, settings: defaults.llm, notify: () => undefined });
   const paths = { groupsDir: join(stack.dir, 'groups'), stateDir: join(stack.dir, 'state'), agentImageDir: join(ROOT, 'agent-image'), instance: `turn-${process.pid}` };
-  manager = new AgentManager(stack.core, scriptedRuntime(ipcResults), llm, defaults.agents, paths, () => ['family']);
+  // Each turn: one send_telegram, then the turn ends.
+  const runtime = scriptedRuntime(async (prompt, socket) => {
+    ipcResults.push(await agentIpc(socket, 'tool.invoke.send_telegram', { recipient: String(CHAT), body: `answer to ${prompt.length} characters` }));
+  });
+  manager = new AgentManager(stack.core, runtime, llm, defaults.agents, paths, () => ['family']);
   stack.core.on('event', (event) => void manager.onEvent(event)?.catch(() => undefined));
 });
 

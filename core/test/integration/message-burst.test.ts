@@ -1,0 +1,79 @@
+// Issue 22: a burst of messages (471 identical "Sorry, something went wrong" in 30 s for
+// 500 messages). Messages that arrive while the agent works are batched into its next turn,
+// in order; while the group's model budget is spent they wait for it to renew. The real core
+// and agent manager, the real plugin host with the Telegram plugin and the real ipc binary;
+// only the container is a scripted stand-in that answers once per turn.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { join } from 'node:path';
+import { ROOT, Stack, until } from '../harness.js';
+import { agentIpc, scriptedRuntime } from '../support/scripted-runtime.js';
+import { TelegramStandIn } from '../support/telegram-standin.js';
+import { AgentManager } from '../../src/agents/agent-manager.js';
+import { parseConfig } from '../../src/config.js';
+import { LlmProxy } from '../../src/llm/llm-proxy.js';
+
+const TOKEN = '123456789:AAH-message-burst-token-0123456789';
+const CHAT = 100;
+
+let tg: TelegramStandIn;
+let stack: Stack;
+let manager: AgentManager;
+/** The prompt of every turn, in order. */
+const prompts: string[] = [];
+
+beforeAll(async () => {
+  tg = await TelegramStandIn.start(TOKEN);
+  stack = await Stack.start({
+    plugins: [],
+    extraPluginDirs: { telegram: join(ROOT, 'plugins/telegram') },
+    env: { TELEGRAM_BOT_TOKEN: TOKEN },
+    config: {
+      groups: { family: {} },
+      plugins: { telegram: { bot_token: '${TELEGRAM_BOT_TOKEN}', api_base_url: tg.url, chats: { [String(CHAT)]: 'family' }, owners: [42], poll_timeout_s: 1 } },
+    },
+  });
+  const defaults = parseConfig({ agents: { disk_quota_mb: 0 } });
+  const llm = new LlmProxy({ upstream: 'http://127.0.0.1:9', credential: { apiKey: 'k' }, audit: stack.core.audit, settings: defaults.llm, notify: () => undefined });
+  const paths = { groupsDir: join(stack.dir, 'groups'), stateDir: join(stack.dir, 'state'), agentImageDir: join(ROOT, 'agent-image'), instance: `burst-${process.pid}` };
+  // A turn takes 300 ms and sends one reply.
+  const runtime = scriptedRuntime(async (prompt, socket) => {
+    prompts.push(prompt);
+    await new Promise((r) => setTimeout(r, 300));
+    await agentIpc(socket, 'tool.invoke.send_telegram', { recipient: String(CHAT), body: `reply ${prompts.length}` });
+  });
+  manager = new AgentManager(stack.core, runtime, llm, defaults.agents, paths, () => ['family']);
+  stack.core.on('event', (event) => void manager.onEvent(event)?.catch(() => undefined));
+});
+
+afterAll(async () => {
+  await manager?.stop();
+  await stack?.stop();
+  await tg?.close();
+});
+
+const texts = (from: number, n: number) => Array.from({ length: n }, (_, i) => `burst message ${from + i}`);
+const seen = (text: string) => prompts.filter((p) => p.includes(`\n${text}\n`) || p.endsWith(`\n${text}`)).length;
+
+describe('a burst of messages', () => {
+  it('60 messages in a moment: a handful of turns, each message in exactly one, in order; a reply per turn and no error', async () => {
+    for (const text of texts(0, 60)) tg.queueMessage({ chatId: CHAT, text, fromId: 42 });
+    await until(() => texts(0, 60).every((t) => seen(t) === 1), 30_000);
+    expect(prompts.length).toBeLessThanOrEqual(6);
+    const order = prompts.join('\n').match(/burst message \d+/g)!;
+    expect(order).toEqual(texts(0, 60));
+    expect(prompts[1]).toMatch(/^\d+ messages arrived while you were busy, oldest first/);
+    await until(() => tg.sentTo(CHAT).filter((m) => m.text.startsWith('reply ')).length === prompts.length, 10_000);
+    expect(tg.sentTo(CHAT).filter((m) => !m.text.startsWith('reply '))).toEqual([]);
+  }, 60_000);
+
+  it('while the model budget is spent, messages wait and then run together when it renews', async () => {
+    const before = prompts.length;
+    manager.holdFor('family', 1500);
+    for (const text of texts(100, 3)) tg.queueMessage({ chatId: CHAT, text, fromId: 42 });
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(prompts.length).toBe(before);
+    await until(() => prompts.length === before + 1, 5000);
+    expect(prompts[before]).toMatch(/^3 messages arrived while you were busy/);
+    for (const text of texts(100, 3)) expect(seen(text)).toBe(1);
+  }, 30_000);
+});
