@@ -3,7 +3,7 @@
 // names (group-scoped by the core). The token never leaves this process except in the
 // Authorization header; it is also scrubbed from everything the plugin writes.
 import pino from 'pino';
-import { InitError, ToolError, type CoreServices, type PluginConfig, type PluginHandler, type RequestEnvelope } from '#sdk';
+import { AbortedBeforeActing, InitError, ToolError, type CoreServices, type PluginConfig, type PluginHandler, type RequestContext, type RequestEnvelope } from '#sdk';
 import { renderBody, scrubCredentials, type Evidence } from './report.js';
 import { Tracker, TrackerError, TrackerUnreachable, type Flavor } from './tracker.js';
 
@@ -40,7 +40,7 @@ export default class GitHubBugs implements PluginHandler {
     log.info({ flavor, repository: config.repository, login }, 'issue tracker reachable; token accepted');
   }
 
-  async handleRequest(envelope: RequestEnvelope): Promise<unknown> {
+  async handleRequest(envelope: RequestEnvelope, context?: RequestContext): Promise<unknown> {
     if (envelope.topic !== 'tool.invoke.create_bug_report') throw new ToolError({ message: 'unknown tool', retriable: false });
     const args = envelope.payload.arguments;
     const ids = Array.isArray(args.correlation_ids) ? args.correlation_ids.map(String) : [];
@@ -58,8 +58,11 @@ export default class GitHubBugs implements PluginHandler {
     );
     const title = scrubCredentials(String(args.title).replace(/\s+/g, ' ').trim(), [this.token]);
     const body = renderBody({ description: String(args.description), severity: String(args.severity), evidence, secrets: [this.token] });
+    // Out of time while gathering evidence: nothing was filed, the agent may simply try again.
+    if (context?.signal.aborted) throw new AbortedBeforeActing();
     try {
-      const issue = await this.tracker.createIssue(title, body);
+      // Once the POST is out, an abort cancels it but it may have been filed: RESULT_UNKNOWN.
+      const issue = await this.tracker.createIssue(title, body, context?.signal);
       log.info({ number: issue.number, correlations: ids.length }, 'bug report filed');
       return { url: issue.html_url, number: issue.number };
     } catch (err) {
