@@ -5,7 +5,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import type { Server } from 'node:http';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import * as zmq from 'zeromq';
 import pino from 'pino';
 import { FrameBatch, parseFrames } from '../src/boundary/frame-batch.js';
@@ -14,14 +14,15 @@ import type { CoreConfig } from '../src/config.js';
 import { INTRINSIC_NAMES } from '../src/intrinsics/intrinsics.js';
 import { discoverPlugins, type DiscoveredPlugin } from '../src/plugins/discovery.js';
 import { SOCKETS, type CoreToHost, type HandlerOutcome, type HostToCore, type ServiceMethod } from '../src/plugins/host-protocol.js';
-import type { EventEnvelope, JsonObject, RequestEnvelope } from '../src/protocol/envelope.js';
+import { PROTOCOL_VERSION, type EventEnvelope, type JsonObject, type RequestEnvelope } from '../src/protocol/envelope.js';
 import { APP_VERSION } from '../src/version.js';
-import { ToolError, type CoreServices, type PluginHandler } from '../sdk/index.js';
+import { AbortedBeforeActing, ServiceError, ToolError, type CoreServices, type PluginHandler } from '../sdk/index.js';
 import { categorize, handlerPath, loadHandler, TimeoutError } from './load-handler.js';
 import { servePanel } from './panel-server.js';
 import { BusPublisher } from './bus-publisher.js';
 import { CorePresence } from './core-presence.js';
 import { pluginSection, resolvePluginConfig } from './plugin-config.js';
+import { pluginInStack, StrayErrors } from './stray-errors.js';
 
 export interface HostOptions {
   runDir: string;
@@ -80,6 +81,10 @@ export class PluginHost {
   private readonly panels: Server[] = [];
   private readonly calls = new Map<string, (r: Extract<CoreToHost, { t: 'service_result' }>) => void>();
   private readonly context = new AsyncLocalStorage<Context>();
+  /** Each request's abort controller, aborted when the core says its deadline passed. */
+  private readonly controllers = new Map<string, AbortController>();
+  /** Each plugin's handler folder: a stack trace through it names the plugin (stray errors). */
+  private readonly handlerDirs = new Map<string, string>();
   private inFlight = 0;
   /** hello and every init result so far: said again to a core that restarted. */
   private readonly registration: HostToCore[] = [];
@@ -129,14 +134,15 @@ export class PluginHost {
         failures.push({ t: 'init', plugin: plugin.name, ok: false, category: 'CONFIG_ERROR', detail: 'no handler.js found (was the project built?)' });
         continue;
       }
+      this.handlerDirs.set(plugin.name, dirname(file));
       try {
-        pending.push({ plugin, handler: await loadHandler(file), config: resolved.config });
+        pending.push({ plugin, handler: await this.context.run({ plugin: plugin.name, rid: null, group: null }, () => loadHandler(file)), config: resolved.config });
       } catch (err) {
         failures.push({ t: 'init', plugin: plugin.name, ok: false, category: categorize(err), detail: String((err as Error)?.stack ?? err) });
       }
     }
     // Secrets first, so the core can scrub them from anything a handler says later.
-    await this.registered({ t: 'hello', pid: process.pid, secrets });
+    await this.registered({ t: 'hello', pid: process.pid, secrets, version: PROTOCOL_VERSION });
     for (const failure of failures) await this.registered(failure);
     await Promise.all(pending.map((entry) => this.initialize(entry)));
   }
@@ -146,7 +152,9 @@ export class PluginHost {
     const dataDir = join(this.options.dataDir, name);
     mkdirSync(dataDir, { recursive: true });
     try {
-      await withTimeout(entry.handler.initialize(entry.config, this.services(name, dataDir)), this.options.config.handler_timeout_ms, 'initialize()');
+      // In the plugin's context: what it starts here (a polling loop) stays attributable to it.
+      const started = this.context.run({ plugin: name, rid: null, group: null }, () => entry.handler.initialize(entry.config, this.services(name, dataDir)));
+      await withTimeout(started, this.options.config.handler_timeout_ms, 'initialize()');
       const handler = entry.handler;
       if (entry.plugin.manifest.panel && handler.servePanel) {
         this.panels.push(await servePanel(this.options.runDir, name, (req, res) => this.context.run({ plugin: name, rid: null, group: null }, () => handler.servePanel!(req, res))));
@@ -217,7 +225,7 @@ export class PluginHost {
         call('resolveConfirmation', { id, approve, by, ...(allowHours === undefined ? {} : { allow_hours: allowHours }), ...(hash === undefined ? {} : { hash }) }, group) as Promise<boolean | 'stale'>,
       requestPairing: (chat, details) => call('requestPairing', { chat, ...details }, null) as Promise<never>,
       publish: (topic, group, payload, options) => {
-        this.bus.publish([Buffer.from(topic), Buffer.from(JSON.stringify({ plugin, group, payload, key: options?.key }))]);
+        this.bus.publish([Buffer.from(topic), Buffer.from(JSON.stringify({ plugin, group, payload, key: options?.key, version: PROTOCOL_VERSION }))]);
       },
     };
   }
@@ -230,7 +238,7 @@ export class PluginHost {
         if (!this.calls.delete(sid)) return;
         clearTimeout(timer);
         if (r.ok) resolve(r.value);
-        else reject(new Error(`${method}: ${r.message ?? 'failed'}`));
+        else reject(new ServiceError(r.code ?? 'SERVICE_FAILED', `${method}: ${r.message ?? 'failed'}`));
       };
       this.calls.set(sid, done);
       this.send({ t: 'service', sid, plugin, rid, group, method, args }).catch(() => done({ t: 'service_result', sid, ok: false, message: 'send failed' }));
@@ -244,18 +252,20 @@ export class PluginHost {
       return;
     }
     this.inFlight++;
+    const controller = new AbortController();
+    this.controllers.set(rid, controller);
     let outcome: HandlerOutcome;
     try {
-      const result = await this.context.run({ plugin, rid, group: envelope.group }, () => entry.handler.handleRequest(envelope));
+      const result = await this.context.run({ plugin, rid, group: envelope.group }, () => entry.handler.handleRequest(envelope, { signal: controller.signal }));
       outcome = isJsonData(result) ? { kind: 'result', result } : { kind: 'crash', detail: 'handler returned a value that is not plain JSON data' };
     } catch (err) {
       // instanceof against the one SDK module: a look-alike error is treated as a crash.
-      outcome =
-        err instanceof ToolError
-          ? { kind: 'tool_error', code: err.code, message: String(err.message), retriable: err.retriable === true }
-          : { kind: 'crash', detail: String((err as Error)?.stack ?? err) };
+      if (err instanceof AbortedBeforeActing) outcome = controller.signal.aborted ? { kind: 'stopped' } : { kind: 'crash', detail: 'AbortedBeforeActing thrown although the request was not aborted' };
+      else if (err instanceof ToolError) outcome = { kind: 'tool_error', code: err.code, message: String(err.message), retriable: err.retriable === true };
+      else outcome = { kind: 'crash', detail: String((err as Error)?.stack ?? err) };
     } finally {
       this.inFlight--;
+      this.controllers.delete(rid);
     }
     await this.send({ t: 'response', rid, outcome });
   }
@@ -301,6 +311,8 @@ export class PluginHost {
           else if (message.t === 'service_result') this.calls.get(message.sid)?.(message);
           else if (message.t === 'shutdown') void this.stop(message.drain_ms, message.shutdown_ms);
           else if (message.t === 'register') this.register();
+          else if (message.t === 'cancel') this.controllers.get(message.rid)?.abort();
+          else if (message.t === 'refused') log.fatal({ code: message.code, speaks: message.speaks }, `the core refused this plugin host: ${message.message}`);
         }
       }
     } catch (err) {
@@ -325,6 +337,19 @@ export class PluginHost {
 
   private send(message: HostToCore): Promise<void> {
     return this.toCore.push(Buffer.from(JSON.stringify(message)));
+  }
+
+  /**
+   * Contains stray rejections and exceptions (stray-errors.ts): one traced to a plugin is
+   * its fault, reported; any other ends the process (`fatal`). Returns the removal.
+   */
+  containStrayErrors(fatal: (kind: string, error: unknown) => void): () => void {
+    return new StrayErrors({
+      attribute: (error) => this.context.getStore()?.plugin ?? pluginInStack(error, this.handlerDirs),
+      report: (plugin, message) => void this.callCore(plugin, null, null, 'reportFault', { message }).catch(() => undefined),
+      fatal,
+      log,
+    }).install();
   }
 
   /** Drain in-flight requests, then every handler's shutdown() in parallel, bounded. */

@@ -26,6 +26,31 @@ export class ToolError extends Error {
   }
 }
 
+/**
+ * Throw from handleRequest() when its request's signal aborted it (the deadline passed)
+ * and nothing was done yet: the agent is told it may simply try again. Throw it only
+ * then: once something may have happened (a POST was sent, even if its answer never
+ * came), let the abort end in any other error, and the agent is told the result is
+ * unknown (RESULT_UNKNOWN) instead of being invited to do it twice.
+ */
+export class AbortedBeforeActing extends Error {
+  constructor(message = 'stopped before acting') {
+    super(message);
+    this.name = 'AbortedBeforeActing';
+  }
+}
+
+/** A core service refused the call; `code` says why (UNAUTHORIZED: the manifest or configuration does not give the plugin that power). */
+export class ServiceError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ServiceError';
+  }
+}
+
 /** Throw from initialize() to say precisely why it failed; the agent sees only the category. */
 export class InitError extends Error {
   constructor(
@@ -63,12 +88,15 @@ export interface CoreServices {
   getToolCatalog(): Promise<ToolSummary[]>;
   getSessionInfo(): Promise<SessionInfo>;
   /**
-   * Channel plugins: publish message.inbound (or task.*) for a group. `key` names the
+   * Publish message.inbound (a channel plugin, for a group its configuration maps) or
+   * task.* (a plugin whose manifest says `provides.schedules`); anything else is dropped
+   * and audited by the core. `key` names the
    * event at its source (e.g. a Telegram update id): the core accepts one event per key,
    * so a plugin that crashed after publishing but before saving its progress can publish
    * it again on restart without it being handled twice.
    */
   publish(topic: string, group: string, payload: JsonObject, options?: { key?: string }): void;
+  /** Channel plugins, for a group they map; any other call is refused (ServiceError UNAUTHORIZED) and audited. */
   listConfirmations(group: string): Promise<PendingConfirmation[]>;
   /**
    * What became of a confirmation: pending, ended (decision and by whom), or unknown to the
@@ -84,6 +112,8 @@ export interface CoreServices {
    * person's choice). With `hash` (the description's hash, or a prefix of at least 8 hex
    * digits), the answer binds to what the person was shown: 'stale' (nothing decided) when
    * it is not the pending call's. False: nothing was pending (answered, expired, unknown).
+   * Channel plugins only, for a group they map; any other call is refused (ServiceError
+   * UNAUTHORIZED) and audited.
    */
   resolveConfirmation(id: string, approve: boolean, by: string, group: string, allowHours?: number, hash?: string): Promise<boolean | 'stale'>;
   /**
@@ -113,9 +143,18 @@ export interface MemoryBrief {
   brief_count: number;
 }
 
+/** What comes with each request besides its envelope. */
+export interface RequestContext {
+  /**
+   * Aborted when the request's deadline passes: pass it on (fetch's `signal`, ...). How the
+   * handler ends then is audited; see AbortedBeforeActing.
+   */
+  signal: AbortSignal;
+}
+
 export interface PluginHandler {
   initialize(config: PluginConfig, services: CoreServices): Promise<void>;
-  handleRequest(envelope: RequestEnvelope): Promise<unknown>;
+  handleRequest(envelope: RequestEnvelope, context: RequestContext): Promise<unknown>;
   handleEvent?(envelope: EventEnvelope): Promise<void>;
   shutdown?(): Promise<void>;
   /** Only for a plugin whose manifest declares provides.hooks: ["memory_brief"]. */

@@ -26,6 +26,11 @@ export interface CoreConfig {
   rate_limit: RateLimit;
   tool_rate_limits: Record<string, RateLimit>;
   handler_timeout_ms: number;
+  /**
+   * After a handler's deadline its signal is aborted; this long it has to say it stopped
+   * before acting (then the call is a retriable PLUGIN_TIMEOUT, else RESULT_UNKNOWN).
+   */
+  handler_abort_grace_ms: number;
   confirmation_timeout_ms: number;
   confirmations: ConfirmationSettings;
   shutdown_timeout_ms: number;
@@ -241,6 +246,7 @@ export const configSchema = {
     rate_limit: { ...rateSchema, default: { per_minute: 120, burst: 30 } },
     tool_rate_limits: { type: 'object', additionalProperties: rateSchema, default: {} },
     handler_timeout_ms: { type: 'integer', minimum: 1, default: 30_000 },
+    handler_abort_grace_ms: { type: 'integer', minimum: 0, maximum: 30_000, default: 2000 },
     confirmation_timeout_ms: { type: 'integer', minimum: 1, default: 300_000 },
     confirmations: {
       type: 'object',

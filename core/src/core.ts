@@ -27,14 +27,15 @@ import { discoverPlugins, type ToolEntry } from './plugins/discovery.js';
 import { SOCKETS, type HostToCore, type PublishedEvent } from './plugins/host-protocol.js';
 import { answerService, type ServiceDeps } from './plugins/services.js';
 import { PluginHostLink } from './plugins/host-link.js';
-import { eventEnvelope, type EventEnvelope, type JsonObject } from './protocol/envelope.js';
+import { PluginPowers } from './plugins/plugin-powers.js';
+import { eventEnvelope, PROTOCOL_VERSION, type EventEnvelope, type JsonObject } from './protocol/envelope.js';
 import { createSanitizer, type Sanitizer } from './response/sanitize.js';
 import { Pairing } from './pairing/pairing.js';
 import { APP_VERSION } from './version.js';
 
 export { APP_VERSION } from './version.js';
 
-/** Topics a plugin may publish; everything else on the bus is the core's to say. */
+/** Topics a plugin may publish (if its manifest gives it the power: plugin-powers.ts); everything else on the bus is the core's to say. */
 const PLUGIN_TOPICS = new Set(['message.inbound', 'task.created', 'task.triggered']);
 /** Per plugin, events that may wait for its initialization to be known (see holdEarly). */
 const MAX_EARLY_EVENTS = 1000;
@@ -87,6 +88,7 @@ export class Core extends EventEmitter<CoreEvents> {
   private readonly hostLink = new PluginHostLink();
   private readonly bus = new EventBus();
   private readonly authorizer: GroupAuthorizer;
+  private readonly powers: PluginPowers;
   private readonly limiter: RateLimiter;
   private readonly deps: PipelineDeps;
   private secrets: Set<string>;
@@ -108,6 +110,7 @@ export class Core extends EventEmitter<CoreEvents> {
     this.catalog = new ToolCatalog(intrinsicTools, discovery.plugins, discovery.rejected);
     for (const bad of discovery.rejected) this.auditPluginFailure(bad.name, 'CONFIG_ERROR', bad.reason);
     this.authorizer = new GroupAuthorizer(config);
+    this.powers = new PluginPowers(this.catalog, config, this.authorizer);
     this.limiter = new RateLimiter(config.rate_limit, config.tool_rate_limits);
     this.confirmations = new Confirmations(config.confirmation_timeout_ms, config.confirmations.max_pending_per_group);
     this.confirmations.on('requested', (p) =>
@@ -135,7 +138,7 @@ export class Core extends EventEmitter<CoreEvents> {
       recent: new RecentRequests(),
       standing: this.standing,
       describeState: (tool, session, args) => this.describeState(tool, session.group, args, session.id),
-      calls: new WaitingCalls(config.handler_timeout_ms, config.confirmations.keepalive_ms),
+      calls: new WaitingCalls(config.handler_timeout_ms + config.handler_abort_grace_ms, config.confirmations.keepalive_ms),
       allowHiddenCharacters: new Set(config.confirmations.allow_hidden_characters),
       succeeded: (session, tool) => {
         if (isReplyTool(this.catalog, tool)) this.emit('replied', { session: session.id, group: session.group });
@@ -145,6 +148,7 @@ export class Core extends EventEmitter<CoreEvents> {
         hostLink: this.hostLink,
         intrinsics: { audit: this.audit, catalog: this.catalog, authorizer: this.authorizer },
         timeoutMs: config.handler_timeout_ms,
+        abortGraceMs: config.handler_abort_grace_ms,
       },
     };
   }
@@ -165,6 +169,7 @@ export class Core extends EventEmitter<CoreEvents> {
       audit: core.audit,
       sessions: core.sessions,
       authorizer: core.authorizer,
+      powers: core.powers,
       confirmations: core.confirmations,
       answerConfirmation: (id, approve, by, hours, hash) => core.answerConfirmation(id, approve, by, hours, hash),
       requestPairing: (plugin, chat, details) => core.pairing.request(plugin, chat, details),
@@ -172,6 +177,9 @@ export class Core extends EventEmitter<CoreEvents> {
     };
     core.hostLink.on('service', (m, reply) => reply(answerService(m, services)));
     core.hostLink.on('down', () => core.onHostDown());
+    core.hostLink.on('refused', (m) => core.audit.record({ group: null, session: null, source: 'plugin-host', topic: null, correlation: null, stage: 'plugin', outcome: 'rejected', code: 'UNSUPPORTED_VERSION', reason: `a plugin host (pid ${String(m.pid).slice(0, 16)}) speaking protocol version ${JSON.stringify(m.version ?? null).slice(0, 16)} was refused (this core speaks ${PROTOCOL_VERSION})` }));
+    // Whether a handler aborted at its deadline stopped, and how: the caller was answered RESULT_UNKNOWN meanwhile.
+    core.hostLink.on('late', (l) => core.audit.record({ group: l.group, session: l.session, source: l.plugin, topic: l.topic, correlation: l.correlation, stage: 'handler', outcome: l.outcome === 'stopped' ? 'ok' : 'error', reason: l.outcome === 'stopped' ? 'after its deadline the handler stopped before acting' : `after its deadline the handler ran on and ended with ${l.outcome}` }));
     await core.hostLink.open(`ipc://${join(options.runDir, SOCKETS.pluginHost)}`);
     await core.bus.open(`ipc://${join(options.runDir, SOCKETS.busOut)}`, `ipc://${join(options.runDir, SOCKETS.busIn)}`, (t, e) => core.onPublished(t, e));
     core.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'core', outcome: 'ok', reason: `core ${APP_VERSION} started` });
@@ -317,14 +325,16 @@ export class Core extends EventEmitter<CoreEvents> {
   }
 
   private onPublished(topic: string, event: PublishedEvent): void {
-    const drop = (reason: string): void =>
-      void this.audit.record({ group: typeof event.group === 'string' ? event.group.slice(0, 64) : null, session: null, source: String(event.plugin).slice(0, 64), topic: topic.slice(0, 128), correlation: null, stage: 'event', outcome: 'dropped', reason });
+    const drop = (reason: string, code?: string): void =>
+      void this.audit.record({ group: typeof event.group === 'string' ? event.group.slice(0, 64) : null, session: null, source: String(event.plugin).slice(0, 64), topic: topic.slice(0, 128), correlation: null, stage: 'event', outcome: 'dropped', reason, ...(code ? { code } : {}) });
+    if (event.version !== PROTOCOL_VERSION) return drop(`envelope version ${JSON.stringify(event.version ?? null).slice(0, 16)} is not one this core speaks (${PROTOCOL_VERSION})`, 'UNSUPPORTED_VERSION');
     if (!PLUGIN_TOPICS.has(topic)) return drop('plugins may not publish this topic');
     const state = this.catalog.state(event.plugin);
     if (state === 'starting') return this.holdEarly(topic, event, drop);
     if (state !== 'healthy') return drop('publisher is not a healthy plugin');
     if (typeof event.group !== 'string' || !GROUP_NAME_PATTERN.test(event.group)) return drop('invalid group');
-    if (!this.authorizer.pluginMaySee(event.plugin, event.group)) return drop('plugin may not act for this group');
+    const refusal = this.powers.mayPublish(event.plugin, topic, event.group);
+    if (refusal) return drop(refusal, 'UNAUTHORIZED');
     if (typeof event.payload !== 'object' || event.payload === null || Array.isArray(event.payload)) return drop('payload must be an object');
     if (typeof event.key === 'string' && !this.seenKeys.first(`${event.plugin} ${event.key.slice(0, 128)}`)) return drop(`a repeat of event ${event.key.slice(0, 64)}, already accepted`);
     const envelope = this.publish(topic, event.group, event.payload, event.plugin, event.plugin);

@@ -3,7 +3,7 @@
 // names (group-scoped by the core). The token never leaves this process except in the
 // Authorization header; it is also scrubbed from everything the plugin writes.
 import pino from 'pino';
-import { InitError, ToolError, type CoreServices, type PluginConfig, type PluginHandler, type RequestEnvelope } from '#sdk';
+import { AbortedBeforeActing, InitError, ToolError, type CoreServices, type PluginConfig, type PluginHandler, type RequestContext, type RequestEnvelope } from '#sdk';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { FiledReports } from './filed-reports.js';
@@ -51,7 +51,7 @@ export default class GitHubBugs implements PluginHandler {
     return describeEvidence(await this.evidence(args), [this.token]);
   }
 
-  async handleRequest(envelope: RequestEnvelope): Promise<unknown> {
+  async handleRequest(envelope: RequestEnvelope, context?: RequestContext): Promise<unknown> {
     if (envelope.topic !== 'tool.invoke.create_bug_report') throw new ToolError({ message: 'unknown tool', retriable: false });
     const args = envelope.payload.arguments;
     // The same report twice makes no sense: one approval is not a licence to file it again.
@@ -63,8 +63,11 @@ export default class GitHubBugs implements PluginHandler {
     const evidence = await this.evidence(args);
     const title = scrubCredentials(String(args.title).replace(/\s+/g, ' ').trim(), [this.token]);
     const body = renderBody({ description: String(args.description), severity: String(args.severity), evidence, secrets: [this.token] });
+    // Out of time while gathering evidence: nothing was filed, the agent may simply try again.
+    if (context?.signal.aborted) throw new AbortedBeforeActing();
     try {
-      const issue = await this.tracker.createIssue(title, body);
+      // Once the POST is out, an abort cancels it but it may have been filed: RESULT_UNKNOWN.
+      const issue = await this.tracker.createIssue(title, body, context?.signal);
       log.info({ number: issue.number, correlations: evidence.length }, 'bug report filed');
       this.filed.add(key, issue.html_url);
       return { url: issue.html_url, number: issue.number };

@@ -75,8 +75,9 @@ export class Tracker {
     await this.request('GET', this.repoPath(), 'repository check');
   }
 
-  async createIssue(title: string, body: string): Promise<CreatedIssue> {
-    const issue = await this.request<{ number?: unknown; html_url?: unknown }>('POST', this.repoPath('/issues'), 'issue creation', { title, body });
+  /** `signal`: the request's deadline; aborted, the POST is cancelled (it may still have reached the tracker). */
+  async createIssue(title: string, body: string, signal?: AbortSignal): Promise<CreatedIssue> {
+    const issue = await this.request<{ number?: unknown; html_url?: unknown }>('POST', this.repoPath('/issues'), 'issue creation', { title, body }, signal);
     if (typeof issue.number !== 'number' || typeof issue.html_url !== 'string') throw new TrackerError('issue creation', 502, 'unexpected answer from the tracker', null);
     return { number: issue.number, html_url: issue.html_url };
   }
@@ -91,9 +92,12 @@ export class Tracker {
     return headers;
   }
 
-  private async request<T>(method: 'GET' | 'POST', path: string, operation: string, body?: unknown): Promise<T> {
+  private async request<T>(method: 'GET' | 'POST', path: string, operation: string, body?: unknown, deadline?: AbortSignal): Promise<T> {
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), this.options.timeoutMs);
+    const onDeadline = (): void => controller.abort();
+    if (deadline?.aborted) controller.abort();
+    deadline?.addEventListener('abort', onDeadline, { once: true });
     let response: Response;
     let text: string;
     try {
@@ -110,6 +114,7 @@ export class Tracker {
       throw new TrackerUnreachable(operation, controller.signal.aborted ? 'ETIMEDOUT' : networkCode(err));
     } finally {
       clearTimeout(timer);
+      deadline?.removeEventListener('abort', onDeadline);
     }
     let parsed: unknown = null;
     try {

@@ -3,7 +3,23 @@
 // fetch that classifies failures (unreachable, credentials refused, HTTP status), the
 // reminder lists (calendar collections that hold VTODOs), and object reads and writes
 // with ETags so a concurrent edit in another client is never overwritten silently.
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { DAVClient, type DAVResponse } from 'tsdav';
+
+/** The request a store call serves: its abort signal, and whether a write was sent for it. */
+export interface RequestScope {
+  signal?: AbortSignal;
+  /** Set before the first request that may change the server (so an abort after it may have acted). */
+  wrote: boolean;
+}
+
+const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS', 'PROPFIND', 'REPORT']);
+const scopes = new AsyncLocalStorage<RequestScope>();
+
+/** Runs `fn` with every request it makes (through tsdav too) bound to `scope`'s signal. */
+export function inRequest<T>(scope: RequestScope, fn: () => Promise<T>): Promise<T> {
+  return scopes.run(scope, fn);
+}
 
 /** The server could not be reached, or did not answer in time. */
 export class DavUnreachable extends Error {
@@ -135,8 +151,15 @@ export class CalDavStore {
   private readonly fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     if (this.unreachable) throw this.unreachable;
     let response: Response;
+    const scope = scopes.getStore();
+    const deadline = init?.signal ?? AbortSignal.timeout(this.options.timeoutMs);
+    // The request's own deadline (the core aborts it) cancels this fetch too.
+    const signal = scope?.signal ? AbortSignal.any([deadline, scope.signal]) : deadline;
+    // Aborted already: this request is never sent (and so never counts as a write).
+    if (scope?.signal?.aborted) throw new DavUnreachable('TIMEOUT');
+    if (scope && !READ_METHODS.has((init?.method ?? 'GET').toUpperCase())) scope.wrote = true;
     try {
-      response = await globalThis.fetch(input, { ...init, signal: init?.signal ?? AbortSignal.timeout(this.options.timeoutMs) });
+      response = await globalThis.fetch(input, { ...init, signal });
     } catch (err) {
       const failure = new DavUnreachable(networkCode(err));
       if (this.connecting) this.unreachable = failure;

@@ -3,8 +3,8 @@
 // reminder's id is its VTODO UID, which this plugin resolves to the object's URL itself.
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
-import { InitError, isKnownTimeZone, ToolError, truncate, type CoreServices, type PluginConfig, type PluginHandler, type RequestEnvelope } from '#sdk';
-import { CalDavStore, DavAuthRejected, DavConflict, DavHttpError, DavUnreachable, type ReminderList, type StoredObject } from './caldav.js';
+import { AbortedBeforeActing, InitError, isKnownTimeZone, ToolError, truncate, type CoreServices, type PluginConfig, type PluginHandler, type RequestContext, type RequestEnvelope } from '#sdk';
+import { CalDavStore, DavAuthRejected, DavConflict, DavHttpError, DavUnreachable, inRequest, type ReminderList, type RequestScope, type StoredObject } from './caldav.js';
 import { alarmTime, buildTodo, completionEdit, editTodo, formatIso, isDone, parseTodo, sequenceOf, type DueValue, type ParsedTodo } from './ical.js';
 
 const log = pino({ base: { service: 'plugin-host', plugin: 'reminders' } }, pino.destination(2));
@@ -93,24 +93,31 @@ export default class RemindersPlugin implements PluginHandler {
     log.info({ lists: this.lists.length }, 'connected to the CalDAV server');
   }
 
-  async handleRequest(envelope: RequestEnvelope): Promise<unknown> {
+  async handleRequest(envelope: RequestEnvelope, context?: RequestContext): Promise<unknown> {
+    const scope: RequestScope = { signal: context?.signal, wrote: false };
+    try {
+      return await inRequest(scope, () => this.dispatch(envelope));
+    } catch (err) {
+      // Cut off at the deadline before anything was written: nothing happened, the agent may retry.
+      if (scope.signal?.aborted && !scope.wrote) throw new AbortedBeforeActing();
+      throw toolError(err);
+    }
+  }
+
+  private async dispatch(envelope: RequestEnvelope): Promise<unknown> {
     const args = envelope.payload.arguments;
     const tool = envelope.topic.slice('tool.invoke.'.length);
-    try {
-      switch (tool) {
-        case 'create_reminder':
-          return await this.create(args);
-        case 'list_reminders':
-          return await this.listReminders(typeof args.list === 'string' ? args.list : undefined, args.include_completed === true);
-        case 'complete_reminder':
-          return await this.complete(String(args.reminder_id));
-        case 'delete_reminder':
-          return await this.remove(String(args.reminder_id));
-        default:
-          throw new ToolError({ message: `unknown tool ${tool}`, retriable: false });
-      }
-    } catch (err) {
-      throw toolError(err);
+    switch (tool) {
+      case 'create_reminder':
+        return await this.create(args);
+      case 'list_reminders':
+        return await this.listReminders(typeof args.list === 'string' ? args.list : undefined, args.include_completed === true);
+      case 'complete_reminder':
+        return await this.complete(String(args.reminder_id));
+      case 'delete_reminder':
+        return await this.remove(String(args.reminder_id));
+      default:
+        throw new ToolError({ message: `unknown tool ${tool}`, retriable: false });
     }
   }
 

@@ -5,6 +5,7 @@
 // (at most once per PAIRING_REPEAT_MS), and is mapped when the owner approves it.
 import pino from 'pino';
 import {
+  AbortedBeforeActing,
   InitError,
   ToolError,
   type ConfirmationStatus,
@@ -13,6 +14,7 @@ import {
   type JsonObject,
   type PluginConfig,
   type PluginHandler,
+  type RequestContext,
   type RequestEnvelope,
   truncate,
 } from '#sdk';
@@ -152,10 +154,10 @@ export default class TelegramChannel implements PluginHandler {
     this.loop = this.poll();
   }
 
-  async handleRequest(envelope: RequestEnvelope): Promise<unknown> {
+  async handleRequest(envelope: RequestEnvelope, context?: RequestContext): Promise<unknown> {
     const args = envelope.payload.arguments;
     const tool = envelope.topic.slice('tool.invoke.'.length);
-    if (tool === 'send_telegram') return this.sendTelegram(envelope.group, String(args.recipient), String(args.body));
+    if (tool === 'send_telegram') return this.sendTelegram(envelope.group, String(args.recipient), String(args.body), context?.signal);
     if (tool === 'get_telegram_history') return this.getHistory(envelope.group, String(args.chat_id), typeof args.limit === 'number' ? args.limit : 20);
     throw new ToolError({ message: `unknown tool ${tool}`, retriable: false });
   }
@@ -214,7 +216,8 @@ export default class TelegramChannel implements PluginHandler {
     return [...this.settings.chats].filter(([, g]) => g === group).map(([chat]) => chat);
   }
 
-  private async sendTelegram(group: string, recipient: string, body: string): Promise<unknown> {
+  /** `deadline`: the request's signal, aborted by the core when its time is up. */
+  private async sendTelegram(group: string, recipient: string, body: string, deadline?: AbortSignal): Promise<unknown> {
     const chat = recipient.trim();
     if (this.settings.chats.get(chat) !== group) throw new ToolError({ message: 'recipient is not a chat of this group', retriable: false });
     const chunks = splitMessage(body);
@@ -223,10 +226,15 @@ export default class TelegramChannel implements PluginHandler {
     return this.exclusive(chat, async () => {
       const budget = { waitedMs: 0 };
       const ids: number[] = [];
+      const signal = deadline ? AbortSignal.any([this.abort.signal, deadline]) : this.abort.signal;
+      // A sendMessage cut off in flight may have reached Telegram: only before any did, nothing happened.
+      const progress = { inFlight: false };
+      if (deadline?.aborted) throw new AbortedBeforeActing();
       for (const chunk of chunks) {
         try {
-          ids.push((await this.send(chat, chunk, {}, budget)).message_id);
+          ids.push((await this.send(chat, chunk, {}, budget, signal, progress)).message_id);
         } catch (err) {
+          if (deadline?.aborted && ids.length === 0 && !progress.inFlight) throw new AbortedBeforeActing();
           throw toolError(err, ids.length, chunks.length);
         }
       }
@@ -257,20 +265,24 @@ export default class TelegramChannel implements PluginHandler {
   }
 
   /** sendMessage, waiting out 429s within the budget; remembers what was sent. */
-  private async send(chat: string, text: string, extra: JsonObject, budget = { waitedMs: 0 }): Promise<TgMessage> {
+  private async send(chat: string, text: string, extra: JsonObject, budget = { waitedMs: 0 }, signal = this.abort.signal, progress = { inFlight: false }): Promise<TgMessage> {
     for (let attempt = 0; ; attempt++) {
       try {
-        const message = await this.api.call<TgMessage>('sendMessage', { chat_id: chat, text, ...extra }, { signal: this.abort.signal });
+        progress.inFlight = true;
+        const message = await this.api.call<TgMessage>('sendMessage', { chat_id: chat, text, ...extra }, { signal });
+        progress.inFlight = false;
         this.remember(chat, { message_id: message.message_id, from: 'bot', sender: null, text, date: new Date().toISOString() });
         return message;
       } catch (err) {
+        // Telegram answered (a refusal): that message was not sent.
+        if (err instanceof BotApiError) progress.inFlight = false;
         if (!(err instanceof BotApiError) || err.errorCode !== 429) throw err;
         const retryAfter = Math.max(1, Math.ceil(err.retryAfter ?? 1));
         if (attempt >= MAX_RETRIES || budget.waitedMs + retryAfter * 1000 > RETRY_BUDGET_MS) throw new RateLimited(retryAfter);
         log.info({ chat, retry_after: retryAfter }, 'rate limited by Telegram; waiting');
         budget.waitedMs += retryAfter * 1000;
-        await sleep(retryAfter * 1000, this.abort.signal);
-        if (this.abort.signal.aborted) throw new BotApiAborted('sendMessage');
+        await sleep(retryAfter * 1000, signal);
+        if (signal.aborted) throw new BotApiAborted('sendMessage');
       }
     }
   }

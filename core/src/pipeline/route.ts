@@ -27,6 +27,8 @@ export interface RouteDeps {
   hostLink: PluginHostLink;
   intrinsics: IntrinsicDeps;
   timeoutMs: number;
+  /** After the deadline, how long the handler has to say it stopped before acting. */
+  abortGraceMs: number;
 }
 
 function crash(source: string, detail: string): Routed {
@@ -63,7 +65,7 @@ export async function route(tool: ToolEntry, envelope: RequestEnvelope, session:
   });
   if (deps.catalog.state(plugin) !== 'healthy') return unavailable('not available right now');
 
-  const outcome = await deps.hostLink.invoke(plugin, envelope, session.id, deps.timeoutMs);
+  const outcome = await deps.hostLink.invoke(plugin, envelope, session.id, deps.timeoutMs, deps.abortGraceMs);
   switch (outcome.kind) {
     case 'result':
       return checkResult(plugin, outcome.result);
@@ -88,9 +90,20 @@ export async function route(tool: ToolEntry, envelope: RequestEnvelope, session:
         error: pipelineError('RESULT_UNKNOWN', `Plugin "${plugin}" stopped while handling this request: it may or may not have been carried out. Check (e.g. by listing) before trying again`, false, { stage: 6 }),
       };
     case 'timeout':
+      // Retriable only when the handler is known to have stopped without acting; otherwise a retry could act twice.
+      if (outcome.stopped) {
+        return {
+          source: 'core',
+          error: pipelineError('PLUGIN_TIMEOUT', `Plugin "${plugin}" did not respond within ${Math.round(deps.timeoutMs / 1000)}s; it stopped without acting`, true, { stage: 6 }),
+          detail: 'aborted at the deadline: the handler stopped before acting',
+        };
+      }
       return {
         source: 'core',
-        error: pipelineError('PLUGIN_TIMEOUT', `Plugin "${plugin}" did not respond within ${Math.round(deps.timeoutMs / 1000)}s`, true, { stage: 6 }),
+        error: pipelineError('RESULT_UNKNOWN', `Plugin "${plugin}" did not respond within ${Math.round(deps.timeoutMs / 1000)}s and may or may not have carried this out. Check (e.g. by listing) before trying again`, false, { stage: 6 }),
+        detail: outcome.late
+          ? `aborted at the deadline: the handler did not stop before acting; it ended with ${outcome.late} after the deadline`
+          : `aborted at the deadline: no word from the handler within ${deps.abortGraceMs} ms (its final word is audited when it comes)`,
       };
   }
 }

@@ -6,18 +6,40 @@ import { randomUUID } from 'node:crypto';
 import * as zmq from 'zeromq';
 import { FrameBatch, parseFrames } from '../boundary/frame-batch.js';
 import { SendQueue } from '../boundary/send-queue.js';
-import type { JsonObject, RequestEnvelope } from '../protocol/envelope.js';
+import { PROTOCOL_VERSION, type JsonObject, type RequestEnvelope } from '../protocol/envelope.js';
 import type { CoreToHost, HandlerOutcome, HostToCore } from './host-protocol.js';
 
-/** `unknown`: the request reached the host, which went away before answering. */
-export type InvokeOutcome = HandlerOutcome | { kind: 'timeout' } | { kind: 'unknown' };
+/**
+ * `unknown`: the request reached the host, which went away before answering.
+ * `timeout`: the deadline passed and the handler was aborted; `stopped` when it said,
+ * within the grace period, that it stopped before acting; otherwise `late` is what it
+ * ended with in the grace period (absent: no word yet; a `late` event reports it later).
+ */
+export type InvokeOutcome = Exclude<HandlerOutcome, { kind: 'stopped' }> | { kind: 'timeout'; stopped: boolean; late?: HandlerOutcome['kind'] } | { kind: 'unknown' };
 
 interface InFlight {
   plugin: string;
   group: string;
   session: string;
+  correlation: string;
+  topic: string;
+  /** Set at the deadline: the handler was asked to abort; its answer now only says whether it stopped. */
+  cancelled: boolean;
   finish: (outcome: InvokeOutcome) => void;
 }
+
+/** A request answered at its deadline whose handler has not said yet how it ended. */
+export interface LateAnswer {
+  plugin: string;
+  group: string;
+  session: string;
+  correlation: string;
+  topic: string;
+  outcome: HandlerOutcome['kind'];
+}
+
+/** Timed-out requests remembered for their handler's final word (the oldest forgotten beyond this). */
+const MAX_AWAITING_FINAL_WORD = 1000;
 
 export interface HostLinkEvents {
   hello: [Extract<HostToCore, { t: 'hello' }>];
@@ -25,6 +47,10 @@ export interface HostLinkEvents {
   service: [Extract<HostToCore, { t: 'service' }>, (reply: Extract<CoreToHost, { t: 'service_result' }>) => void];
   stopped: [Extract<HostToCore, { t: 'stopped' }>];
   down: [];
+  /** A host whose hello named a protocol version this core does not speak (it was refused). */
+  refused: [{ version: unknown; pid: unknown }];
+  /** The final word of a handler that was aborted at its deadline, after the caller was answered. */
+  late: [LateAnswer];
 }
 
 export class PluginHostLink extends EventEmitter<HostLinkEvents> {
@@ -46,6 +72,7 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
   private readonly inFlight = new Map<string, InFlight>();
   /** describe_call hooks running: like a request, their plugin may read that group's audit log. */
   private readonly describing = new Map<string, { plugin: string; group: string; session: string }>();
+  private readonly awaitingFinalWord = new Map<string, Omit<LateAnswer, 'outcome'>>();
   private readonly hooks = new Map<string, (r: Extract<HostToCore, { t: 'hook_result' }>) => void>();
   private loops: Promise<void>[] = [];
 
@@ -54,7 +81,12 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
     this.loops = [this.receive(), this.watch()];
   }
 
-  /** A dropped connection (crash, kill, heartbeat timeout) means the host is gone. */
+  /**
+   * A dropped connection (crash, kill, heartbeat timeout) means the host is gone. (A
+   * disconnect names no peer: another connection closing, such as a host refused for its
+   * version, reads the same. A probe send to the host cannot tell either: to a peer just
+   * gone it may wait instead of failing.)
+   */
   private async watch(): Promise<void> {
     try {
       for await (const event of this.router.events) if (event.type === 'disconnect') this.hostLost();
@@ -75,17 +107,31 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
     return this.inFlight.get(rid) ?? this.describing.get(rid);
   }
 
-  invoke(plugin: string, envelope: RequestEnvelope, session: string, timeoutMs: number): Promise<InvokeOutcome> {
+  /**
+   * At `timeoutMs` the handler's signal is aborted (a `cancel`); the caller is answered
+   * once the handler has said how it ended, or after `graceMs` without a word.
+   */
+  invoke(plugin: string, envelope: RequestEnvelope, session: string, timeoutMs: number, graceMs = 0): Promise<InvokeOutcome> {
     if (!this.host) return Promise.resolve({ kind: 'unavailable' });
     const rid = randomUUID();
     return new Promise((resolve) => {
-      const timer = setTimeout(() => finish({ kind: 'timeout' }), timeoutMs);
+      let timer = setTimeout(() => {
+        const entry = this.inFlight.get(rid);
+        if (!entry) return;
+        entry.cancelled = true;
+        void this.send({ t: 'cancel', rid }).catch(() => undefined);
+        timer = setTimeout(() => {
+          // No word in the grace period: the handler may still act. Its final word is audited when it comes.
+          this.awaitFinalWord(rid, entry);
+          finish({ kind: 'timeout', stopped: false });
+        }, graceMs);
+      }, timeoutMs);
       const finish = (outcome: InvokeOutcome): void => {
         if (!this.inFlight.delete(rid)) return;
         clearTimeout(timer);
         resolve(outcome);
       };
-      this.inFlight.set(rid, { plugin, group: envelope.group, session, finish });
+      this.inFlight.set(rid, { plugin, group: envelope.group, session, correlation: envelope.correlation, topic: envelope.topic, cancelled: false, finish });
       // Not sent: nothing can have acted. Sent: only the handler's answer says what happened.
       this.send({ t: 'request', rid, plugin, envelope }).catch(() => finish({ kind: 'unavailable' }));
     });
@@ -153,6 +199,13 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
     }
     switch (message.t) {
       case 'hello':
+        // A host speaking another protocol is not linked: everything it would say could be misread.
+        if (message.version !== PROTOCOL_VERSION) {
+          const refused: CoreToHost = { t: 'refused', code: 'UNSUPPORTED_VERSION', message: `this core speaks protocol version ${PROTOCOL_VERSION}, not ${JSON.stringify(message.version ?? null).slice(0, 16)}`, speaks: [PROTOCOL_VERSION] };
+          void this.queue.push([identity, Buffer.from(JSON.stringify(refused))]).catch(() => undefined);
+          this.emit('refused', { version: message.version, pid: message.pid });
+          break;
+        }
         // The same connection saying hello again (it registered on reconnecting and was
         // asked to as well): nothing was lost, nothing to redo.
         if (this.host?.equals(identity)) break;
@@ -169,7 +222,7 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
         this.emit('init', message);
         break;
       case 'response':
-        this.inFlight.get(message.rid)?.finish(message.outcome);
+        this.answered(message.rid, message.outcome);
         break;
       case 'hook_result':
         this.hooks.get(message.hid)?.(message);
@@ -183,7 +236,31 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
     }
   }
 
+  private answered(rid: string, outcome: HandlerOutcome): void {
+    const entry = this.inFlight.get(rid);
+    if (entry?.cancelled) {
+      entry.finish(outcome.kind === 'stopped' ? { kind: 'timeout', stopped: true } : { kind: 'timeout', stopped: false, late: outcome.kind });
+      return;
+    }
+    if (entry) {
+      // 'stopped' without an abort is a handler's mistake: it is no answer the agent can use.
+      entry.finish(outcome.kind === 'stopped' ? { kind: 'crash', detail: 'the handler threw AbortedBeforeActing although its request was not aborted' } : outcome);
+      return;
+    }
+    const waiting = this.awaitingFinalWord.get(rid);
+    if (!waiting) return;
+    this.awaitingFinalWord.delete(rid);
+    this.emit('late', { ...waiting, outcome: outcome.kind });
+  }
+
+  private awaitFinalWord(rid: string, entry: InFlight): void {
+    this.awaitingFinalWord.set(rid, { plugin: entry.plugin, group: entry.group, session: entry.session, correlation: entry.correlation, topic: entry.topic });
+    if (this.awaitingFinalWord.size > MAX_AWAITING_FINAL_WORD) this.awaitingFinalWord.delete(this.awaitingFinalWord.keys().next().value as string);
+  }
+
   private failAll(): void {
+    // A host that went away will not say how those handlers ended.
+    this.awaitingFinalWord.clear();
     for (const f of [...this.inFlight.values()]) f.finish({ kind: 'unknown' });
     for (const [hid, done] of [...this.hooks]) done({ t: 'hook_result', hid, ok: false, detail: 'plugin host restarted' });
   }

@@ -7,12 +7,15 @@ export type HandlerOutcome =
   | { kind: 'result'; result: unknown }
   | { kind: 'tool_error'; code: string; message: string; retriable: boolean }
   | { kind: 'crash'; detail: string }
-  | { kind: 'unavailable' };
+  | { kind: 'unavailable' }
+  /** The request was aborted (its deadline) and the handler said it stopped before acting (AbortedBeforeActing). */
+  | { kind: 'stopped' };
 
 export type ServiceMethod = 'getAuditLog' | 'getToolCatalog' | 'getSessionInfo' | 'resolveConfirmation' | 'listConfirmations' | 'confirmationStatus' | 'notifyUser' | 'reportFault' | 'requestPairing';
 
 export type HostToCore =
-  | { t: 'hello'; pid: number; secrets: string[] }
+  /** `version`: the protocol version the host speaks (PROTOCOL_VERSION); a core that does not speak it refuses the host. */
+  | { t: 'hello'; pid: number; secrets: string[]; version: number }
   | { t: 'init'; plugin: string; ok: true }
   | { t: 'init'; plugin: string; ok: false; category: InitFailureCategory; detail: string }
   | { t: 'response'; rid: string; outcome: HandlerOutcome }
@@ -24,7 +27,12 @@ export type CoreToHost =
   | { t: 'request'; rid: string; plugin: string; envelope: RequestEnvelope }
   | { t: 'hook'; hid: string; plugin: string; hook: 'memory_brief'; group: string }
   | { t: 'hook'; hid: string; plugin: string; hook: 'describe_call'; group: string; tool: string; arguments: JsonObject }
-  | { t: 'service_result'; sid: string; ok: boolean; value?: unknown; message?: string }
+  /** `code` on a refusal: why, as a value (e.g. UNAUTHORIZED: the plugin lacks that power). */
+  | { t: 'service_result'; sid: string; ok: boolean; value?: unknown; message?: string; code?: string }
+  /** The request's deadline passed: abort its handler's signal; its final answer still comes as a `response`. */
+  | { t: 'cancel'; rid: string }
+  /** The host's hello named a protocol version this core does not speak: it is not linked. */
+  | { t: 'refused'; code: 'UNSUPPORTED_VERSION'; message: string; speaks: number[] }
   | { t: 'shutdown'; drain_ms: number; shutdown_ms: number }
   /** The core does not know this host (it restarted): say hello and every init result again. */
   | { t: 'register' };
@@ -35,6 +43,8 @@ export interface PublishedEvent {
   plugin: string;
   group: string;
   payload: JsonObject;
+  /** The protocol version of this event (PROTOCOL_VERSION); another is refused. */
+  version: number;
   /** The event's name at its source: one event per key is accepted (see CoreServices.publish). */
   key?: string;
 }

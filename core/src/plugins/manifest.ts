@@ -28,7 +28,12 @@ export interface Manifest {
   version: string;
   app_compat: string;
   author?: { name?: string; url?: string; email?: string };
-  provides: { channels: string[]; hooks: string[]; tools: ToolDeclaration[] };
+  /**
+   * What the plugin may do beyond its tools (plugin-powers.ts): `channels` lets it publish
+   * message.inbound and answer confirmations for the chats its configuration maps;
+   * `schedules` lets it publish task.*.
+   */
+  provides: { channels: string[]; schedules: boolean; hooks: string[]; tools: ToolDeclaration[] };
   subscribes: string[];
   config_schema?: JsonObject;
   /** A page of the plugin's own in the console (its handler's servePanel), under this menu title. */
@@ -58,6 +63,7 @@ export const manifestSchema = {
       additionalProperties: false,
       properties: {
         channels: { type: 'array', items: { type: 'string', pattern: '^[a-z0-9_-]{1,64}$' }, default: [] },
+        schedules: { type: 'boolean', default: false },
         hooks: { type: 'array', items: { enum: [...HOOKS] }, uniqueItems: true, default: [] },
         tools: {
           type: 'array',

@@ -1,12 +1,13 @@
 // Core services for plugins (getAuditLog, getToolCatalog, getSessionInfo, confirmations,
 // notifyUser, reportFault), answered by the core on the plugin host's behalf.
 import type { AuditLog, AuditQuery } from '../audit/audit-log.js';
-import type { SessionTable } from '../boundary/session-table.js';
+import { GROUP_NAME_PATTERN, type SessionTable } from '../boundary/session-table.js';
 import type { Confirmations } from '../confirm/confirmations.js';
 import type { GroupAuthorizer } from '../pipeline/authorize.js';
 import type { JsonObject } from '../protocol/envelope.js';
 import type { ToolCatalog } from './catalog.js';
 import type { PluginHostLink } from './host-link.js';
+import type { PluginPowers } from './plugin-powers.js';
 import type { CoreToHost, HostToCore } from './host-protocol.js';
 
 type ServiceResult = Extract<CoreToHost, { t: 'service_result' }>;
@@ -19,6 +20,7 @@ export interface ServiceDeps {
   audit: AuditLog;
   sessions: SessionTable;
   authorizer: GroupAuthorizer;
+  powers: PluginPowers;
   confirmations: Confirmations;
   /** Answers a pending confirmation (and with allow hours, makes the approval stand). */
   answerConfirmation: (id: string, approve: boolean, by: string, allowHours?: number, hash?: string) => { answered: boolean; stale?: boolean };
@@ -30,7 +32,12 @@ export interface ServiceDeps {
 
 /** Answers a plugin's service call: scoped to the request it runs under, never to a group the caller merely names. */
 export function answerService(m: Extract<HostToCore, { t: 'service' }>, deps: ServiceDeps): ServiceResult {
-  const fail = (message: string): ServiceResult => ({ t: 'service_result', sid: m.sid, ok: false, message });
+  const fail = (message: string, code?: string): ServiceResult => ({ t: 'service_result', sid: m.sid, ok: false, message, ...(code ? { code } : {}) });
+  /** A power the plugin does not have: refused with a code, and audited (a plugin trying it is news). */
+  const refuse = (group: string | null, reason: string): ServiceResult => {
+    deps.audit.record({ group, session: null, source: m.plugin, topic: null, correlation: null, stage: 'plugin', outcome: 'rejected', code: 'UNAUTHORIZED', reason: `${m.method} refused: ${reason}` });
+    return fail(reason, 'UNAUTHORIZED');
+  };
   const ok = (value: unknown): ServiceResult => ({ t: 'service_result', sid: m.sid, ok: true, value });
   const request = m.rid ? deps.hostLink.requestContext(m.rid) : undefined;
   if (request && request.plugin !== m.plugin) return fail('request context belongs to another plugin');
@@ -53,8 +60,12 @@ export function answerService(m: Extract<HostToCore, { t: 'service' }>, deps: Se
       return inRequest(({ group, session }) =>
         ok({ group, session_start: deps.sessions.get(session)?.startedAt ?? null, plugins: deps.catalog.health() }),
       );
-    case 'listConfirmations':
-      return inVisibleGroup((group) => ok(deps.confirmations.list(group)));
+    case 'listConfirmations': {
+      const group = m.group !== null && GROUP_NAME_PATTERN.test(m.group) ? m.group : null;
+      if (group === null) return fail('no valid group named');
+      const refusal = deps.powers.mayAnswerConfirmations(m.plugin, group);
+      return refusal ? refuse(group, refusal) : ok(deps.confirmations.list(group));
+    }
     case 'confirmationStatus': {
       // Another group's confirmation reads as unknown: a plugin learns nothing of groups it may not see.
       const status = deps.confirmations.status(String(m.args.id));
@@ -81,11 +92,13 @@ export function answerService(m: Extract<HostToCore, { t: 'service' }>, deps: Se
       return ok(deps.requestPairing(m.plugin, chat, { name: text(m.args.name), text: text(m.args.text) }));
     }
     case 'resolveConfirmation': {
-      // Unknown, answered, expired or another group's: all read as "nothing to resolve".
+      // A person's answer (and a standing approval) comes only through a channel, for its own chats.
+      if (!deps.catalog.isChannel(m.plugin)) return refuse(null, 'only a channel plugin (provides.channels) may answer confirmations');
+      // Unknown, answered, expired, or not the group the plugin says it answers for: "nothing to resolve".
       const pending = deps.confirmations.get(String(m.args.id));
-      if (!pending || !deps.authorizer.pluginMaySee(m.plugin, pending.group) || (m.group !== null && m.group !== pending.group)) {
-        return ok(false);
-      }
+      if (!pending || (m.group !== null && m.group !== pending.group)) return ok(false);
+      const refusal = deps.powers.mayAnswerConfirmations(m.plugin, pending.group);
+      if (refusal) return refuse(pending.group, refusal);
       const hours = typeof m.args.allow_hours === 'number' ? m.args.allow_hours : undefined;
       // A button carries a prefix of the hash of what it was shown under: another is "stale".
       const hash = typeof m.args.hash === 'string' ? m.args.hash : undefined;

@@ -59,7 +59,7 @@ afterEach(async () => {
 
 describe('a core restart under a running plugin host', () => {
   it('the host registers again: plugins healthy, tools served and plugin events accepted by the new core', async () => {
-    stack = new Stack({ plugins: ['echo', 'services'] });
+    stack = new Stack({ plugins: ['echo', 'services'], config: { plugins: { services: { chats: { c1: 'family' } } } } });
     stack.startHost(); // it waits for a core
     const first = await startCore(stack);
     cores.push(first.process);

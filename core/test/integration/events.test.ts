@@ -12,7 +12,8 @@ const accepted: EventEnvelope[] = [];
 beforeAll(async () => {
   stack = await Stack.start({
     plugins: ['echo', 'services'],
-    config: { groups: { private: { plugins: ['echo'] } } },
+    // services is a channel: its chats map these groups ("private" does not admit it).
+    config: { groups: { private: { plugins: ['echo'] } }, plugins: { services: { chats: { c1: 'family', c2: 'private' } } } },
   });
   stack.core.on('event', (e) => accepted.push(e));
   family = await stack.openSession('family');

@@ -147,8 +147,8 @@ describe('stage 5: confirmation of high-risk tools', () => {
 });
 
 describe('stage 6 and handler errors', () => {
-  it('PLUGIN_TIMEOUT when the handler is too slow', async () => {
-    expectError(await stack.ipc(family, 'tool.invoke.slow', { ms: 3000 }), 'PLUGIN_TIMEOUT', { stage: 6, retriable: true });
+  it('RESULT_UNKNOWN (not retriable) when a handler is too slow and does not stop when aborted', async () => {
+    expectError(await stack.ipc(family, 'tool.invoke.slow', { ms: 3000 }), 'RESULT_UNKNOWN', { stage: 6, retriable: false });
   });
 
   it('PLUGIN_ERROR on a crash: generic message to the agent, sanitized stack in the audit log', async () => {

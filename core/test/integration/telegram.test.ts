@@ -19,7 +19,7 @@ const MAIN_CHAT = 100;
 const FAMILY_CHAT = 200;
 const OWNER = 42;
 
-function startStack(tg: { url: string }, token = TOKEN, extraConfig: Record<string, unknown> = {}): Promise<Stack> {
+function startStack(tg: { url: string }, token = TOKEN, extraConfig: Record<string, unknown> = {}, coreConfig: Record<string, unknown> = {}): Promise<Stack> {
   return Stack.start({
     plugins: ['guarded'],
     extraPluginDirs: { telegram: join(ROOT, 'plugins/telegram') },
@@ -27,6 +27,7 @@ function startStack(tg: { url: string }, token = TOKEN, extraConfig: Record<stri
     config: {
       groups: { main: {}, family: {} },
       confirmation_timeout_ms: 20_000,
+      ...coreConfig,
       plugins: {
         telegram: {
           bot_token: '${TELEGRAM_BOT_TOKEN}',
@@ -475,6 +476,23 @@ describe('model budgets, as the person reads them in the chat', () => {
       await proxy.close('agent-tg-budget');
       await model.stop();
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the deadline', () => {
+  it('a sendMessage in flight at the deadline is cancelled (Telegram sees the connection close) and answered RESULT_UNKNOWN: it may have been sent', async () => {
+    const slowTg = await TelegramStandIn.start(TOKEN);
+    const slow = await startStack(slowTg, TOKEN, {}, { handler_timeout_ms: 1000, handler_abort_grace_ms: 1000 });
+    try {
+      const session = await slow.openSession('main');
+      slowTg.holdNextSends(1, 5000);
+      const r = await slow.ipc(session, 'tool.invoke.send_telegram', { recipient: String(MAIN_CHAT), body: 'too slow' });
+      expect(r.err).toMatchObject({ code: 'RESULT_UNKNOWN', stage: 6, retriable: false });
+      await until(() => slowTg.cutOffSends === 1, 3000);
+    } finally {
+      await slow.stop();
+      await slowTg.close();
     }
   });
 });

@@ -65,6 +65,8 @@ export class TelegramStandIn {
   private holdMs = 0;
   /** sendMessage calls answered late (holdNextSends) that have arrived so far. */
   heldSends = 0;
+  /** Held sendMessage calls whose caller hung up before the answer (nothing is sent for those). */
+  cutOffSends = 0;
   private retryAfter = 1;
   private callbackSeq = 0;
   private server!: Server;
@@ -244,7 +246,14 @@ export class TelegramStandIn {
         if (this.held > 0) {
           this.held--;
           this.heldSends++;
+          let cutOff = false;
+          res.once('close', () => {
+            if (res.writableEnded) return;
+            cutOff = true;
+            this.cutOffSends++;
+          });
           await new Promise((r) => setTimeout(r, this.holdMs));
+          if (cutOff) return;
         }
         if (this.rateLimited > 0) {
           this.rateLimited--;

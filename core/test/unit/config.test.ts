@@ -14,6 +14,7 @@ const DEFAULTS = {
   rate_limit: { per_minute: 120, burst: 30 },
   tool_rate_limits: {},
   handler_timeout_ms: 30_000,
+  handler_abort_grace_ms: 2000,
   confirmation_timeout_ms: 300_000,
   confirmations: { max_pending_per_group: 3, keepalive_ms: 10_000, allow_hidden_characters: [] },
   shutdown_timeout_ms: 10_000,
