@@ -30,9 +30,12 @@ const BOT_TOKEN = '123456789:AAApplianceTestTokenForTheStandIn0001';
 const RECORD: RecordTool = { tool: 'memory_store', args: { type: 'context', content: 'buy milk at 5pm' } };
 const DOCKER = process.env.DOCKER || 'docker';
 
-/** The request's last message is the person's `text` itself (not a tool result): the model is asked to start on it. */
+/**
+ * The request's last user message is the person's `text` itself (not a tool result): the model
+ * is asked to start on it. (A session's first request may end with a system-role message.)
+ */
 const asksAnew = (request: RecordedRequest, text: string): boolean => {
-  const last = JSON.stringify((request.body?.messages ?? []).at(-1) ?? '');
+  const last = JSON.stringify((request.body?.messages ?? []).filter((m: { role?: string }) => m.role === 'user').at(-1) ?? '');
   return last.includes(text) && !last.includes('"tool_result"');
 };
 
@@ -185,8 +188,10 @@ describe.each<Mode>([
     const mentions = (from: number): number => model.requests.slice(from).filter((r) => JSON.stringify(r.body?.messages ?? '').includes(text)).length;
     model.delayMs = 600_000;
     try {
+      const t0 = Date.now();
       telegram.queueMessage({ chatId: chat, text, fromId: 42 });
       await until(() => mentions(requestsBefore) > 0, 120_000);
+      const reached = Date.now() - t0;
       const core = compose(['ps', '-q', 'core']).trim();
       const started = inspect(core).State.StartedAt;
       const top = execFileSync(DOCKER, ['top', core, '-eo', 'pid,args'], { encoding: 'utf8' }).split('\n');
@@ -200,6 +205,8 @@ describe.each<Mode>([
         const audit = auditEntries().slice(-25).map((e) => JSON.stringify(e)).join('\n');
         throw new Error(`${String(err)}\n${compose(['logs', '--tail', '60', 'core'])}\n${audit}\nsent: ${JSON.stringify(telegram.sentTo(chat).slice(sentBefore))}`);
       });
+      // eslint-disable-next-line no-console
+      console.log(`kill -9 test: the message reached the model in ${reached} ms; killed to notice ${Date.now() - t0 - reached} ms`);
       expect(inspect(core).State.StartedAt).not.toBe(started); // the same container, started again
       expect(notice.text).toContain(`"${text}"`);
       const health = await project.waitForHealth((h) => ['telegram', 'memory'].every((p) => h.plugins.healthy.includes(p)));
@@ -246,7 +253,10 @@ describe.each<Mode>([
         : [{ type: 'text', text: 'ok' }];
     try {
       telegram.queueMessage({ chatId: chat, text: 'water the plants every monday', fromId: 42 });
-      const prompt = await until(() => telegram.sentTo(chat).find((m) => m.reply_markup !== undefined && m.text.includes('schedule_recurring_task') && m.text.includes('water the plants')), 150_000);
+      const prompt = await until(() => telegram.sentTo(chat).find((m) => m.reply_markup !== undefined && m.text.includes('schedule_recurring_task') && m.text.includes('water the plants')), 150_000).catch((err: unknown) => {
+        const audit = auditEntries().slice(-40).map((e) => JSON.stringify(e)).join('\n');
+        throw new Error(`${String(err)}\n${compose(['logs', '--tail', '80', 'core', 'plugins'])}\n${audit}\nsent: ${JSON.stringify(telegram.sentTo(chat).slice(-5))}\nmodel requests: ${model.requests.length}`);
+      });
       await project.runAsync(['stop']);
       const edit = telegram.edits.find((e) => e.chat_id === String(chat) && e.message_id === prompt.message_id);
       expect(edit?.text).toBe(`${prompt.text}\n\nWithdrawn (core: shutting down): nothing ran`);
