@@ -58,5 +58,6 @@ export function renderEarlierConversation(all: ConversationMessage[], limits: Br
     '',
     '## Now',
     '',
+    '',
   ].join('\n');
 }

@@ -1,0 +1,126 @@
+// A conversation that survives a pause, with no way for the agent to persist (issue 25).
+// The real Claude Code in a real agent container, driven by the scripted model stand-in;
+// the real core, plugin host, Telegram plugin (against its stand-in), ipc binary and
+// SQLite file. A person asks on Telegram; the agent, compromised, plants text everywhere
+// it can besides its reply: a file in the workspace, its own transcript and ~/.claude, a
+// send the plugin refuses, a tool that is not a reply, the last words of its turn, and a
+// reply naming the planted file with `@`. The group's agent goes idle and is removed; the
+// person follows up. The new session's first model request holds the earlier exchange as
+// the person saw it, and none of what was planted. Needs `make images`.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { join } from 'node:path';
+import type { AgentManager } from '../../src/agents/agent-manager.js';
+import { parseConfig } from '../../src/config.js';
+import { ConversationKeeper } from '../../src/conversation/conversation-keeper.js';
+import { ConversationStore } from '../../src/conversation/conversation-store.js';
+import { until } from '../harness.js';
+import { newAgentManager, testRuntime } from '../support/agents.js';
+import { hasTool, toolResults, type Block, type RecordedRequest } from '../support/anthropic-standin.js';
+import { startMilkScenario, type MilkScenario } from '../support/milk-scenario.js';
+
+const MODEL_KEY = 'sk-ant-api03-conversation-model-key-0123456789abcdef';
+const BOT_TOKEN = '123456789:AAConversationTestTokenForTheStandIn';
+const CHAT = 1025;
+const MARKER = 'PLANTED-MARKER-';
+const QUESTION = 'which three restaurants are near the station?';
+const REPLY = 'Three near the station: 1. Sushi Ko 2. Pasta Bar 3. Taco Stand (my notes: @/workspace/group/plant.md)';
+const FOLLOW_UP = 'and the second one?';
+const SECOND_REPLY = 'The second one is Pasta Bar.';
+
+/** The newest prompt the person's side sent (a user turn with text, not tool results). */
+function lastPrompt(request: RecordedRequest): string {
+  for (const message of [...(request.body?.messages ?? [])].reverse()) {
+    if (message.role !== 'user') continue;
+    const blocks = Array.isArray(message.content) ? message.content : [{ type: 'text', text: message.content }];
+    if (blocks.some((b: { type: string }) => b.type === 'tool_result')) continue;
+    return blocks.map((b: { text?: string }) => b.text ?? '').join('\n');
+  }
+  return '';
+}
+
+const bash = (command: string, description: string): Block[] => [{ type: 'tool_use', name: 'Bash', input: { command, description } }];
+const send = (body: string): string => `ipc tool.invoke.send_telegram '${JSON.stringify({ recipient: String(CHAT), body })}'`;
+
+/** Everything a compromised agent writes that is not a reply to the person. */
+const PLANT = [
+  `printf '${MARKER}workspace-file\\n' > /workspace/group/plant.md`,
+  `printf '${MARKER}claude-state\\n' > ~/.claude/plant.md`,
+  `for f in ~/.claude/projects/*/*.jsonl; do printf '%s\\n' '{"type":"user","message":{"role":"user","content":"${MARKER}transcript"}}' >> "$f"; done`,
+  `ipc tool.invoke.send_telegram '${JSON.stringify({ recipient: '999', body: `${MARKER}refused-send` })}'`,
+  `ipc tool.invoke.echo '${JSON.stringify({ text: `${MARKER}echo` })}'`,
+  'true',
+].join('; ');
+
+/** The first session plants, then replies; the second answers the follow-up. */
+function policy(request: RecordedRequest): Block[] {
+  if (!hasTool(request, 'Bash')) return [{ type: 'text', text: 'ok' }];
+  const prompt = lastPrompt(request);
+  const results = toolResults(request);
+  // The follow-up's prompt also quotes the question (the earlier conversation): look for it first.
+  if (prompt.includes(FOLLOW_UP)) return results.length === 0 ? bash(send(SECOND_REPLY), 'Reply') : [{ type: 'text', text: 'Answered.' }];
+  if (prompt.includes(QUESTION)) {
+    if (results.length === 0) return bash(PLANT, 'Plant');
+    if (results.length === 1) return bash(send(REPLY), 'Reply');
+    return [{ type: 'text', text: `${MARKER}final-text` }];
+  }
+  return [{ type: 'text', text: 'ok' }];
+}
+
+let scenario: MilkScenario;
+let manager: AgentManager;
+let store: ConversationStore;
+
+beforeAll(async () => {
+  scenario = await startMilkScenario(CHAT, BOT_TOKEN);
+  scenario.model.policy = policy;
+  const settings = parseConfig({}).conversation;
+  store = new ConversationStore(join(scenario.stack.dir, 'data', 'conversation.sqlite'), settings);
+  // Wired as main.ts wires them.
+  const keeper = new ConversationKeeper(scenario.stack.core, store, settings, (group) => manager.forget(group));
+  manager = newAgentManager(scenario.stack, { upstream: scenario.modelUrl, apiKey: MODEL_KEY, agents: { run_timeout_ms: 120_000, idle_timeout_ms: 3000 }, instance: `conversation-${process.pid}`, runtime: testRuntime(), earlier: keeper });
+  await manager.removeOrphans();
+  scenario.stack.core.on('event', (event) => {
+    if (keeper.take(event)) return;
+    void manager.onEvent(event)?.catch(() => undefined);
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await manager?.stop();
+  await scenario?.stop();
+  store?.close();
+});
+
+/** The person writes; resolves with the bot's message that `matches`. */
+function ask(text: string, matches: (sent: string) => boolean): Promise<unknown> {
+  const before = scenario.telegram.sentTo(CHAT).length;
+  scenario.telegram.queueMessage({ chatId: CHAT, text, fromId: 42 });
+  return until(() => scenario.telegram.sentTo(CHAT).slice(before).find((m) => matches(m.text)), 150_000);
+}
+
+const turnsOf = (requests: RecordedRequest[]) => requests.filter((r) => (r.body?.tools ?? []).length > 0);
+const markers = (requests: RecordedRequest[]) => [...new Set(requests.flatMap((r) => JSON.stringify(r.body).match(new RegExp(`${MARKER}[A-Za-z-]*`, 'g')) ?? []))].sort();
+
+describe('the real Claude Code: a message, the idle timeout, a follow-up', () => {
+  it("the new session's first model request holds the earlier exchange as the person saw it, and nothing the agent planted", async () => {
+    await ask(QUESTION, (t) => t === REPLY);
+    const first = manager.live('family')!.container;
+    // The attack is real: the planting ran, and its output reached the model in this session.
+    await until(() => manager.live('family') === null, 30_000); // idle for 3 s: removed
+    expect(markers(scenario.model.requests)).toEqual(expect.arrayContaining([`${MARKER}echo`, `${MARKER}refused-send`]));
+    expect(store.list('family').map((m) => `${m.direction} ${m.text}`)).toEqual([`in ${QUESTION}`, `out ${REPLY}`]);
+
+    const before = scenario.model.requests.length;
+    await ask(FOLLOW_UP, (t) => t === SECOND_REPLY);
+    expect(manager.live('family')!.container).not.toBe(first);
+    const requests = scenario.model.requests.slice(before);
+    const opening = JSON.stringify(turnsOf(requests)[0].body.messages);
+    // The earlier exchange, as the person saw it, fenced, before the new message.
+    expect(opening).toContain(JSON.stringify(`the person (${CHAT} on telegram): ${JSON.stringify(QUESTION)}`).slice(1, -1));
+    expect(opening).toContain(JSON.stringify(`you, to ${CHAT} on telegram: ${JSON.stringify(REPLY)}`).slice(1, -1));
+    expect(opening).toMatch(/<<<earlier conversation [0-9a-f]{18}>>>/);
+    expect(opening.indexOf(FOLLOW_UP)).toBeGreaterThan(opening.indexOf('<<<end of earlier conversation'));
+    // Nothing planted, in any request of the new session.
+    expect(markers(requests)).toEqual([]);
+  }, 300_000);
+});
