@@ -43,7 +43,8 @@ export class ConversationKeeper {
    * conversation instead and returns true: it is the person's word to Carapace, not to the agent.
    */
   take(event: EventEnvelope): boolean {
-    if (event.topic !== 'message.inbound' || event.group === null) return false;
+    // Only groups agents run for (the running configuration: pairing adds to it); the rest are dropped by the agent manager.
+    if (event.topic !== 'message.inbound' || event.group === null || !Object.hasOwn(this.core.config.groups, event.group)) return false;
     const p = event.payload;
     if (isForgetCommand(p.body)) {
       const sender = typeof p.sender === 'string' ? p.sender : 'unknown';
