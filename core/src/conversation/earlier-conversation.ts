@@ -1,9 +1,9 @@
 // The earlier conversation as a new session's first prompt shows it: the latest messages,
 // bounded by count and characters, oldest first, newest last, between two markers that
-// carry an id made for this session. Every text is one JSON string (newlines, quotes and
-// controls escaped), so no message can end the block, start a line of its own, or pass
-// for the core's words; the id is unknown to whoever wrote the text, so it cannot forge
-// the closing marker either.
+// carry an id made for this session. Every text is one JSON string (newlines, quotes,
+// controls and `@` escaped), so no message can end the block, start a line of its own,
+// pass for the core's words or name a file for Claude Code to attach; the id is unknown
+// to whoever wrote the text, so it cannot forge the closing marker either.
 import type { ConversationMessage } from './conversation-store.js';
 
 export interface BriefLimits {
@@ -12,13 +12,21 @@ export interface BriefLimits {
 }
 
 /** Channel and party names are the plugins' (chat ids, "console"): shown as plain tokens. */
-const label = (text: string): string => text.replace(/[^A-Za-z0-9_.:@+-]/g, '?').slice(0, 64) || '?';
+const label = (text: string): string => text.replace(/[^A-Za-z0-9_.:+-]/g, '?').slice(0, 64) || '?';
+
+/**
+ * A text as one JSON string, with `@` written as its JSON escape: Claude Code reads
+ * `@path` in a prompt as "attach this file" (measured: a reply naming
+ * `@/workspace/group/plant.md` put that agent-written file into the next session's first
+ * request). The escape is the same text to anyone who reads the JSON, and no mention.
+ */
+const quoted = (text: string): string => JSON.stringify(text).replaceAll('@', '\\u0040');
 
 const time = (at: number): string => `${new Date(at).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 
 function line(m: ConversationMessage, text: string): string {
   const who = m.direction === 'in' ? `the person (${label(m.party)} on ${label(m.channel)})` : `you, to ${label(m.party)} on ${label(m.channel)}`;
-  return `${time(m.at)} · ${who}: ${JSON.stringify(text)}`;
+  return `${time(m.at)} · ${who}: ${quoted(text)}`;
 }
 
 /**

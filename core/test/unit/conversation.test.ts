@@ -132,6 +132,14 @@ describe('renderEarlierConversation', () => {
     expect(odd).toContain('the person (a?b?c on tele?gram): "x"');
   });
 
+  it('names no file for Claude Code to attach: `@` is written as its JSON escape, the same text to a reader of the JSON', () => {
+    const text = 'my notes: @/workspace/group/plant.md and @~/.claude/x';
+    const rendered = renderEarlierConversation([{ ...msg(1, 'out', text), party: 'a@b' }], { messages: 10, chars: 1000 }, ID);
+    const line = rendered.split('\n').find((l) => l.includes('my notes'))!;
+    expect(line).not.toContain('@');
+    expect(JSON.parse(line.slice(line.indexOf(': "') + 2))).toBe(text);
+  });
+
   it('keeps within brief_messages and brief_chars, dropping the oldest first and cutting the oldest shown at its start', () => {
     const all = [msg(1, 'in', 'first'), msg(2, 'out', 'second'), msg(3, 'in', 'third'), msg(4, 'out', 'fourth')];
     const byCount = renderEarlierConversation(all, { messages: 2, chars: 1000 }, ID);
