@@ -71,8 +71,10 @@ function policy(request: RecordedRequest): Block[] {
 
 let scenario: MilkScenario;
 const runtime = testRuntime();
-let manager: AgentManager;
 let store: ConversationStore;
+let keeper: ConversationKeeper;
+/** The manager the Telegram messages go to (one mode at a time). */
+let current: AgentManager | null = null;
 
 beforeAll(async () => {
   scenario = await startMilkScenario(CHAT, BOT_TOKEN);
@@ -80,21 +82,18 @@ beforeAll(async () => {
   const settings = parseConfig({}).conversation;
   store = new ConversationStore(join(scenario.stack.dir, 'data', 'conversation.sqlite'), settings);
   // Wired as main.ts wires them.
-  const keeper = new ConversationKeeper(scenario.stack.core, store, settings, (group) => manager.forget(group));
-  manager = newAgentManager(scenario.stack, { upstream: scenario.modelUrl, apiKey: MODEL_KEY, agents: { run_timeout_ms: 120_000, idle_timeout_ms: 5000 }, instance: `conversation-${process.pid}`, runtime, earlier: keeper });
-  await manager.removeOrphans();
+  keeper = new ConversationKeeper(scenario.stack.core, store, settings, (group) => current?.forget(group) ?? Promise.resolve());
   scenario.stack.core.on('event', (event) => {
     if (keeper.take(event)) return;
-    void manager.onEvent(event)?.catch(() => undefined);
+    void current?.onEvent(event)?.catch(() => undefined);
   });
 }, 60_000);
 
 afterAll(async () => {
-  await manager?.stop();
+  await current?.stop();
   await scenario?.stop();
   store?.close();
 });
-
 /** The person writes; resolves with the bot's message that `matches`. */
 function ask(text: string, matches: (sent: string) => boolean): Promise<unknown> {
   const before = scenario.telegram.sentTo(CHAT).length;
@@ -105,7 +104,24 @@ function ask(text: string, matches: (sent: string) => boolean): Promise<unknown>
 const turnsOf = (requests: RecordedRequest[]) => requests.filter((r) => (r.body?.tools ?? []).length > 0);
 const markers = (requests: RecordedRequest[]) => [...new Set(requests.flatMap((r) => JSON.stringify(r.body).match(new RegExp(`${MARKER}[A-Za-z-]*`, 'g')) ?? []))].sort();
 
-describe('the real Claude Code: a message, the idle timeout, a follow-up', () => {
+describe.each([
+  { mode: 'legacy', agents: {} },
+  { mode: 'api', agents: { mode: 'api' } },
+])('the real Claude Code ($mode mode): a message, the idle timeout, a follow-up', ({ mode, agents }) => {
+  let manager: AgentManager;
+
+  beforeAll(async () => {
+    manager = newAgentManager(scenario.stack, { upstream: scenario.modelUrl, apiKey: MODEL_KEY, agents: { run_timeout_ms: 120_000, idle_timeout_ms: 5000, ...agents }, instance: `conversation-${mode}-${process.pid}`, runtime, earlier: keeper });
+    await manager.removeOrphans();
+    current = manager;
+    store.clear('family');
+  }, 60_000);
+
+  afterAll(async () => {
+    await manager?.stop();
+    current = null;
+  });
+
   it("the new session's first model request holds the earlier exchange as the person saw it, and nothing the agent planted", async () => {
     await ask(QUESTION, (t) => t === REPLY);
     const first = manager.live('family')!.container;
