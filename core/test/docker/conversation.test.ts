@@ -6,7 +6,7 @@
 // send the plugin refuses, a tool that is not a reply, the last words of its turn, and a
 // reply naming the planted file with `@`. The group's agent goes idle and is removed; the
 // person follows up. The new session's first model request holds the earlier exchange as
-// the person saw it, and none of what was planted. Needs `make images`.
+// the person saw it, and none of what was planted. Both agent modes. Needs `make images`.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
