@@ -8,7 +8,7 @@
 // person follows up. The new session's first model request holds the earlier exchange as
 // the person saw it, and none of what was planted. Both agent modes. Needs `make images`.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AgentManager } from '../../src/agents/agent-manager.js';
 import { parseConfig } from '../../src/config.js';
@@ -132,7 +132,6 @@ describe.each([
     await until(() => manager.live('family') === null, 30_000); // idle for 5 s: removed
     expect(markers(scenario.model.requests)).toEqual(expect.arrayContaining([`${MARKER}echo`, `${MARKER}refused-send`]));
     expect(store.list('family').map((m) => `${m.direction} ${m.text}`)).toEqual([`in ${QUESTION}`, `out ${REPLY}`]);
-    if (process.env.CONVERSATION_DEBUG) writeFileSync(process.env.CONVERSATION_DEBUG, JSON.stringify(scenario.model.requests.map((r) => r.body), null, 1));
 
     const before = scenario.model.requests.length;
     await ask(FOLLOW_UP, (t) => t === SECOND_REPLY);
