@@ -39,6 +39,7 @@ export interface CoreConfig {
   llm: LlmSettings;
   audit: AuditSettings;
   sessions: SessionLimits;
+  conversation: ConversationSettings;
 }
 
 export interface LlmBudget {
@@ -77,6 +78,20 @@ export interface LlmSettings {
   notice_at_percent: number;
   /** Model requests one agent session may have in flight at once. */
   max_concurrent_requests: number;
+}
+
+/** Each group's conversation as the person saw it, kept by the core (core/src/conversation/). */
+export interface ConversationSettings {
+  /** Messages older than this are dropped. */
+  keep_days: number;
+  /** Messages kept per group, newest; 0 keeps none (and a new session gets none). */
+  keep_messages: number;
+  /** Bytes of text kept per group, newest messages first. */
+  keep_kb: number;
+  /** At most this many of the latest messages go into a new session's first prompt (0: none). */
+  brief_messages: number;
+  /** ...and at most this many characters of them (older messages are left out first). */
+  brief_chars: number;
 }
 
 /** The audit log's bounds on disk (core/src/audit/). */
@@ -288,6 +303,18 @@ export const configSchema = {
         keep_files: { type: 'integer', minimum: 1, maximum: 1000, default: 10 },
         keep_days: { type: 'number', exclusiveMinimum: 0, default: 30 },
         repeat_window_s: { type: 'number', minimum: 1, maximum: 3600, default: 10 },
+      },
+    },
+    conversation: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        keep_days: { type: 'number', exclusiveMinimum: 0, maximum: 3650, default: 30 },
+        keep_messages: { type: 'integer', minimum: 0, maximum: 10_000, default: 200 },
+        keep_kb: { type: 'integer', minimum: 1, maximum: 65_536, default: 512 },
+        brief_messages: { type: 'integer', minimum: 0, maximum: 500, default: 20 },
+        brief_chars: { type: 'integer', minimum: 0, maximum: 200_000, default: 8000 },
       },
     },
     sessions: {

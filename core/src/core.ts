@@ -48,6 +48,16 @@ function isReplyTool(catalog: ToolCatalog, name: string): boolean {
   return tool !== undefined && tool.name.startsWith('send_') && tool.owner !== 'core' && catalog.isChannel(tool.owner);
 }
 
+/** A reply that reached a person (the `replied` event). */
+export interface Reply {
+  session: string;
+  group: string;
+  tool: string;
+  /** The channel plugin that delivered it. */
+  plugin: string;
+  arguments: JsonObject;
+}
+
 export interface CoreOptions {
   runDir: string;
   pluginsDir: string;
@@ -70,8 +80,8 @@ export interface CoreEvents {
   quarantined: [{ session: string; group: string; abuse: Abuse }];
   /** The plugin host's plugins have all answered their init: what they subscribe to reaches them. */
   'plugins-settled': [];
-  /** A channel's send tool (send_telegram, send_webchat) delivered what a session's agent wrote. */
-  replied: [{ session: string; group: string }];
+  /** A channel's send tool (send_telegram, send_webchat) delivered what a session's agent wrote: these arguments, through this plugin. */
+  replied: [Reply];
 }
 
 export class Core extends EventEmitter<CoreEvents> {
@@ -140,8 +150,9 @@ export class Core extends EventEmitter<CoreEvents> {
       describeState: (tool, session, args) => this.describeState(tool, session.group, args, session.id),
       calls: new WaitingCalls(config.handler_timeout_ms + config.handler_abort_grace_ms, config.confirmations.keepalive_ms),
       allowHiddenCharacters: new Set(config.confirmations.allow_hidden_characters),
-      succeeded: (session, tool) => {
-        if (isReplyTool(this.catalog, tool)) this.emit('replied', { session: session.id, group: session.group });
+      succeeded: (session, tool, args) => {
+        const owner = this.catalog.lookup(tool)?.owner;
+        if (owner && isReplyTool(this.catalog, tool)) this.emit('replied', { session: session.id, group: session.group, tool, plugin: owner, arguments: args });
       },
       route: {
         catalog: this.catalog,

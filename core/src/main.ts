@@ -23,6 +23,8 @@ import { adminToken } from './console/admin-token.js';
 import { writeDefaultConfig } from './first-run-config.js';
 import { runChecks, type Report } from './doctor/checks.js';
 import { SOCKETS } from './plugins/host-protocol.js';
+import { ConversationStore } from './conversation/conversation-store.js';
+import { ConversationKeeper } from './conversation/conversation-keeper.js';
 
 const log = pino({ base: { service: 'core' } });
 const NO_MODEL_KEY = 'no model credential: set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN in .env, then run docker compose up -d again';
@@ -94,13 +96,19 @@ async function main(): Promise<void> {
     },
     (err) => log.error({ err: err.message }, 'could not record an accepted message: it is handled, but a crash now would drop it without a notice'),
   );
+  // Each group's conversation as the person saw it: a new session hears its recent part.
+  const conversations = new ConversationStore(join(paths.dataDir, 'conversation.sqlite'), config.conversation, (problem) => {
+    log.error(problem, 'the conversation file was unreadable: moved aside; new sessions start without the earlier conversation');
+    core.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'agent', outcome: 'error', reason: `conversation file unreadable (${problem.error}); moved to ${problem.movedTo}` });
+  });
+  const conversation = new ConversationKeeper(core, conversations, config.conversation, (group): Promise<void> => agents.forget(group));
   const agents = new AgentManager(core, runtime, llm, config.agents, {
     groupsDir: paths.groupsDir,
     stateDir: join(paths.dataDir, 'agents'),
     agentImageDir: paths.agentImageDir,
     instance: process.env.CARAPACE_INSTANCE || 'carapace',
     apiKeyDir: paths.apiKeyDir,
-  }, () => Object.keys(config.groups), undefined, unfinished);
+  }, () => Object.keys(config.groups), undefined, unfinished, conversation);
   core.metrics.agents(() => agents.counts());
   core.metrics.llmTokens(() => llm.usage(Object.keys(config.groups)));
   // Plugins may publish (a Telegram message waiting since the last run) as soon as the
@@ -121,6 +129,8 @@ async function main(): Promise<void> {
   core.on('plugins-settled', announceLeftovers);
   if (core.pluginsSettled()) announceLeftovers();
   core.on('event', (event) => {
+    // A person's message is kept; "/forget" is theirs to Carapace and reaches no agent.
+    if (conversation.take(event)) return;
     if (noModelKey && (event.topic === 'message.inbound' || event.topic === 'task.triggered') && event.group !== null) {
       core.audit.record({ group: event.group, session: null, source: 'core', topic: event.topic, correlation: null, stage: 'agent', outcome: 'error', reason: NO_MODEL_KEY });
       core.publish('agent.error', event.group, { reason: NO_MODEL_KEY });
@@ -157,6 +167,7 @@ async function main(): Promise<void> {
         folders: [{ name: 'audit logs', path: paths.logDir }, { name: 'workspaces', path: paths.groupsDir }, { name: 'data', path: paths.dataDir }],
         secureCookie: SECURE_COOKIE,
         sessions,
+        conversation,
         panels: () => core.catalog.panels().map((p) => ({ ...p, socket: join(paths.runDir, SOCKETS.panels, `${p.name}.sock`) })),
       },
     },

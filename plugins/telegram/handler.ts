@@ -172,6 +172,12 @@ export default class TelegramChannel implements PluginHandler {
     else if (envelope.topic === 'agent.error') await this.apologize(envelope.group, envelope.payload);
     else if (envelope.topic === 'user.notify' && typeof envelope.payload.text === 'string') await this.notify(envelope.group, envelope.payload.text);
     else if (envelope.topic === 'pairing.approved' && envelope.payload.plugin === 'telegram') await this.paired(String(envelope.payload.chat), envelope.group);
+    else if (envelope.topic === 'conversation.cleared') this.forgetGroup(envelope.group);
+  }
+
+  /** The person cleared the group's conversation ("/forget" here or elsewhere): get_telegram_history forgets its chats too. */
+  private forgetGroup(group: string): void {
+    for (const [chat, mapped] of this.settings.chats) if (mapped === group) this.history.delete(chat);
   }
 
   // ---- pairing -----------------------------------------------------------------------------

@@ -2,7 +2,10 @@
 // writes becomes message.inbound for the chosen group, exactly like a Telegram message;
 // the agent answers with send_webchat through the full pipeline; errors, notices and
 // approvals waiting show up in the conversation. The page follows the agent's work
-// (state, tool calls) from the console's own event stream.
+// (state, tool calls) from the console's own event stream. Its history is its own (it
+// holds notices and files the core's conversation does not), and follows the core's: what
+// the person writes and what send_webchat delivers are exactly what the core keeps, and
+// when the conversation is cleared (core: conversation.cleared) the chat is emptied too.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -49,7 +52,9 @@ export default class WebChat implements PluginHandler {
     const group = envelope.group;
     if (group === null) return;
     const p = envelope.payload;
-    if (envelope.topic === 'agent.error') this.history.add(group, 'notice', `The agent could not finish: ${typeof p.reason === 'string' ? p.reason : 'an error'}.`);
+    // The person cleared the group's conversation (here with /forget, on another channel, or in the console): the chat forgets it too.
+    if (envelope.topic === 'conversation.cleared') this.history.clear(group);
+    else if (envelope.topic === 'agent.error') this.history.add(group, 'notice', `The agent could not finish: ${typeof p.reason === 'string' ? p.reason : 'an error'}.`);
     else if (envelope.topic === 'user.notify' && typeof p.text === 'string') this.history.add(group, 'notice', p.text);
     else if (envelope.topic === 'confirmation.requested') this.history.add(group, 'notice', `The agent asks to use ${String(p.tool)}: approve or deny it on the Approvals page.`);
   }

@@ -76,6 +76,17 @@ export class ChatHistory {
   }
 
   /**
+   * Forgets the group's messages (the person cleared the conversation): open pages get a
+   * `cleared` event and empty their view.
+   */
+  clear(group: string): void {
+    this.byGroup.delete(group);
+    const cleared = `id: ${randomUUID()}\ndata: ${JSON.stringify({ cleared: true, group })}\n\n`;
+    for (const stream of this.streams) if (stream.group === group) this.write(stream, cleared);
+    this.scheduleSave();
+  }
+
+  /**
    * Follows a group's new messages as server-sent events, first those after the message
    * `since` (the last one the page had) when given; false when too many follow already.
    */

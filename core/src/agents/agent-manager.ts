@@ -86,6 +86,11 @@ interface Agent {
   turn?: { causes: EventEnvelope[]; replied: boolean };
 }
 
+/** What a new session's first prompt starts with: the group's earlier conversation (conversation/). */
+export interface EarlierConversation {
+  brief(group: string, cause: string | null): string;
+}
+
 export interface RunOutcome {
   ok: boolean;
   output: string;
@@ -117,6 +122,8 @@ export class AgentManager {
     readonly storage: GroupStorage = groupStorage(settings, paths, engineOf(runtime)),
     /** Accepted events no turn has finished yet: what a crash would otherwise drop silently. */
     private readonly unfinished: UnfinishedTurns | null = null,
+    /** The group's earlier conversation, for a new session's first prompt. */
+    private readonly earlier: EarlierConversation | null = null,
   ) {
     core.on('quarantined', ({ session, group }) => this.onQuarantined(session, group));
     core.on('replied', ({ session, group }) => this.onReplied(session, group));
@@ -216,6 +223,8 @@ export class AgentManager {
         this.states.set(group, 'failed', { container: null, session: null });
         throw err;
       });
+      // A new session: it hears the earlier conversation first, as data (conversation/).
+      prompt = (this.earlier?.brief(group, cause?.id ?? null) ?? '') + prompt;
     }
     if (agent.idle) clearTimeout(agent.idle);
     this.states.set(group, 'working', agent);
@@ -264,6 +273,14 @@ export class AgentManager {
   private tellNoAnswer(group: string, session: string, cause: EventEnvelope): void {
     this.core.audit.record({ group, session, source: 'core', topic: cause.topic, correlation: null, stage: 'agent', outcome: 'error', reason: 'agent turn ended without a reply reaching the person; user told' });
     this.core.publish('user.notify', group, { text: noAnswerNotice(previewOf(cause)) });
+  }
+
+  /** Ends the group's agent once the turns queued now are over (a person cleared the conversation). */
+  forget(group: string): Promise<void> {
+    const previous = this.queues.get(group) ?? Promise.resolve();
+    const next = previous.then(() => this.retire(group));
+    this.queues.set(group, next.catch(() => undefined));
+    return next;
   }
 
   /** Agent containers running, and being started now (for /metrics). */

@@ -22,6 +22,7 @@ import { LiveEvents } from './live-events.js';
 import { registerPanelProxy, type Panel } from './panel-proxy.js';
 import { answerPairing, refusePairing } from '../pairing/answers.js';
 import { registerLogin, registerShell, type ConsoleSessions } from './console-login.js';
+import type { ConversationKeeper } from '../conversation/conversation-keeper.js';
 
 export interface ConsoleDeps {
   core: Core;
@@ -45,6 +46,8 @@ export interface ConsoleDeps {
   loginPerMinute?: number;
   /** The process's console sessions (a login in safe mode stays valid after it). */
   sessions?: ConsoleSessions;
+  /** Each group's kept conversation (conversation/): shown and cleared per group. */
+  conversation?: Pick<ConversationKeeper, 'list' | 'clear'>;
 }
 
 const OUTCOMES = new Set<AuditOutcome>(['passed', 'routed', 'rejected', 'sanitized', 'error', 'ok', 'dropped', 'pending']);
@@ -131,6 +134,17 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       if (!deps.agents || !(request.params.group in core.config.groups)) return reply.code(404).send({ code: 'NOT_FOUND', message: 'no such group' });
       const stopped = await deps.agents.end(request.params.group, 'stopped from the console', 'console');
       return { group: request.params.group, stopped };
+    });
+
+    // What a group's next session will be told of the earlier conversation, and the person's way to clear it.
+    authed.get<{ Params: { group: string } }>('/api/conversation/:group', async (request, reply) => {
+      if (!deps.conversation || !(request.params.group in core.config.groups)) return reply.code(404).send({ code: 'NOT_FOUND', message: 'no such group' });
+      return { group: request.params.group, messages: deps.conversation.list(request.params.group) };
+    });
+    authed.delete<{ Params: { group: string } }>('/api/conversation/:group', async (request, reply) => {
+      if (!deps.conversation || !(request.params.group in core.config.groups)) return reply.code(404).send({ code: 'NOT_FOUND', message: 'no such group' });
+      const cleared = deps.conversation.clear(request.params.group, 'console', 'console');
+      return { group: request.params.group, cleared };
     });
 
     authed.get<{ Querystring: { days?: string } }>('/api/usage', async (request) => {

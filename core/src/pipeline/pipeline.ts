@@ -45,8 +45,12 @@ export interface PipelineDeps {
   files?: AttachDeps;
   /** Tools whose high-risk calls may hold tag characters and bidi controls (`confirmations.allow_hidden_characters`). */
   allowHiddenCharacters?: ReadonlySet<string>;
-  /** A tool call succeeded (the agent manager learns that a reply reached a person: core.ts). */
-  succeeded?: (session: Session, tool: string) => void;
+  /**
+   * A tool call's handler succeeded, once per call (a resend's cached answer is not another):
+   * the agent manager learns that a reply reached a person, the conversation keeps it (core.ts).
+   * `args` are the arguments the handler got (validated, files attached).
+   */
+  succeeded?: (session: Session, tool: string, args: JsonObject) => void;
 }
 
 /**
@@ -67,7 +71,6 @@ export async function runPipeline(frames: Buffer[], session: Session, deps: Pipe
   if (ctx.correlation !== null) deps.recent.weigh(recentKey(ctx.session, ctx.correlation), reply.length);
   const tool = ctx.topic.startsWith(TOOL_TOPIC_PREFIX) ? (deps.catalog.lookup(ctx.topic.slice(TOOL_TOPIC_PREFIX.length))?.name ?? null) : null;
   deps.metrics?.request(tool, 'error' in answer ? answer.error.code : 'ok', (performance.now() - startedAt) / 1000);
-  if (tool !== null && !('error' in answer)) deps.succeeded?.(session, tool);
   return reply;
 }
 
@@ -251,6 +254,7 @@ async function routeToOwner(tool: ToolEntry, envelope: RequestEnvelope, session:
     });
     return { source: routed.source, error: routed.error };
   }
+  deps.succeeded?.(session, tool.name, envelope.payload.arguments);
   return routed;
 }
 

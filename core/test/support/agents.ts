@@ -3,7 +3,7 @@
 // groups and state folders and the repository's agent-image. No Jest here: the
 // benchmarks import this outside Jest.
 import { join } from 'node:path';
-import { AgentManager } from '../../src/agents/agent-manager.js';
+import { AgentManager, type EarlierConversation } from '../../src/agents/agent-manager.js';
 import { DockerRuntime } from '../../src/agents/docker-runtime.js';
 import { parseConfig } from '../../src/config.js';
 import { LlmProxy } from '../../src/llm/llm-proxy.js';
@@ -36,6 +36,8 @@ export interface AgentManagerOptions {
   groups?: string[];
   /** carapace.json's `llm` section (models, max_tokens, budgets); parseConfig fills in the rest. */
   llm?: Record<string, unknown>;
+  /** The group's earlier conversation for a new session's first prompt (conversation/). */
+  earlier?: EarlierConversation;
 }
 
 export function newAgentManager(stack: Stack, options: AgentManagerOptions): AgentManager {
@@ -56,6 +58,9 @@ export function newAgentManager(stack: Stack, options: AgentManagerOptions): Age
     parseConfig({ agents: { image: AGENT_IMAGE, disk_quota_mb: 0, runtime: AGENT_RUNTIME, ...options.agents } }).agents,
     { groupsDir: join(stack.dir, 'groups'), stateDir: join(stack.dir, 'state'), agentImageDir: join(ROOT, 'agent-image'), instance: options.instance },
     () => groups,
+    undefined,
+    null,
+    options.earlier ?? null,
   );
 }
 

@@ -32,6 +32,7 @@ const DEFAULTS = {
   },
   audit: { max_file_mb: 10, keep_files: 10, keep_days: 30, repeat_window_s: 10 },
   sessions: { requests_per_minute: 1200, burst: 200, bytes_per_minute: 16_777_216, burst_bytes: 2_097_152, refusals_per_minute: 600, max_in_flight: 32, max_connections: 64, reply_high_water_mark: 4, reply_timeout_ms: 10_000 },
+  conversation: { keep_days: 30, keep_messages: 200, keep_kb: 512, brief_messages: 20, brief_chars: 8000 },
 };
 
 describe('parseConfig', () => {

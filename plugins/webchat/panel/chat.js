@@ -60,7 +60,8 @@ function Chat() {
       if (mine) setAgent({ state: mine.state, since: mine.since });
     }, () => undefined);
     // The whole kept history first (an unknown `since`), then each new message, once.
-    const closeChat = follow(`./api/stream?group=${encodeURIComponent(group)}`, (m) => setMessages((old) => (old.some((o) => o.id === m.id) ? old : [...old, m])), {
+    // A `cleared` event: the person cleared the conversation (here, on another channel or in the console).
+    const closeChat = follow(`./api/stream?group=${encodeURIComponent(group)}`, (m) => setMessages((old) => (m.cleared ? [] : old.some((o) => o.id === m.id) ? old : [...old, m])), {
       since: 'start',
       onState: (up) => setOffline(!up),
     });

@@ -1,5 +1,5 @@
 import { html, useState } from '/assets/vendor/preact-htm.js';
-import { post, when } from '/assets/api.js';
+import { del, post, when } from '/assets/api.js';
 import { useData } from '/assets/pages/use-data.js';
 
 /** One waiting chat: approve into an existing group or a new one, or refuse. */
@@ -23,6 +23,37 @@ function PairingRequest({ request, groups, done }) {
     </div></div>`;
 }
 
+/**
+ * A group's kept conversation: what its next session is told of the earlier conversation
+ * (the latest of it), and the person's button to clear it. Reloaded on every message and
+ * reply of the group (audited) and on a clear.
+ */
+function Conversation({ group }) {
+  const [open, setOpen] = useState(false);
+  const [problem, setProblem] = useState(null);
+  const path = `/api/conversation/${encodeURIComponent(group)}`;
+  const convo = useData(path, (e) => open && e.type === 'audit' && e.group === group && (e.stage === 'event' || e.stage === 'response' || e.reason?.startsWith('conversation cleared')));
+  const messages = convo.data?.messages ?? [];
+  const clear = () => {
+    if (!confirm(`Clear the conversation of group "${group}"? Its next session starts without it.`)) return;
+    del(path).then(() => {
+      setProblem(null);
+      convo.reload();
+    }, (err) => setProblem(err.message));
+  };
+  return html`<div class="card conversation" data-group=${group}>
+    <div class="row"><strong>${group}</strong><span class="muted count">${messages.length} message${messages.length === 1 ? '' : 's'} kept</span>
+      <button class="show" type="button" onClick=${() => setOpen(!open)}>${open ? 'Hide' : 'Show'}</button>
+      <button class="danger clear" type="button" disabled=${messages.length === 0} onClick=${clear}>Clear</button></div>
+    ${problem && html`<div class="error">${problem}</div>`}
+    ${convo.error && html`<div class="error">${convo.error}</div>`}
+    ${open && html`<div class="scroll"><table><thead><tr><th>When</th><th>Who</th><th>Text</th></tr></thead><tbody>
+      ${messages.map((m) => html`<tr data-direction=${m.direction}><td class="muted">${when(new Date(m.at).toISOString())}</td>
+        <td>${m.direction === 'in' ? `${m.party} on ${m.channel}` : `agent → ${m.party} on ${m.channel}`}</td><td><pre>${m.text}</pre></td></tr>`)}
+    </tbody></table></div>`}
+  </div>`;
+}
+
 export function Groups() {
   const groups = useData('/api/groups');
   const pairing = useData('/api/pairing', (e) => e.type === 'audit' && e.reason?.startsWith('pairing'));
@@ -43,6 +74,9 @@ export function Groups() {
     <div class="scroll"><table><thead><tr><th>Channel</th><th>Chat</th><th>Group</th></tr></thead><tbody>
       ${data.chats.map((c) => html`<tr><td>${c.plugin}</td><td class="mono">${c.chat}</td><td>${c.group}</td></tr>`)}
     </tbody></table></div>`}
+    <h2>Conversations</h2>
+    <p class="muted">What each group's agent is told of the earlier conversation when a new session starts (after it was idle): the messages that came in on the group's chats and the replies that reached them, kept by Carapace. Clearing it here, or writing /forget in a chat, starts the next conversation afresh.</p>
+    ${names.map((g) => html`<${Conversation} key=${g} group=${g} />`)}
     <h2>Groups and their tools</h2>
     <div class="scroll"><table><thead><tr><th>Group</th><th>Tools its agent may call now</th></tr></thead><tbody>
       ${data.groups.map((g) => html`<tr><td>${g.group}</td><td class="mono">${g.tools.join(', ')}</td></tr>`)}
