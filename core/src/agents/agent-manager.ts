@@ -82,6 +82,8 @@ interface Agent {
   unwatch?: () => void;
   /** Why the core ended it (stopped by a person, the model refused the key): its turn ends with this. */
   ended?: string;
+  /** A person cleared the conversation during a turn: the agent goes when the turn ends. */
+  retireAfterTurn?: boolean;
   /** The turn running now: its events (several messages may share a turn), and whether a reply of it reached the person yet. */
   turn?: { causes: EventEnvelope[]; replied: boolean };
 }
@@ -265,8 +267,11 @@ export class AgentManager {
     this.states.set(group, 'idle', agent, true);
     this.core.publish(ok ? 'agent.completed' : 'agent.error', group, { session: agent.session, ...(ok ? {} : { reason: 'the agent reported an error' }), ...trigger });
     this.core.audit.record({ group, session: agent.session, source: 'core', topic: null, correlation: null, stage: 'agent', outcome: ok ? 'ok' : 'error', reason: ok ? 'agent run completed' : 'agent run failed', detail: ok ? undefined : result.output.slice(-2000) });
-    agent.idle = setTimeout(() => void this.retire(group), this.settings.idle_timeout_ms);
-    agent.idle.unref();
+    if (agent.retireAfterTurn) await this.retire(group);
+    else {
+      agent.idle = setTimeout(() => void this.retire(group), this.settings.idle_timeout_ms);
+      agent.idle.unref();
+    }
     return { ok, output: result.output };
   }
 
@@ -275,12 +280,11 @@ export class AgentManager {
     this.core.publish('user.notify', group, { text: noAnswerNotice(previewOf(cause)) });
   }
 
-  /** Ends the group's agent once the turns queued now are over (a person cleared the conversation). */
-  forget(group: string): Promise<void> {
-    const previous = this.queues.get(group) ?? Promise.resolve();
-    const next = previous.then(() => this.retire(group));
-    this.queues.set(group, next.catch(() => undefined));
-    return next;
+  /** Ends the group's agent once its turn running now is over (a person cleared the conversation): the next message starts afresh. */
+  async forget(group: string): Promise<void> {
+    const agent = this.agents.get(group);
+    if (agent?.turn) agent.retireAfterTurn = true;
+    else await this.retire(group);
   }
 
   /** Agent containers running, and being started now (for /metrics). */

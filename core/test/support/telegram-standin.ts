@@ -243,6 +243,11 @@ export class TelegramStandIn {
         if (!/^-?\d+$/.test(chatId)) return fail(400, 'Bad Request: chat not found');
         if (text.trim() === '') return fail(400, 'Bad Request: message text is empty');
         if (text.length > TEXT_LIMIT) return fail(400, 'Bad Request: message is too long');
+        const deliver = (markup: unknown) => {
+          const message = this.newMessage(chatId, 'private', { from: BOT, text, ...(markup ? { reply_markup: markup } : {}) });
+          this.sent.push({ chat_id: chatId, message_id: message.message_id, text, reply_markup: params.reply_markup });
+          return message;
+        };
         if (this.held > 0) {
           this.held--;
           this.heldSends++;
@@ -253,15 +258,14 @@ export class TelegramStandIn {
             this.cutOffSends++;
           });
           await new Promise((r) => setTimeout(r, this.holdMs));
-          if (cutOff) return;
+          // As on Telegram: a request it has read is carried out, whether or not the client waits for the answer.
+          if (cutOff) return void deliver(params.reply_markup);
         }
         if (this.rateLimited > 0) {
           this.rateLimited--;
           return fail(429, `Too Many Requests: retry after ${this.retryAfter}`, { parameters: { retry_after: this.retryAfter } });
         }
-        const message = this.newMessage(chatId, 'private', { from: BOT, text, ...(params.reply_markup ? { reply_markup: params.reply_markup } : {}) });
-        this.sent.push({ chat_id: chatId, message_id: message.message_id, text, reply_markup: params.reply_markup });
-        return respond(200, { ok: true, result: message });
+        return respond(200, { ok: true, result: deliver(params.reply_markup) });
       }
       case 'answerCallbackQuery':
         if (typeof params.callback_query_id !== 'string') return fail(400, 'Bad Request: query is too old and response timeout expired or query ID is invalid');
