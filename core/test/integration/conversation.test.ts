@@ -13,7 +13,6 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { startAdminApi } from '../../src/admin/http-api.js';
 import { AgentManager } from '../../src/agents/agent-manager.js';
-import type { AgentProcess, AgentRuntime, AgentSpec } from '../../src/agents/runtime.js';
 import type { Session } from '../../src/boundary/session-table.js';
 import { parseConfig } from '../../src/config.js';
 import { ConversationKeeper } from '../../src/conversation/conversation-keeper.js';
@@ -21,6 +20,7 @@ import { ConversationStore } from '../../src/conversation/conversation-store.js'
 import { LlmProxy } from '../../src/llm/llm-proxy.js';
 import { SOCKETS } from '../../src/plugins/host-protocol.js';
 import { ROOT, Stack, until, type IpcResult } from '../harness.js';
+import { scriptedRuntime } from '../support/scripted-runtime.js';
 import { TelegramStandIn } from '../support/telegram-standin.js';
 
 const TOKEN = '123456789:AAH-conversation-test-token-0123456';
@@ -35,38 +35,6 @@ const turns: Turn[] = [];
 /** Every prompt a turn got, and the session it ran in. */
 const prompts: { prompt: string; session: string }[] = [];
 const results: IpcResult[] = [];
-
-function scriptedRuntime(stack: () => Stack): AgentRuntime {
-  const attached = (spec: AgentSpec): AgentProcess => {
-    const socketPath = join(spec.mounts.find((m) => m.target === '/run/carapace')!.source, 'carapace.sock');
-    const ipc = async (topic: string, args: unknown): Promise<IpcResult> => {
-      const r = await stack().ipc({ socketPath } as Session, topic, args);
-      results.push(r);
-      return r;
-    };
-    let onLine: (line: string) => void = () => undefined;
-    return {
-      send(line: string) {
-        const message = JSON.parse(line) as { message: { content: { text: string }[] } };
-        prompts.push({ prompt: message.message.content[0].text, session: spec.session });
-        const turn = turns.shift() ?? (async () => 'nothing to do');
-        void turn(ipc).then((text) => onLine(JSON.stringify({ type: 'result', subtype: 'success', is_error: false, result: text })));
-      },
-      onLine: (listener) => (onLine = listener),
-      onExit: () => undefined,
-      stderrTail: () => '',
-      close: () => undefined,
-    };
-  };
-  return {
-    start: () => Promise.reject(new Error('legacy mode only')),
-    startAttached: async (spec) => ({ id: `fake-${spec.session}`, process: attached(spec) }),
-    limitCpus: async () => undefined,
-    isRunning: async () => true,
-    remove: async () => undefined,
-    listManaged: async () => [],
-  };
-}
 
 let tg: TelegramStandIn;
 let stack: Stack;
@@ -95,7 +63,17 @@ beforeAll(async () => {
   // Wired as main.ts wires them.
   store = new ConversationStore(dbFile(), config.conversation);
   const keeper = new ConversationKeeper(stack.core, store, config.conversation, (group) => manager.forget(group));
-  manager = new AgentManager(stack.core, scriptedRuntime(() => stack), llm, config.agents, paths, () => ['family'], undefined, null, keeper);
+  // Each turn runs the ipc calls the test chose on its session's socket and ends with its own text.
+  const runtime = scriptedRuntime(async (prompt, socketPath, session) => {
+    prompts.push({ prompt, session });
+    const ipc = async (topic: string, args: unknown): Promise<IpcResult> => {
+      const r = await stack.ipc({ socketPath } as Session, topic, args);
+      results.push(r);
+      return r;
+    };
+    return (turns.shift() ?? (async () => 'nothing to do'))(ipc);
+  });
+  manager = new AgentManager(stack.core, runtime, llm, config.agents, paths, () => ['family'], undefined, null, keeper);
   stack.core.on('event', (event) => {
     if (keeper.take(event)) return;
     void manager.onEvent(event)?.catch(() => undefined);

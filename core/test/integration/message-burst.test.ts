@@ -6,11 +6,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { join } from 'node:path';
 import { ROOT, Stack, until } from '../harness.js';
-import { agentIpc, scriptedRuntime } from '../support/scripted-runtime.js';
+import { agentIpc, scriptedManager, scriptedRuntime } from '../support/scripted-runtime.js';
 import { TelegramStandIn } from '../support/telegram-standin.js';
-import { AgentManager } from '../../src/agents/agent-manager.js';
-import { parseConfig } from '../../src/config.js';
-import { LlmProxy } from '../../src/llm/llm-proxy.js';
+import type { AgentManager } from '../../src/agents/agent-manager.js';
 
 const TOKEN = '123456789:AAH-message-burst-token-0123456789';
 const CHAT = 100;
@@ -32,17 +30,13 @@ beforeAll(async () => {
       plugins: { telegram: { bot_token: '${TELEGRAM_BOT_TOKEN}', api_base_url: tg.url, chats: { [String(CHAT)]: 'family' }, owners: [42], poll_timeout_s: 1 } },
     },
   });
-  const defaults = parseConfig({ agents: { disk_quota_mb: 0 } });
-  const llm = new LlmProxy({ upstream: 'http://127.0.0.1:9', credential: { apiKey: 'k' }, audit: stack.core.audit, settings: defaults.llm, notify: () => undefined });
-  const paths = { groupsDir: join(stack.dir, 'groups'), stateDir: join(stack.dir, 'state'), agentImageDir: join(ROOT, 'agent-image'), instance: `burst-${process.pid}` };
   // A turn takes 300 ms and sends one reply.
   const runtime = scriptedRuntime(async (prompt, socket) => {
     prompts.push(prompt);
     await new Promise((r) => setTimeout(r, 300));
     await agentIpc(socket, 'tool.invoke.send_telegram', { recipient: String(CHAT), body: `reply ${prompts.length}` });
   });
-  manager = new AgentManager(stack.core, runtime, llm, defaults.agents, paths, () => ['family']);
-  stack.core.on('event', (event) => void manager.onEvent(event)?.catch(() => undefined));
+  manager = scriptedManager(stack, runtime, 'burst');
 });
 
 afterAll(async () => {

@@ -4,8 +4,11 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { AgentManager } from '../../src/agents/agent-manager.js';
 import type { AgentProcess, AgentRuntime, AgentSpec } from '../../src/agents/runtime.js';
-import { IPC_BIN } from '../harness.js';
+import { parseConfig } from '../../src/config.js';
+import { LlmProxy } from '../../src/llm/llm-proxy.js';
+import { IPC_BIN, ROOT, type Stack } from '../harness.js';
 
 /** Runs `ipc <topic> <args>` as the agent of the session whose socket is `socket`: its stdout, or its stderr on failure. */
 export async function agentIpc(socket: string, topic: string, args: unknown): Promise<string> {
@@ -17,8 +20,8 @@ export async function agentIpc(socket: string, topic: string, args: unknown): Pr
   }
 }
 
-/** Each turn runs `turn(prompt, socket)`, then reports success as Claude Code's stream-json would. */
-export function scriptedRuntime(turn: (prompt: string, socket: string) => Promise<void>): AgentRuntime {
+/** Each turn runs `turn(prompt, socket, session)`, then reports success (with the text it returns) as Claude Code's stream-json would. */
+export function scriptedRuntime(turn: (prompt: string, socket: string, session: string) => Promise<string | void>): AgentRuntime {
   const attached = (spec: AgentSpec): AgentProcess => {
     const socket = join(spec.mounts.find((m) => m.target === '/run/carapace')!.source, 'carapace.sock');
     let onLine: (line: string) => void = () => undefined;
@@ -27,7 +30,9 @@ export function scriptedRuntime(turn: (prompt: string, socket: string) => Promis
         const message = JSON.parse(line) as { message?: { content?: Array<{ text?: string }> | string } };
         const content = message.message?.content;
         const prompt = typeof content === 'string' ? content : (content ?? []).map((c) => c.text ?? '').join('');
-        void turn(prompt, socket).finally(() => onLine(JSON.stringify({ type: 'result', subtype: 'success', is_error: false, result: 'done' })));
+        void turn(prompt, socket, spec.session)
+          .catch(() => undefined)
+          .then((text) => onLine(JSON.stringify({ type: 'result', subtype: 'success', is_error: false, result: text || 'done' })));
       },
       onLine: (listener) => (onLine = listener),
       onExit: () => undefined,
@@ -43,4 +48,14 @@ export function scriptedRuntime(turn: (prompt: string, socket: string) => Promis
     remove: async () => undefined,
     listManaged: async () => [],
   };
+}
+
+/** An agent manager of `stack`'s core on `runtime`, for the group "family", started by the core's events as in main.ts. */
+export function scriptedManager(stack: Stack, runtime: AgentRuntime, instance: string): AgentManager {
+  const defaults = parseConfig({ agents: { disk_quota_mb: 0 } });
+  const llm = new LlmProxy({ upstream: 'http://127.0.0.1:9', credential: { apiKey: 'k' }, audit: stack.core.audit, settings: defaults.llm, notify: () => undefined });
+  const paths = { groupsDir: join(stack.dir, 'groups'), stateDir: join(stack.dir, 'state'), agentImageDir: join(ROOT, 'agent-image'), instance: `${instance}-${process.pid}` };
+  const manager = new AgentManager(stack.core, runtime, llm, defaults.agents, paths, () => ['family']);
+  stack.core.on('event', (event) => void manager.onEvent(event)?.catch(() => undefined));
+  return manager;
 }
