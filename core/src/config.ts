@@ -163,6 +163,11 @@ export interface AgentSettings {
   idle_timeout_ms: number;
   /** A run longer than this is a hung agent: killed, and the user told. */
   run_timeout_ms: number;
+  /**
+   * Before an idle agent is removed, one last turn of at most this long to store what it
+   * learned (only when the memory plugin serves its group; 0: none).
+   */
+  last_turn_ms: number;
   memory_mb: number;
   cpus: number;
   pids: number;
@@ -285,6 +290,7 @@ export const configSchema = {
         runtime: { enum: ['auto', 'runsc', 'runc'], default: 'auto' },
         idle_timeout_ms: { type: 'integer', minimum: 1000, default: 900_000 },
         run_timeout_ms: { type: 'integer', minimum: 1000, default: 600_000 },
+        last_turn_ms: { type: 'integer', minimum: 0, default: 60_000 },
         memory_mb: { type: 'integer', minimum: 128, default: 1024 },
         cpus: { type: 'number', exclusiveMinimum: 0, default: 1 },
         pids: { type: 'integer', minimum: 16, default: 256 },

@@ -34,6 +34,12 @@ import type { AgentCounts } from '../metrics/metrics.js';
 import { AgentStates } from './agent-states.js';
 
 const AGENT_UID = 1000;
+/** What an idle agent is asked before it goes (`last_turn_ms`). */
+const LAST_TURN_PROMPT = [
+  'Carapace: this session ends now, because the conversation has been idle.',
+  'If the person told you something in it worth remembering in later sessions (a preference, a fact, a decision) that your memory does not hold yet, store it now with memory_store (see your memory skill).',
+  'Do not message the person and do nothing else. If there is nothing to store, answer "nothing to store".',
+].join('\n');
 /** Messages that waited while a turn ran share the next one, up to this many. */
 const MAX_BATCH = 20;
 /** Turns waiting per group at most; more are refused (and the person told once). */
@@ -187,6 +193,7 @@ export class AgentManager {
   }
 
   private runBatch(group: string, batch: QueuedTurn[]): Promise<RunOutcome> {
+    if (batch[0].last) return this.runLast(group, batch[0].last);
     const causes = batch.flatMap((t) => (t.cause ? [t.cause] : []));
     return this.settled(this.run(group, batchPrompt(batch.map((t) => t.prompt)), causes), causes);
   }
@@ -269,9 +276,33 @@ export class AgentManager {
     this.core.audit.record({ group, session: agent.session, source: 'core', topic: null, correlation: null, stage: 'agent', outcome: ok ? 'ok' : 'error', reason: ok ? 'agent run completed' : 'agent run failed', detail: ok ? undefined : result.output.slice(-2000) });
     if (agent.retireAfterTurn) await this.retire(group);
     else {
-      agent.idle = setTimeout(() => void this.retire(group), this.settings.idle_timeout_ms);
+      agent.idle = setTimeout(() => void this.idleEnd(group, agent), this.settings.idle_timeout_ms);
       agent.idle.unref();
     }
+    return { ok, output: result.output };
+  }
+
+  /**
+   * The idle timeout: the agent goes. Where memory serves the group, it first gets one
+   * bounded last turn to store what it learned (the memory specification's session-end
+   * sweep: nothing else tells an agent its session ends), queued like any turn.
+   */
+  private async idleEnd(group: string, agent: Agent): Promise<void> {
+    if (this.agents.get(group) !== agent) return;
+    if (this.settings.last_turn_ms === 0 || !this.core.toolsOf(group).includes('memory_store')) return this.retire(group);
+    await this.turns.enqueue(group, { prompt: LAST_TURN_PROMPT, last: agent.session });
+  }
+
+  private async runLast(group: string, session: string): Promise<RunOutcome> {
+    const agent = this.agents.get(group);
+    if (!agent || agent.session !== session || this.stopped) return { ok: false, output: 'no such session' };
+    if (agent.idle) clearTimeout(agent.idle);
+    this.states.set(group, 'working', agent);
+    const started = Date.now();
+    const result = await agent.runner.turn(LAST_TURN_PROMPT, this.settings.last_turn_ms);
+    const ok = result.status === 'ok';
+    this.core.audit.record({ group, session, source: 'core', topic: null, correlation: null, stage: 'agent', outcome: ok ? 'ok' : 'error', reason: `last turn before the idle session ends: ${result.status} after ${Date.now() - started} ms`, detail: ok ? undefined : result.output.slice(-2000) });
+    await this.retire(group);
     return { ok, output: result.output };
   }
 

@@ -8,6 +8,8 @@ import type { EventEnvelope } from '../protocol/envelope.js';
 export interface QueuedTurn {
   prompt: string;
   cause?: EventEnvelope;
+  /** The last turn of this session (its id) before the idle agent is removed. */
+  last?: string;
 }
 
 export interface TurnOutcome {

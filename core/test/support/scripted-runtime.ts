@@ -50,12 +50,12 @@ export function scriptedRuntime(turn: (prompt: string, socket: string, session: 
   };
 }
 
-/** An agent manager of `stack`'s core on `runtime`, for the group "family", started by the core's events as in main.ts. */
-export function scriptedManager(stack: Stack, runtime: AgentRuntime, instance: string): AgentManager {
-  const defaults = parseConfig({ agents: { disk_quota_mb: 0 } });
+/** An agent manager of `stack`'s core on `runtime` for `groups` (carapace.json's `agents` on top), started by the core's events as in main.ts. */
+export function scriptedManager(stack: Stack, runtime: AgentRuntime, instance: string, options: { groups?: string[]; agents?: Record<string, unknown> } = {}): AgentManager {
+  const defaults = parseConfig({ agents: { disk_quota_mb: 0, ...options.agents } });
   const llm = new LlmProxy({ upstream: 'http://127.0.0.1:9', credential: { apiKey: 'k' }, audit: stack.core.audit, settings: defaults.llm, notify: () => undefined });
   const paths = { groupsDir: join(stack.dir, 'groups'), stateDir: join(stack.dir, 'state'), agentImageDir: join(ROOT, 'agent-image'), instance: `${instance}-${process.pid}` };
-  const manager = new AgentManager(stack.core, runtime, llm, defaults.agents, paths, () => ['family']);
+  const manager = new AgentManager(stack.core, runtime, llm, defaults.agents, paths, () => options.groups ?? ['family']);
   stack.core.on('event', (event) => void manager.onEvent(event)?.catch(() => undefined));
   return manager;
 }

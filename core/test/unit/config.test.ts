@@ -19,7 +19,7 @@ const DEFAULTS = {
   confirmations: { max_pending_per_group: 3, keepalive_ms: 10_000, allow_hidden_characters: [] },
   shutdown_timeout_ms: 10_000,
   plugins: {},
-  agents: { image: 'carapace-agent:latest', mode: 'legacy', runtime: 'auto', idle_timeout_ms: 900_000, run_timeout_ms: 600_000, memory_mb: 1024, cpus: 1, pids: 256, disk_quota_mb: 2048, state_quota_mb: 256, disk_quota_mode: 'loop' },
+  agents: { image: 'carapace-agent:latest', mode: 'legacy', runtime: 'auto', idle_timeout_ms: 900_000, run_timeout_ms: 600_000, last_turn_ms: 60_000, memory_mb: 1024, cpus: 1, pids: 256, disk_quota_mb: 2048, state_quota_mb: 256, disk_quota_mode: 'loop' },
   llm: {
     models: ['claude-opus-5-5', 'claude-sonnet-5-5', 'claude-haiku-5-5', 'claude-haiku-4-5'],
     prices: DEFAULT_PRICES,
