@@ -27,7 +27,7 @@ import { CLAUDE_COMMAND, ClaudeSession, type TurnRunner } from './claude-session
 import type { AgentRuntime, MountSpec } from './runtime.js';
 import { writeSkills } from './skills.js';
 import { StartupCpus } from './startup-cpus.js';
-import { engineOf, groupStorage, type GroupStorage } from './storage.js';
+import { engineOf, groupStorage, NoDiskSpace, type GroupStorage } from './storage.js';
 import { noAnswerNotice, previewOf, type UnfinishedTurns } from './unfinished-turns.js';
 import { batchPrompt, TurnQueue, type QueuedTurn } from './turn-queue.js';
 import type { AgentCounts } from '../metrics/metrics.js';
@@ -418,8 +418,9 @@ export class AgentManager {
       return agent;
     } catch (err) {
       await this.teardown({ session: session.id, container, apiDir, privateDir });
-      if (!this.quarantined.has(session.id)) this.core.publish('agent.error', group, { session: session.id, reason: 'the agent could not be started', ...trigger });
-      this.core.audit.record({ group, session: session.id, source: 'core', topic: null, correlation: null, stage: 'agent', outcome: 'error', reason: 'agent container failed to start', detail: String((err as Error)?.message ?? err) });
+      const noSpace = err instanceof NoDiskSpace;
+      if (!this.quarantined.has(session.id)) this.core.publish('agent.error', group, { session: session.id, reason: noSpace ? err.message : 'the agent could not be started', ...trigger });
+      this.core.audit.record({ group, session: session.id, source: 'core', topic: null, correlation: null, stage: 'agent', outcome: 'error', ...(noSpace ? { severity: 'CRITICAL' as const, code: err.code } : {}), reason: noSpace ? err.message : 'agent container failed to start', detail: String((err as Error)?.message ?? err) });
       throw err;
     }
   }

@@ -135,9 +135,14 @@ export interface DiskPlan {
 
 /**
  * The helper's script: for each "<image> <bytes> <seed|->", make the image if it is
- * missing (seeded from the old folder), grow it if the quota grew, attach it to a loop
- * device unless one already serves it, and print that device. Shrinking is not done: a
- * lower quota applies to new groups only (resize2fs could lose nothing, but may fail).
+ * missing (seeded from the old folder), grow it if the quota grew, allocate every block of
+ * it on the host, attach it to a loop device unless one already serves it, and print that
+ * device. Shrinking is not done: a lower quota applies to new groups only (resize2fs could
+ * lose nothing, but may fail).
+ *
+ * Allocated in full (issue 22): a sparse image let the agent's writes succeed in the page
+ * cache while a full host disk turned them into zeroes. The quota is space the group really
+ * has; a host disk that cannot hold it refuses the workspace (exit 3, NO_SPACE) instead.
  */
 export const HELPER_SCRIPT = `set -eu
 while [ $# -ge 3 ]; do
@@ -163,10 +168,20 @@ while [ $# -ge 3 ]; do
     e2fsck -f -y "$img" >&2 || [ $? -le 1 ]
     resize2fs "$img" >&2
   fi
+  # Every block, also of an image an older version made sparse (mkfs and resize2fs may punch holes).
+  if ! fallocate -l "$(stat -c %s "$img")" "$img"; then
+    echo "NO_SPACE: the host's disk cannot hold $img ($(stat -c %s "$img") bytes)" >&2
+    exit 3
+  fi
   if [ -z "$dev" ]; then dev=$(losetup -f --show "$img"); fi
   echo "$dev"
 done
 `;
+
+/** The host's disk cannot hold a group's workspace at its quota: the agent is not started. */
+export class NoDiskSpace extends Error {
+  readonly code = 'NO_DISK_SPACE';
+}
 
 /** The image size for a quota, grown to fit an old folder's content (plus ext4's overhead) if that is larger. */
 export function imageBytes(quotaMb: number, seedBytes: number): number {
@@ -187,10 +202,15 @@ export function parseDevices(output: string, count: number): string[] {
 
 /** Whether an existing volume already mounts this device as ext4 (after a reboot the device may differ). */
 export function volumeMatches(options: Record<string, string> | null | undefined, device: string): boolean {
-  return options?.type === 'ext4' && options.device === device;
+  return options?.type === 'ext4' && options.device === device && options.o === VOLUME_OPTIONS;
 }
 
-export const VOLUME_OPTIONS = 'nosuid,nodev,discard';
+/**
+ * No `discard`: a delete in the workspace must not punch holes in the image (its blocks stay
+ * the group's). errors=remount-ro: after an I/O error the file system stops taking writes
+ * rather than reporting success for what it cannot keep.
+ */
+export const VOLUME_OPTIONS = 'nosuid,nodev,errors=remount-ro';
 
 export function volumeName(instance: string, group: string): string {
   return `carapace-${instance}-${group}-workspace`;
@@ -338,6 +358,9 @@ export class LoopStorage implements GroupStorage {
       await container.start();
       const result = (await container.wait()) as { StatusCode?: number };
       await ended;
+      if (result.StatusCode === 3 && err.includes('NO_SPACE')) {
+        throw new NoDiskSpace(`the host's disk has no room for the workspace of group "${group}" at its quota (agents.disk_quota_mb, allocated in full): free some space on the host or lower the quota`);
+      }
       if (result.StatusCode !== 0) throw new Error(`disk quota helper failed (exit ${result.StatusCode}): ${err.trim() || out.trim()}`);
       return out;
     } finally {
