@@ -529,5 +529,8 @@ export class AgentManager {
     this.stopped = true;
     this.turns.clear({ ok: false, output: 'stopping' });
     await Promise.all([...this.agents.keys()].map((g) => this.retire(g)));
+    await this.storage.release?.().catch((err: unknown) =>
+      this.core.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'agent', outcome: 'error', reason: 'could not detach the workspaces\' loop devices on the way out', detail: String((err as Error)?.message ?? err) }),
+    );
   }
 }

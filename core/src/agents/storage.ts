@@ -38,6 +38,8 @@ export interface GroupStorage {
    * `over` once if it passes the quota. Returns the function that stops looking.
    */
   watch?(group: string, over: (usedBytes: number, quotaBytes: number) => void): () => void;
+  /** The core stops (its agents are gone): what it attached for the workspaces is detached. */
+  release?(): Promise<void>;
 }
 
 export interface StoragePaths {
@@ -373,13 +375,27 @@ export class LoopStorage implements GroupStorage {
    * image files too (its data). For tests and for removing a group for good.
    */
   async destroy(group: string, images: boolean): Promise<void> {
-    const plans = this.plans(group);
+    await this.detach([group], images);
+  }
+
+  /**
+   * The core stops: the volumes and loop devices of every group it attached this run are
+   * released (the next start attaches them again in ~0.2 s each), so that `docker compose
+   * down` leaves no loop device behind until a reboot.
+   */
+  async release(): Promise<void> {
+    const groups = [...this.devices.keys()];
+    if (groups.length > 0) await this.detach(groups, false);
+  }
+
+  private async detach(groups: string[], images: boolean): Promise<void> {
+    const plans = groups.flatMap((group) => this.plans(group));
     for (const p of plans) await this.engine.docker.getVolume(p.volume).remove().catch(() => undefined);
-    this.devices.delete(group);
+    for (const group of groups) this.devices.delete(group);
     const args: string[] = [];
     for (const p of plans) args.push(await this.engine.hostPath(p.image));
     const script = `for img in "$@"; do for dev in $(losetup -j "$img" | cut -d: -f1); do losetup -d "$dev"; done; ${images ? 'rm -f "$img";' : ''} done`;
-    await this.helper(group, script, args);
+    await this.helper(groups[0], script, args);
   }
 }
 

@@ -265,6 +265,8 @@ describe.each<Mode>([
       const edit = telegram.edits.find((e) => e.chat_id === String(chat) && e.message_id === prompt.message_id);
       expect(edit?.text).toBe(`${prompt.text}\n\nWithdrawn (core: shutting down): nothing ran`);
       expect(edit?.reply_markup).toBeUndefined();
+      // Issue 22: the stopped core detached the loop device of the group's workspace (10 were left on a test machine).
+      expect(execFileSync('losetup', ['-j', join(project.volumes, 'groups', 'main.img')], { encoding: 'utf8' }).trim()).toBe('');
     } finally {
       model.policy = policy;
     }
