@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseConfig } from '../../src/config.js';
-import { allocatedBytes, BindStorage, engineOf, groupStorage, imageBytes, LoopStorage, parseDevices, treeBytes, volumeMatches, volumeName, WatchdogStorage } from '../../src/agents/storage.js';
+import { allocatedBytes, BindStorage, engineOf, groupStorage, imageBytes, LoopStorage, parseDevices, treeBytes, volumeMatches, volumeName, WatchdogStorage, VOLUME_OPTIONS } from '../../src/agents/storage.js';
 
 const MiB = 1024 * 1024;
 const paths = { groupsDir: '/g', instance: 'i' };
@@ -34,8 +34,9 @@ describe('parseDevices', () => {
 });
 
 describe('volumeMatches', () => {
-  it('reuses a volume only when it mounts the same device as ext4 (a reboot renumbers loop devices)', () => {
-    expect(volumeMatches({ type: 'ext4', device: '/dev/loop1', o: 'nosuid' }, '/dev/loop1')).toBe(true);
+  it('reuses a volume only when it mounts the same device as ext4 with today\'s options (a reboot renumbers loop devices; discard is gone)', () => {
+    expect(volumeMatches({ type: 'ext4', device: '/dev/loop1', o: VOLUME_OPTIONS }, '/dev/loop1')).toBe(true);
+    expect(volumeMatches({ type: 'ext4', device: '/dev/loop1', o: 'nosuid,nodev,discard' }, '/dev/loop1')).toBe(false);
     expect(volumeMatches({ type: 'ext4', device: '/dev/loop1' }, '/dev/loop10')).toBe(false);
     expect(volumeMatches({ type: 'tmpfs', device: '/dev/loop1' }, '/dev/loop1')).toBe(false);
     expect(volumeMatches(null, '/dev/loop1')).toBe(false);
