@@ -40,6 +40,8 @@ const LAST_TURN_PROMPT = [
   'If the person told you something in it worth remembering in later sessions (a preference, a fact, a decision) that your memory does not hold yet, store it now with memory_store (see your memory skill).',
   'Do not message the person and do nothing else. If there is nothing to store, answer "nothing to store".',
 ].join('\n');
+/** How often live agents' workspace file systems are looked at for kernel-counted errors. */
+const FS_CHECK_MS = 5_000;
 /** Messages that waited while a turn ran share the next one, up to this many. */
 const MAX_BATCH = 20;
 /** Turns waiting per group at most; more are refused (and the person told once). */
@@ -90,6 +92,8 @@ interface Agent {
   ended?: string;
   /** A person cleared the conversation during a turn: the agent goes when the turn ends. */
   retireAfterTurn?: boolean;
+  /** Kernel-counted errors of its workspace file system when it started (storage.fsErrors). */
+  fsErrors?: number;
   /** The turn running now: its events (several messages may share a turn), and whether a reply of it reached the person yet. */
   turn?: { causes: EventEnvelope[]; replied: boolean };
 }
@@ -116,6 +120,7 @@ export class AgentManager {
   private readonly quarantined = new Set<string>();
   private stopped = false;
   private starting = 0;
+  private fsCheck: NodeJS.Timeout | null = null;
   /** Each group's agent state, for the console. */
   readonly states = new AgentStates();
 
@@ -134,6 +139,10 @@ export class AgentManager {
     private readonly earlier: EarlierConversation | null = null,
   ) {
     core.on('quarantined', ({ session, group }) => this.onQuarantined(session, group));
+    if (storage.fsErrors) {
+      this.fsCheck = setInterval(() => void this.checkFileSystems(), FS_CHECK_MS);
+      this.fsCheck.unref();
+    }
     core.on('replied', ({ session, group }) => this.onReplied(session, group));
   }
 
@@ -318,6 +327,22 @@ export class AgentManager {
     else await this.retire(group);
   }
 
+  /**
+   * A workspace whose file system the kernel counted new errors on (an I/O error, a failing
+   * host disk; mounted errors=remount-ro, it takes no more writes): the agent is stopped
+   * before it reports more work as done, the person told once, CRITICAL in the audit.
+   */
+  private async checkFileSystems(): Promise<void> {
+    for (const [group, agent] of [...this.agents]) {
+      const errors = (await this.storage.fsErrors?.(group)) ?? 0;
+      if (errors <= (agent.fsErrors ?? 0) || this.agents.get(group) !== agent) continue;
+      agent.fsErrors = errors;
+      this.core.audit.record({ group, session: agent.session, source: 'core', topic: null, correlation: null, stage: 'agent', outcome: 'error', severity: 'CRITICAL', code: 'WORKSPACE_FS_ERROR', reason: `the workspace file system of group "${group}" counted ${errors} error(s) (an I/O error, or the host disk under it failed): it takes no more writes; the agent is stopped` });
+      this.core.publish('user.notify', group, { text: 'Carapace: the storage of this group\'s files reported an error, so its agent was stopped before it could report more work as done. Files written recently may be lost. The operator should check the host\'s disk.' });
+      await this.end(group, 'its workspace file system reported an error', 'core');
+    }
+  }
+
   /** Agent containers running, and being started now (for /metrics). */
   counts(): AgentCounts {
     return { running: this.agents.size, starting: this.starting };
@@ -412,6 +437,7 @@ export class AgentManager {
         runner.close();
         throw new Error('session quarantined while the agent started');
       }
+      agent.fsErrors = (await this.storage.fsErrors?.(group)) ?? 0;
       this.agents.set(group, agent);
       agent.unwatch = this.storage.watch?.(group, (used, quota) => void this.overQuota(group, agent, used, quota));
       this.core.publish('agent.started', group, { session: session.id });
@@ -527,6 +553,7 @@ export class AgentManager {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    if (this.fsCheck) clearInterval(this.fsCheck);
     this.turns.clear({ ok: false, output: 'stopping' });
     await Promise.all([...this.agents.keys()].map((g) => this.retire(g)));
     await this.storage.release?.().catch((err: unknown) =>

@@ -15,8 +15,8 @@
 //   seconds while the agent runs; past the quota the agent is stopped and the user told.
 //   Weaker: a fast writer gets ahead of it by whatever it writes between two looks.
 // - "off" (agents.disk_quota_mb: 0): host bind mounts, no limit, as before.
-import { existsSync, mkdirSync, readdirSync, chownSync, lstatSync, renameSync, type Stats } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, readFileSync, chownSync, lstatSync, renameSync, type Stats } from 'node:fs';
+import { basename, join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import type Docker from 'dockerode';
 import type { AgentSettings } from '../config.js';
@@ -40,6 +40,11 @@ export interface GroupStorage {
   watch?(group: string, over: (usedBytes: number, quotaBytes: number) => void): () => void;
   /** The core stops (its agents are gone): what it attached for the workspaces is detached. */
   release?(): Promise<void>;
+  /**
+   * Errors the kernel counted on the group's workspace file system (ext4's errors_count in
+   * sysfs, which a container sees too): an I/O error under it, or a host disk that failed it.
+   */
+  fsErrors?(group: string): Promise<number>;
 }
 
 export interface StoragePaths {
@@ -208,11 +213,12 @@ export function volumeMatches(options: Record<string, string> | null | undefined
 }
 
 /**
- * No `discard`: a delete in the workspace must not punch holes in the image (its blocks stay
- * the group's). errors=remount-ro: after an I/O error the file system stops taking writes
- * rather than reporting success for what it cannot keep.
+ * No `discard`, and `noinit_itable`: neither a delete in the workspace nor the kernel's lazy
+ * zeroing of inode tables may punch holes in the image through the loop device (its blocks
+ * stay the group's, allocated). errors=remount-ro: after an I/O error the file system stops
+ * taking writes rather than reporting success for what it cannot keep.
  */
-export const VOLUME_OPTIONS = 'nosuid,nodev,errors=remount-ro';
+export const VOLUME_OPTIONS = 'nosuid,nodev,noinit_itable,errors=remount-ro';
 
 export function volumeName(instance: string, group: string): string {
   return `carapace-${instance}-${group}-workspace`;
@@ -275,6 +281,19 @@ export class LoopStorage implements GroupStorage {
     const plans = this.plans(group);
     for (const [i, p] of plans.entries()) await this.ensureVolume(p.volume, devices[i]!, group);
     return plans.map((p) => ({ source: p.volume, target: p.target, readOnly: false, volume: true }));
+  }
+
+  async fsErrors(group: string): Promise<number> {
+    const devices = await this.devices.get(group)?.catch(() => null);
+    let errors = 0;
+    for (const device of devices ?? []) {
+      try {
+        errors += Number(readFileSync(`/sys/fs/ext4/${basename(device)}/errors_count`, 'utf8').trim()) || 0;
+      } catch {
+        // not mounted (yet), or no sysfs here: nothing counted
+      }
+    }
+    return errors;
   }
 
   plans(group: string): DiskPlan[] {

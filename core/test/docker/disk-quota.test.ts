@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { AgentManager } from '../../src/agents/agent-manager.js';
 import { DockerRuntime } from '../../src/agents/docker-runtime.js';
 import { LoopStorage } from '../../src/agents/storage.js';
-import { Stack } from '../harness.js';
+import { eventually, Stack, until } from '../harness.js';
 import { newAgentManager, testRuntime, sh as shIn } from '../support/agents.js';
 import { AnthropicStandIn } from '../support/anthropic-standin.js';
 
@@ -165,6 +165,21 @@ describe('disk quota', () => {
     expect(statSync(image).blocks * 512).toBeGreaterThanOrEqual(statSync(image).size);
     expect(statSync(image).mode & 0o777).toBe(0o600);
   });
+
+  // Issue 22: an I/O error under a workspace reached nobody. The kernel's own fault injection
+  // (ext4's trigger_fs_error on the workspace's loop device) makes a real file system error.
+  (process.getuid?.() === 0 ? it : it.skip)('a file system error under the workspace stops its agent, CRITICAL in the audit, the person told', async () => {
+    const image = join(stack.dir, 'groups', `${GROUP}.img`);
+    const device = execFileSync('losetup', ['-j', image], { encoding: 'utf8' }).split(':')[0].trim();
+    expect(device).toMatch(/^\/dev\/loop\d+$/);
+    const id = container();
+    writeFileSync(`/sys/fs/ext4/${device.replace('/dev/', '')}/trigger_fs_error`, 'carapace fault injection');
+    const entry = await until(() => stack.core.audit.query({ group: GROUP }).find((e) => e.code === 'WORKSPACE_FS_ERROR'), 20_000);
+    expect(entry).toMatchObject({ severity: 'CRITICAL', reason: expect.stringContaining('counted 1 error(s)') });
+    await until(() => manager.live(GROUP) === null, 10_000);
+    await eventually(() => runtime.inspect(id).then(() => false, (e: { statusCode?: number }) => e.statusCode === 404));
+    expect(stack.core.audit.query({ group: GROUP }).some((e) => e.reason === 'agent stopped: its workspace file system reported an error')).toBe(true);
+  }, 60_000);
 });
 
 // Where no loop device can be had (rootless engines): the watchdog. Weaker, so the test
