@@ -173,12 +173,20 @@ describe('disk quota', () => {
     const device = execFileSync('losetup', ['-j', image], { encoding: 'utf8' }).split(':')[0].trim();
     expect(device).toMatch(/^\/dev\/loop\d+$/);
     const id = container();
+    const told: unknown[] = [];
+    const publish = stack.core.publish.bind(stack.core);
+    stack.core.publish = (topic, group, payload, ...rest) => {
+      if (topic === 'user.notify' && group === GROUP) told.push(payload.text);
+      return publish(topic, group, payload, ...rest);
+    };
     writeFileSync(`/sys/fs/ext4/${device.replace('/dev/', '')}/trigger_fs_error`, 'carapace fault injection');
     const entry = await until(() => stack.core.audit.query({ group: GROUP }).find((e) => e.code === 'WORKSPACE_FS_ERROR'), 20_000);
     expect(entry).toMatchObject({ severity: 'CRITICAL', reason: expect.stringContaining('counted 1 error(s)') });
     await until(() => manager.live(GROUP) === null, 10_000);
     await eventually(() => runtime.inspect(id).then(() => false, (e: { statusCode?: number }) => e.statusCode === 404));
     expect(stack.core.audit.query({ group: GROUP }).some((e) => e.reason === 'agent stopped: its workspace file system reported an error')).toBe(true);
+    expect(told).toEqual([expect.stringContaining('the storage of this group\'s files reported an error')]);
+    stack.core.publish = publish;
   }, 60_000);
 });
 
