@@ -139,11 +139,11 @@ export class AgentManager {
     private readonly earlier: EarlierConversation | null = null,
   ) {
     core.on('quarantined', ({ session, group }) => this.onQuarantined(session, group));
+    core.on('replied', ({ session, group }) => this.onReplied(session, group));
     if (storage.fsErrors) {
       this.fsCheck = setInterval(() => void this.checkFileSystems(), FS_CHECK_MS);
       this.fsCheck.unref();
     }
-    core.on('replied', ({ session, group }) => this.onReplied(session, group));
   }
 
   /** A send tool delivered what the agent wrote: the turn has answered its person (and a crash now must not say otherwise). */

@@ -310,7 +310,9 @@ export class LoopStorage implements GroupStorage {
     for (const p of plans) args.push(await this.engine.hostPath(p.image), String(p.bytes), p.seed ? await this.engine.hostPath(p.seed) : '-');
     const devices = parseDevices(await this.helper(group, HELPER_SCRIPT, args), plans.length);
     // Migrated: the old folder is kept, renamed, never deleted (group names have no dots).
-    for (const p of plans) if (p.seed) renameSync(p.seed, freeName(`${p.seed}.pre-quota`));
+    // Also when a crash came between the image and the rename: the next attach finishes it.
+    const old = join(this.paths.groupsDir, group);
+    if (existsSync(old)) renameSync(old, freeName(`${old}.pre-quota`));
     return devices;
   }
 

@@ -188,6 +188,21 @@ describe('disk quota', () => {
     expect(told).toEqual([expect.stringContaining('the storage of this group\'s files reported an error')]);
     stack.core.publish = publish;
   }, 60_000);
+
+  // Issue 22: a crash between the seeded image and the old folder's rename left the folder
+  // under its live name for good. The next attach finishes the migration.
+  it('finishes a migration a crash cut short: an old folder beside its image is set aside at the next attach', async () => {
+    const groups = join(stack.dir, 'groups');
+    const before = readdirSync(groups).filter((n) => n.startsWith(`${GROUP}.pre-quota`)).length;
+    mkdirSync(join(groups, GROUP, 'notes'), { recursive: true });
+    writeFileSync(join(groups, GROUP, 'notes', 'left.txt'), 'left under its live name by a crash');
+    await (manager.storage as LoopStorage).destroy(GROUP, false); // the next start attaches anew
+    expect((await manager.enqueue(GROUP, 'hello again')).ok).toBe(true);
+    expect(existsSync(join(groups, GROUP))).toBe(false);
+    const aside = readdirSync(groups).filter((n) => n.startsWith(`${GROUP}.pre-quota`));
+    expect(aside).toHaveLength(before + 1);
+    expect(aside.some((n) => existsSync(join(groups, n, 'notes', 'left.txt')))).toBe(true);
+  }, 60_000);
 });
 
 // Where no loop device can be had (rootless engines): the watchdog. Weaker, so the test
