@@ -12,6 +12,8 @@ import type { FileRef } from '../src/files/file-store.js';
 export type { EventEnvelope, JsonObject, RequestEnvelope, InitFailureCategory, AuditEntry, ToolSummary, PendingConfirmation, ConfirmationStatus, FileRef };
 export { isKnownTimeZone, zoneOffsetMs, zonedToUtc } from './time.js';
 export { truncate } from './text.js';
+/** A file replaced whole or not at all (temp file, fsync, rename): what a plugin keeps in its data folder. */
+export { writeAtomically } from '../src/state/atomic-write.js';
 
 /** Throw for an intentional, agent-facing error. Anything else thrown is a crash. */
 export class ToolError extends Error {

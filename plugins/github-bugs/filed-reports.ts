@@ -1,8 +1,8 @@
 // The reports this plugin filed in the last day, by a key of their content, kept in its
 // data directory so that a restart does not forget them: the same report is refused rather
 // than filed twice (a retry, a repeated standing approval, a looping agent).
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { writeAtomically } from '#sdk';
 
 const DAY_MS = 86_400_000;
 const MAX_KEPT = 500;
@@ -34,9 +34,7 @@ export class FiledReports {
     const since = Date.now() - DAY_MS;
     this.entries = [...this.entries.filter((e) => Date.parse(e.at) > since), { key, url, at: new Date().toISOString() }].slice(-MAX_KEPT);
     try {
-      mkdirSync(dirname(this.file), { recursive: true });
-      writeFileSync(`${this.file}.tmp`, JSON.stringify(this.entries));
-      renameSync(`${this.file}.tmp`, this.file);
+      writeAtomically(this.file, JSON.stringify(this.entries));
     } catch {
       // kept in memory for this run
     }

@@ -2,8 +2,9 @@
 // data directory: a prompt outlives the process that sent it (and the core that asked),
 // so after any restart each one can still be edited to say how its request ended,
 // instead of keeping live buttons for a request nobody waits for. Bounded; the oldest go first.
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
+import { writeAtomically } from '#sdk';
 
 const FILE = 'prompts.json';
 
@@ -77,12 +78,10 @@ export class PromptLedger {
     return prompts;
   }
 
-  /** Synchronous and whole (temp file, rename): a kill at any point leaves the old list or the new one. */
+  /** Synchronous and whole: a kill at any point leaves the old list or the new one. */
   private save(): void {
-    const temp = `${this.file}.${process.pid}.tmp`;
     try {
-      writeFileSync(temp, JSON.stringify([...this.open]), { mode: 0o600 });
-      renameSync(temp, this.file);
+      writeAtomically(this.file, JSON.stringify([...this.open]), 0o600);
     } catch (err) {
       this.onWriteError(err as Error);
     }

@@ -5,10 +5,10 @@
 // goes out with its id; a page that reconnects with the last id it had gets what came
 // after it, so it sees every message once.
 import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { join } from 'node:path';
-import type { FileRef } from '#sdk';
+import { writeAtomically, type FileRef } from '#sdk';
 
 export interface ChatMessage {
   id: string;
@@ -127,12 +127,9 @@ export class ChatHistory {
   save(): void {
     if (this.saveTimer) clearTimeout(this.saveTimer);
     this.saveTimer = null;
-    const temp = `${this.file}.tmp`;
     try {
-      writeFileSync(temp, JSON.stringify(Object.fromEntries(this.byGroup)));
-      renameSync(temp, this.file);
+      writeAtomically(this.file, JSON.stringify(Object.fromEntries(this.byGroup)));
     } catch (err) {
-      rmSync(temp, { force: true });
       this.problems.saveFailed(err as Error);
     }
   }

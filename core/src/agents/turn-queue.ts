@@ -74,7 +74,7 @@ export class TurnQueue {
     queue.heldUntil = Math.max(queue.heldUntil, until);
   }
 
-  /** Turns waiting (not running) per group, for the console and tests. */
+  /** Turns waiting (not running) in `group`. */
   waiting(group: string): number {
     return this.groups.get(group)?.waiting.length ?? 0;
   }

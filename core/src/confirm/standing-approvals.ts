@@ -7,9 +7,10 @@
 // or resurrect an expired one; a file that cannot be read is moved aside: nothing is
 // approved that a person did not approve.
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
 import { dirname } from 'node:path';
 import stringify from 'safe-stable-stringify';
+import { writeAtomically } from '../state/atomic-write.js';
 import type { StoreProblem } from '../state/sqlite-file.js';
 
 /** The longest a standing approval may last: a week. */
@@ -166,9 +167,7 @@ export class StandingApprovals {
     if (!this.file) return true;
     try {
       mkdirSync(dirname(this.file), { recursive: true });
-      const temp = `${this.file}.${process.pid}.tmp`;
-      writeFileSync(temp, JSON.stringify({ version: 1, approvals: this.entries }, null, 1), { mode: 0o600 });
-      renameSync(temp, this.file);
+      writeAtomically(this.file, JSON.stringify({ version: 1, approvals: this.entries }, null, 1), 0o600);
       return true;
     } catch {
       return false;

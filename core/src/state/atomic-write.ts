@@ -3,10 +3,10 @@
 import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 
-export function writeAtomically(file: string, data: string | Uint8Array): void {
+export function writeAtomically(file: string, data: string | Uint8Array, mode = 0o644): void {
   const temp = `${file}.${process.pid}.tmp`;
   try {
-    const fd = openSync(temp, 'w', 0o644);
+    const fd = openSync(temp, 'w', mode);
     try {
       if (typeof data === 'string') writeSync(fd, data);
       else writeSync(fd, data);
