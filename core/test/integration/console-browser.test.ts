@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Browser, Page } from 'puppeteer-core';
 import { startAdminApi } from '../../src/admin/http-api.js';
+import type { GroupUsage } from '../../src/llm/budgets.js';
 import type { DayUsage } from '../../src/llm/usage-store.js';
 import { ROOT, Stack } from '../harness.js';
 import { launchBrowser, logIn } from '../support/browser.js';
@@ -30,7 +31,9 @@ beforeAll(async () => {
   // A day of model use: the Usage page shows what it cost (claude-haiku-4-5: 1000 in at $1/M, 30000 out at $5/M).
   const day = new Date().toISOString().slice(0, 10);
   const usageHistory = (): DayUsage[] => [{ group: 'family', day, input_tokens: 1000, output_tokens: 30_000, cost_micros: 151_000, requests: 1 }];
-  admin = await startAdminApi(stack.core, '127.0.0.1', 0, TOKEN, { console: { folders: [{ name: 'audit logs', path: join(stack.dir, 'logs') }], usageHistory } });
+  // Today's budgets as the Overview shows them: $0.151 of a $1.00 day.
+  const usage = (): GroupUsage[] => [{ group: 'family', day, input_tokens: 1000, output_tokens: 30_000, tokens: 31_000, requests: 1, cost_micros: 151_000, reserved_tokens: 0, reserved_micros: 0, tokens_per_day: 5_000_000, requests_per_minute: 60, requests_this_minute: 0, usd_per_day: 1 } as GroupUsage];
+  admin = await startAdminApi(stack.core, '127.0.0.1', 0, TOKEN, { usage, console: { folders: [{ name: 'audit logs', path: join(stack.dir, 'logs') }], usageHistory } });
   base = `http://127.0.0.1:${(admin.server.address() as AddressInfo).port}`;
   // Another origin on the same host (other port: same site, so SameSite does not stop its
   // requests carrying the cookie; only the CSRF token does): a page that tries to
@@ -142,6 +145,41 @@ describe('console in a browser', () => {
     await page.click(`.pending[data-id="${pending.id}"] button.deny`);
     expect((await call).code).not.toBe(0);
     await stack.core.closeSession(session.id);
+    await page.browserContext().close();
+  });
+
+  it('an opaque id: the page shows what it refers to; renamed meanwhile, the approval runs nothing, and the standing approval shows what it was given for', async () => {
+    const session = await stack.openSession('family');
+    const call = stack.ipc(session, 'tool.invoke.forget_note', { note_id: '60ce838e-rent' }, { timeoutMs: 25_000 });
+    const pending = await stack.pendingConfirmation('family', (p) => p.tool === 'forget_note');
+    const page = await loggedIn();
+    await page.goto(`${base}/#/approvals`);
+    const card = `.pending[data-id="${pending.id}"]`;
+    await page.waitForSelector(`${card} .state`);
+    expect(await page.$eval(`${card} .state`, (e) => e.textContent)).toBe('The note "Pay the rent (do not delete)"');
+    await shot(page, 'approvals-refers-to');
+    // A pause, and the page seen again, while the agent points the id at something else.
+    expect((await stack.ipc(session, 'tool.invoke.rename_note', { note_id: '60ce838e-rent', title: 'Old junk' })).code).toBe(0);
+    await new Promise((r) => setTimeout(r, 500));
+    await page.reload();
+    await page.waitForSelector(`${card} button.allow`);
+    expect(await page.$eval(`${card} .state`, (e) => e.textContent)).toBe('The note "Pay the rent (do not delete)"');
+    await page.click(`${card} button.allow`);
+    const r = await call;
+    expect(r.code).not.toBe(0);
+    expect(JSON.parse(r.stderr)).toMatchObject({ code: 'STATE_CHANGED' });
+    await page.waitForFunction(() => document.querySelector('main')?.textContent?.includes('while it refers to:'), { timeout: 5000 });
+    expect(await page.$eval('pre.state', (e) => e.textContent)).toBe('The note "Pay the rent (do not delete)"');
+    for (const a of stack.core.standing.list('family').filter((x) => x.tool === 'forget_note')) stack.core.revokeStanding(a.id, 'test');
+    expect((await stack.ipc(session, 'tool.invoke.rename_note', { note_id: '60ce838e-rent', title: 'Pay the rent (do not delete)' })).code).toBe(0);
+    await stack.core.closeSession(session.id);
+    await page.browserContext().close();
+  });
+
+  it('the Overview shows what each group\'s model use cost today against its money budget', async () => {
+    const page = await loggedIn();
+    await page.goto(`${base}/#/`);
+    await page.waitForFunction(() => document.querySelector('main')?.textContent?.includes('$0.15 of $1.00'), { timeout: 5000 });
     await page.browserContext().close();
   });
 
