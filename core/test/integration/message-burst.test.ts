@@ -5,7 +5,7 @@
 // only the container is a scripted stand-in that answers once per turn.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { join } from 'node:path';
-import { ROOT, Stack, until } from '../harness.js';
+import { ROOT, sleep, Stack, until } from '../harness.js';
 import { agentIpc, scriptedManager, scriptedRuntime } from '../support/scripted-runtime.js';
 import { TelegramStandIn } from '../support/telegram-standin.js';
 import type { AgentManager } from '../../src/agents/agent-manager.js';
@@ -18,6 +18,8 @@ let stack: Stack;
 let manager: AgentManager;
 /** The prompt of every turn, in order. */
 const prompts: string[] = [];
+/** How long a turn takes. */
+let turnMs = 300;
 
 beforeAll(async () => {
   tg = await TelegramStandIn.start(TOKEN);
@@ -33,7 +35,7 @@ beforeAll(async () => {
   // A turn takes 300 ms and sends one reply.
   const runtime = scriptedRuntime(async (prompt, socket) => {
     prompts.push(prompt);
-    await new Promise((r) => setTimeout(r, 300));
+    await new Promise((r) => setTimeout(r, turnMs));
     await agentIpc(socket, 'tool.invoke.send_telegram', { recipient: String(CHAT), body: `reply ${prompts.length}` });
   });
   manager = scriptedManager(stack, runtime, 'burst');
@@ -70,4 +72,18 @@ describe('a burst of messages', () => {
     expect(prompts[before]).toMatch(/^3 messages arrived while you were busy/);
     for (const text of texts(100, 3)) expect(seen(text)).toBe(1);
   }, 30_000);
+
+  it('more than 200 waiting: the rest are not handled, and the person is told once, in the chat', async () => {
+    turnMs = 3000;
+    const before = tg.sentTo(CHAT).length;
+    try {
+      for (const text of texts(1000, 230)) tg.queueMessage({ chatId: CHAT, text, fromId: 42 });
+      const notice = await until(() => tg.sentTo(CHAT).slice(before).find((m) => m.text.includes('are already waiting')), 20_000);
+      expect(notice.text).toMatch(/^Carapace: 200 messages are already waiting for the agent, so newer ones \("burst message 1\d\d\d" and any more\) are not handled until it catches up\. Send them again later\.$/);
+      await sleep(1000);
+      expect(tg.sentTo(CHAT).slice(before).filter((m) => m.text.includes('are already waiting'))).toHaveLength(1);
+    } finally {
+      turnMs = 300;
+    }
+  }, 90_000);
 });

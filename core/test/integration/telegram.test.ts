@@ -435,18 +435,18 @@ describe('shutdown', () => {
 });
 
 describe('model budgets, as the person reads them in the chat', () => {
-  it('past 80% of the day\'s tokens, and when a request no longer fits, the group\'s chat is told once each, in words', async () => {
-    const body = JSON.stringify({ model: 'claude-haiku-4-5', max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] });
-    // Room for ten worst cases (the request's bytes + max_tokens): 80% is passed before one no longer fits.
-    const BUDGET = 10 * (Buffer.byteLength(body) + 1);
+  const body = JSON.stringify({ model: 'claude-haiku-4-5', max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] });
+
+  /** Asks the model through a proxy with `budget` until it refuses (and three times more); what the group's chat was told. */
+  async function noticesFor(budget: Record<string, unknown>): Promise<string[]> {
     const model = new AnthropicStandIn(() => [{ type: 'text', text: 'ok' }]);
     const upstream = await model.start();
     const dir = mkdtempSync(join(tmpdir(), 'cp-tg-budget-'));
     // What main.ts does: the proxy's notices go out as user.notify on the group's channels.
-    const proxy = new LlmProxy({ upstream, credential: { apiKey: 'k' }, audit: stack.core.audit, settings: parseConfig({ llm: { budget: { tokens_per_day: BUDGET } } }).llm, notify: (group, text) => stack.core.publish('user.notify', group, { text }) });
+    const proxy = new LlmProxy({ upstream, credential: { apiKey: 'k' }, audit: stack.core.audit, settings: parseConfig({ llm: { budget } }).llm, notify: (group, text) => stack.core.publish('user.notify', group, { text }) });
     const s = await proxy.open('agent-tg-budget', 'main', join(dir, 'llm.sock'));
     try {
-      // Each answer bills 19.
+      // Each answer bills 12 input and 7 output tokens.
       const ask = () =>
         new Promise<{ status: number }>((resolve, reject) => {
           const req = request({ socketPath: s.socketPath, path: '/v1/messages', method: 'POST', headers: { 'x-api-key': s.token, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' } }, (res) => {
@@ -461,22 +461,32 @@ describe('model budgets, as the person reads them in the chat', () => {
       while (!statuses.includes(429) && statuses.length < 60) statuses.push((await ask()).status);
       expect(statuses.at(-1)).toBe(429);
       for (let i = 0; i < 3; i++) expect((await ask()).status).toBe(429); // told once, not per refusal
-      const said = await until(() => {
-        const texts = tg.sentTo(MAIN_CHAT).slice(before).map((m) => m.text);
-        return texts.length >= 2 ? texts : undefined;
-      }, 10_000);
+      await until(() => tg.sentTo(MAIN_CHAT).slice(before).length >= 2, 10_000);
       await sleep(500); // nothing more comes
-      const texts = tg.sentTo(MAIN_CHAT).slice(before).map((m) => m.text);
-      expect(texts).toEqual([
-        expect.stringMatching(new RegExp(`^Carapace: the group "main" has used 8\\d% of its model tokens for today \\(\\d+ of ${BUDGET}\\)\\.$`)),
-        expect.stringMatching(new RegExp(`^Carapace: the group "main" has \\d+ of its ${BUDGET} model tokens left today, less than this request may use \\(\\d+\\); it renews at 00:00 UTC$`)),
-      ]);
-      expect(said).toHaveLength(2);
+      return tg.sentTo(MAIN_CHAT).slice(before).map((m) => m.text);
     } finally {
       await proxy.close('agent-tg-budget');
       await model.stop();
       rmSync(dir, { recursive: true, force: true });
     }
+  }
+
+  it('past 80% of the day\'s tokens, and when a request no longer fits, the group\'s chat is told once each, in words', async () => {
+    // Room for ten worst cases (the request's bytes + max_tokens): 80% is passed before one no longer fits.
+    const BUDGET = 10 * (Buffer.byteLength(body) + 1);
+    expect(await noticesFor({ tokens_per_day: BUDGET })).toEqual([
+      expect.stringMatching(new RegExp(`^Carapace: the group "main" has used 8\\d% of its model tokens for today \\(\\d+ of ${BUDGET}\\)\\.$`)),
+      expect.stringMatching(new RegExp(`^Carapace: the group "main" has \\d+ of its ${BUDGET} model tokens left today, less than this request may use \\(\\d+\\); it renews at 00:00 UTC$`)),
+    ]);
+  });
+
+  it('the same for a money budget, in dollars', async () => {
+    // claude-haiku-4-5's worst case: every byte at the 1-hour cache write ($2/M), max_tokens at $5/M; ten of them.
+    const worst = Buffer.byteLength(body) * 2 + 5;
+    expect(await noticesFor({ usd_per_day: (10 * worst) / 1e6 })).toEqual([
+      expect.stringMatching(/^Carapace: the group "main" has used 8\d% of its model budget for today \(\$0\.\d{4} of \$0\.\d{4}\)\.$/),
+      expect.stringMatching(/^Carapace: the group "main" has \$0\.\d{4} of its \$0\.\d{4} model budget left today, less than this request may use \(\$0\.\d{4}\); it renews at 00:00 UTC$/),
+    ]);
   });
 });
 
