@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { AgentManager } from '../../src/agents/agent-manager.js';
 import { eventEnvelope } from '../../src/protocol/envelope.js';
 import { ROOT, Stack } from '../harness.js';
-import { newAgentManager } from '../support/agents.js';
+import { newAgentManager, sh, testRuntime } from '../support/agents.js';
 import { AnthropicStandIn, hasTool, toolResults, type RecordedRequest } from '../support/anthropic-standin.js';
 
 const MODEL_KEY = 'sk-ant-api03-task-run-model-key-0123456789abcdef';
@@ -64,4 +64,21 @@ describe.each(['legacy', 'api'] as const)('%s mode: a task-started turn calls sc
     const tasks = existsSync(state) ? (JSON.parse(readFileSync(state, 'utf8')) as { tasks: { prompt: string }[] }).tasks : [];
     expect(tasks.some((t) => t.prompt === NEXT.prompt)).toBe(false);
   }, 180_000);
+
+  // Issue 21: one grant of schedule_recurring_task made 5 identical recurring tasks. Even
+  // with a standing approval of 5 uses an hour, the agent's second identical one is refused.
+  it('from inside the container: the same recurring task twice under a standing approval is scheduled once', async () => {
+    const args = { prompt: 'Water the plants', cron: '0 7 * * *' };
+    const granted = stack.core.grantStanding({ group: 'family', tool: 'schedule_recurring_task', arguments: args, hours: 1, uses_per_hour: 5, by: 'test' });
+    expect('id' in granted).toBe(true);
+    const container = manager.live('family')!.container;
+    const call = `ipc tool.invoke.schedule_recurring_task '${JSON.stringify(args)}'`;
+    const first = await sh(testRuntime(), container, call);
+    expect(first.code).toBe(0);
+    const second = await sh(testRuntime(), container, call);
+    expect(second.code).not.toBe(0);
+    expect(JSON.parse(second.err)).toMatchObject({ code: 'DUPLICATE_TASK', retriable: false });
+    const state = JSON.parse(readFileSync(join(stack.dir, 'data', 'tasks', 'tasks.json'), 'utf8')) as { tasks: { prompt: string }[] };
+    expect(state.tasks.filter((t) => t.prompt === args.prompt)).toHaveLength(1);
+  }, 60_000);
 });
