@@ -127,6 +127,12 @@ export interface CoreServices {
   requestPairing(chat: string, details: { name?: string; text?: string }): Promise<{ code: string; expires_at: string } | null>;
   /** The plugin's own data directory on the host (never mounted into a container). */
   dataDir: string;
+  /**
+   * An HTTP CONNECT proxy URL for clients that open their own TCP connections (IMAP, SMTP):
+   * pass it as their `proxy` option. The plugin's network is only the hosts its manifest
+   * declares (`network`); global fetch() already goes the same way. Undefined: connect directly.
+   */
+  egressProxy?: string;
 }
 
 export interface MemoryBriefEntry {

@@ -38,6 +38,13 @@ export interface Manifest {
   config_schema?: JsonObject;
   /** A page of the plugin's own in the console (its handler's servePanel), under this menu title. */
   panel?: { title: string };
+  /**
+   * Where the plugin may connect (the egress proxy enforces it; none declared: nowhere).
+   * `hosts`: "host" or "host:port" (port 443 when left out). `config_hosts`: JSON pointers
+   * into the plugin's configuration whose values are URLs or "host[:port]" (a server the
+   * person configures, such as a CalDAV or IMAP server).
+   */
+  network: { hosts: string[]; config_hosts: string[] };
 }
 
 export const HOOKS = ['memory_brief'] as const;
@@ -92,5 +99,14 @@ export const manifestSchema = {
     subscribes: { type: 'array', items: { type: 'string', pattern: '^[a-z][a-z0-9_.]*$' }, default: [] },
     config_schema: { type: 'object' },
     panel: { type: 'object', required: ['title'], additionalProperties: false, properties: { title: { type: 'string', minLength: 1, maxLength: 40 } } },
+    network: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        hosts: { type: 'array', items: { type: 'string', pattern: '^[a-z0-9.-]{1,253}(:[0-9]{1,5})?$' }, uniqueItems: true, maxItems: 32, default: [] },
+        config_hosts: { type: 'array', items: { type: 'string', pattern: '^(/[A-Za-z0-9_-]+)+$' }, uniqueItems: true, maxItems: 8, default: [] },
+      },
+    },
   },
 } as const;
