@@ -1,11 +1,11 @@
-// The plugin host: a separate process that runs every plugin's handler, so a crashing
-// or hanging handler can never take the core down. It talks to the core over the
-// private plugin socket and the event bus; the core has already validated everything.
-import { AsyncLocalStorage } from 'node:async_hooks';
+// The plugin host: supervises one process per plugin (plugin-process.ts), so a plugin
+// that crashes, hangs or is hostile reaches neither the core nor another plugin. It holds
+// the one link to the core (the private plugin socket and the event bus) and says which
+// plugin each message is from; the core has already validated everything it sends.
 import { randomUUID } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, realpathSync } from 'node:fs';
 import type { Server } from 'node:http';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import * as zmq from 'zeromq';
 import pino from 'pino';
 import { FrameBatch, parseFrames } from '../src/boundary/frame-batch.js';
@@ -13,16 +13,18 @@ import { SendQueue } from '../src/boundary/send-queue.js';
 import type { CoreConfig } from '../src/config.js';
 import { INTRINSIC_NAMES } from '../src/intrinsics/intrinsics.js';
 import { discoverPlugins, type DiscoveredPlugin } from '../src/plugins/discovery.js';
-import { SOCKETS, type CoreToHost, type HandlerOutcome, type HostToCore, type ServiceMethod } from '../src/plugins/host-protocol.js';
-import { PROTOCOL_VERSION, type EventEnvelope, type JsonObject, type RequestEnvelope } from '../src/protocol/envelope.js';
+import { SOCKETS, type CoreToHost, type HostToCore } from '../src/plugins/host-protocol.js';
+import { PROTOCOL_VERSION, type EventEnvelope, type JsonObject } from '../src/protocol/envelope.js';
 import { APP_VERSION } from '../src/version.js';
-import { AbortedBeforeActing, ServiceError, ToolError, type CoreServices, type PluginHandler } from '../sdk/index.js';
-import { categorize, handlerPath, loadHandler, TimeoutError } from './load-handler.js';
-import { servePanel } from './panel-server.js';
+import { handlerPath } from './load-handler.js';
+import { panelSocket, relayTo, servePanel } from './panel-server.js';
 import { BusPublisher } from './bus-publisher.js';
 import { CorePresence } from './core-presence.js';
+import { EgressRelay } from './egress-relay.js';
+import { PluginIds, pluginEnv, prepareDataDir } from './isolation.js';
+import { AllowList } from './network-allow-list.js';
+import { PluginProcess } from './plugin-process.js';
 import { pluginSection, resolvePluginConfig } from './plugin-config.js';
-import { pluginInStack, StrayErrors } from './stray-errors.js';
 
 export interface HostOptions {
   runDir: string;
@@ -33,41 +35,22 @@ export interface HostOptions {
   env?: NodeJS.ProcessEnv;
   /** A core away (or never there) for longer than this: the host gives up and onCoreLost runs. */
   coreLostAfterMs?: number;
+  /** The egress service's socket (the appliance); unset, plugins' tunnels connect from here. */
+  egressSocket?: string | null;
 }
 
 /** The default bound on a core's absence: far longer than a restart takes. */
 const CORE_LOST_AFTER_MS = 120_000;
 /** Plugin events held for an absent core, kept here when the host gives up waiting. */
 const HELD_EVENTS_FILE = '.held-events.json';
+/** Each plugin's panel, served by its process in its own folder (relayed: panel-server.ts). */
+const PRIVATE_PANEL = '.panel.sock';
 
-interface Loaded {
-  plugin: DiscoveredPlugin;
-  handler: PluginHandler;
-  config: JsonObject;
-}
-
-interface Context {
-  plugin: string;
-  rid: string | null;
-  group: string | null;
-}
-
-const SERVICE_TIMEOUT_MS = 5000;
 const log = pino({ base: { service: 'plugin-host' } }, pino.destination(2));
 
-/** Plain JSON data only: what the core can forward unchanged. */
-export function isJsonData(value: unknown, seen = new Set<object>()): boolean {
-  if (value === null || typeof value === 'string' || typeof value === 'boolean') return true;
-  if (typeof value === 'number') return Number.isFinite(value);
-  if (typeof value !== 'object') return false;
-  if (seen.has(value)) return false;
-  seen.add(value);
-  const proto = Object.getPrototypeOf(value) as unknown;
-  const ok = Array.isArray(value)
-    ? value.every((v) => isJsonData(v, seen))
-    : (proto === Object.prototype || proto === null) && Object.values(value).every((v) => v === undefined || isJsonData(v, seen));
-  seen.delete(value);
-  return ok;
+/** Where plugins keep their data: `<data>/plugins/<name>/`, nothing else of the data folder. */
+export function pluginDataRoot(dataDir: string): string {
+  return join(dataDir, 'plugins');
 }
 
 export class PluginHost {
@@ -76,21 +59,22 @@ export class PluginHost {
   private readonly bus = new BusPublisher(() => log.warn({ count: 1 }, 'core away too long: oldest held events dropped'));
   private readonly dealerQueue = new SendQueue((frames) => this.dealer.send(frames));
   private readonly toCore = new FrameBatch((frames) => this.dealerQueue.push(frames));
-  private readonly loaded = new Map<string, Loaded>();
+  private readonly processes = new Map<string, PluginProcess>();
+  /** Which process holds each request (for its cancel). */
+  private readonly requestOwner = new Map<string, PluginProcess>();
+  /** Service calls passed on to the core: the asking process and its own id for the call. */
+  private readonly calls = new Map<string, { process: PluginProcess; sid: string }>();
+  private readonly relays: EgressRelay[] = [];
   /** Plugin panels' HTTP servers (panel-server.ts), closed at stop. */
-  private readonly panels: Server[] = [];
-  private readonly calls = new Map<string, (r: Extract<CoreToHost, { t: 'service_result' }>) => void>();
-  private readonly context = new AsyncLocalStorage<Context>();
-  /** Each request's abort controller, aborted when the core says its deadline passed. */
-  private readonly controllers = new Map<string, AbortController>();
-  /** Each plugin's handler folder: a stack trace through it names the plugin (stray errors). */
-  private readonly handlerDirs = new Map<string, string>();
-  private inFlight = 0;
-  /** hello and every init result so far: said again to a core that restarted. */
-  private readonly registration: HostToCore[] = [];
+  private readonly panels = new Map<string, Server>();
+  /** hello, then each plugin's latest init result: said again to a core that restarted. */
+  private hello: HostToCore | null = null;
+  private readonly inits = new Map<string, HostToCore>();
   private stopping: Promise<void> | null = null;
   private loops: Promise<void>[] = [];
   private readonly presence: CorePresence;
+  private linkedOnce!: () => void;
+  private readonly firstLink = new Promise<void>((resolve) => (this.linkedOnce = resolve));
   onStopped: () => void = () => undefined;
   onCoreLost: () => void = () => undefined;
 
@@ -98,9 +82,13 @@ export class PluginHost {
     this.presence = new CorePresence(join(options.runDir, SOCKETS.pluginHostHealth), options.coreLostAfterMs ?? CORE_LOST_AFTER_MS, () => this.coreLost());
   }
 
+  private get dataRoot(): string {
+    return pluginDataRoot(this.options.dataDir);
+  }
+
   /** The core stayed away too long: keep what waits for it on disk, then let the process end. */
   private coreLost(): void {
-    const saved = this.bus.saveHeld(join(this.options.dataDir, HELD_EVENTS_FILE));
+    const saved = this.bus.saveHeld(join(this.dataRoot, HELD_EVENTS_FILE));
     log.error({ after_ms: this.options.coreLostAfterMs ?? CORE_LOST_AFTER_MS, held_events_saved: saved }, 'the core is gone: giving up');
     this.onCoreLost();
   }
@@ -114,16 +102,17 @@ export class PluginHost {
     this.dealer.connect(`ipc://${join(runDir, SOCKETS.pluginHost)}`);
     this.sub.connect(`ipc://${join(runDir, SOCKETS.busOut)}`);
     this.bus.connect(`ipc://${join(runDir, SOCKETS.busIn)}`);
-    mkdirSync(this.options.dataDir, { recursive: true });
-    const restored = this.bus.restoreHeld(join(this.options.dataDir, HELD_EVENTS_FILE));
+    mkdirSync(this.dataRoot, { recursive: true });
+    const restored = this.bus.restoreHeld(join(this.dataRoot, HELD_EVENTS_FILE));
     if (restored > 0) log.info({ events: restored }, 'events an earlier plugin host held for the core: published first');
 
     const { plugins } = discoverPlugins(this.options.pluginsDir, APP_VERSION, INTRINSIC_NAMES);
+    const env = this.options.env ?? process.env;
     const secrets: string[] = [];
     const failures: Extract<HostToCore, { t: 'init' }>[] = [];
-    const pending: Loaded[] = [];
+    const runnable: { plugin: DiscoveredPlugin; handlerFile: string; config: JsonObject }[] = [];
     for (const plugin of plugins) {
-      const resolved = resolvePluginConfig(pluginSection(this.options.config.plugins, plugin.name), plugin.manifest.config_schema, this.options.env ?? process.env);
+      const resolved = resolvePluginConfig(pluginSection(this.options.config.plugins, plugin.name), plugin.manifest.config_schema, env);
       if (!resolved.ok) {
         failures.push({ t: 'init', plugin: plugin.name, ok: false, category: resolved.notConfigured ? 'NOT_CONFIGURED' : 'CONFIG_ERROR', detail: resolved.reason });
         continue;
@@ -134,49 +123,98 @@ export class PluginHost {
         failures.push({ t: 'init', plugin: plugin.name, ok: false, category: 'CONFIG_ERROR', detail: 'no handler.js found (was the project built?)' });
         continue;
       }
-      this.handlerDirs.set(plugin.name, dirname(file));
-      try {
-        pending.push({ plugin, handler: await this.context.run({ plugin: plugin.name, rid: null, group: null }, () => loadHandler(file)), config: resolved.config });
-      } catch (err) {
-        failures.push({ t: 'init', plugin: plugin.name, ok: false, category: categorize(err), detail: String((err as Error)?.stack ?? err) });
-      }
+      runnable.push({ plugin, handlerFile: realpathSync(file), config: resolved.config });
     }
     // Secrets first, so the core can scrub them from anything a handler says later.
-    await this.registered({ t: 'hello', pid: process.pid, secrets, version: PROTOCOL_VERSION });
+    this.hello = { t: 'hello', pid: process.pid, secrets, version: PROTOCOL_VERSION };
+    await this.send(this.hello);
     for (const failure of failures) await this.registered(failure);
-    await Promise.all(pending.map((entry) => this.initialize(entry)));
+    // Plugins start once a core is there: it moves an older layout's plugin data first
+    // (core-entrypoint.sh), and nothing they publish could be handled before.
+    await this.firstLink;
+    if (this.stopping) return;
+    const ids = new PluginIds(this.dataRoot);
+    await Promise.all(runnable.map((entry) => this.launch(entry.plugin, entry.handlerFile, entry.config, ids)));
   }
 
-  private async initialize(entry: Loaded): Promise<void> {
-    const name = entry.plugin.name;
-    const dataDir = join(this.options.dataDir, name);
-    mkdirSync(dataDir, { recursive: true });
+  private async launch(plugin: DiscoveredPlugin, handlerFile: string, config: JsonObject, ids: PluginIds): Promise<void> {
+    const name = plugin.name;
+    const dataDir = join(this.dataRoot, name);
+    const pluginIds = ids.idsFor(name);
     try {
-      // In the plugin's context: what it starts here (a polling loop) stays attributable to it.
-      const started = this.context.run({ plugin: name, rid: null, group: null }, () => entry.handler.initialize(entry.config, this.services(name, dataDir)));
-      await withTimeout(started, this.options.config.handler_timeout_ms, 'initialize()');
-      const handler = entry.handler;
-      if (entry.plugin.manifest.panel && handler.servePanel) {
-        this.panels.push(await servePanel(this.options.runDir, name, (req, res) => this.context.run({ plugin: name, rid: null, group: null }, () => handler.servePanel!(req, res))));
-      }
-      this.loaded.set(name, entry);
-      for (const prefix of entry.plugin.manifest.subscribes) this.sub.subscribe(`${name} ${prefix}`);
-      await this.registered({ t: 'init', plugin: name, ok: true });
+      prepareDataDir(this.dataRoot, dataDir, pluginIds);
     } catch (err) {
-      log.error({ plugin: name, err }, 'initialize failed');
-      await this.registered({ t: 'init', plugin: name, ok: false, category: categorize(err), detail: String((err as Error)?.stack ?? err) });
+      await this.registered({ t: 'init', plugin: name, ok: false, category: 'CONFIG_ERROR', detail: `its data folder ${dataDir} could not be prepared: ${String((err as Error)?.message ?? err)}` });
+      return;
+    }
+    const relay = await EgressRelay.open({
+      plugin: name,
+      allow: AllowList.from(plugin.manifest.network, config),
+      via: this.options.egressSocket ?? null,
+      log,
+      refused: (target, reason) => log.warn({ plugin: name, target, reason }, 'egress refused'),
+    });
+    this.relays.push(relay);
+    const hasPanel = plugin.manifest.panel !== undefined;
+    const child: PluginProcess = new PluginProcess({
+      start: { plugin: name, handlerFile, config, dataDir, initTimeoutMs: this.options.config.handler_timeout_ms, panelSocket: hasPanel ? join(dataDir, PRIVATE_PANEL) : null, egressProxy: relay.url },
+      ids: pluginIds,
+      env: pluginEnv(this.options.env ?? process.env, dataDir),
+      events: {
+        init: (result) => {
+          if (result.ok && hasPanel) void this.publicPanel(name, join(dataDir, PRIVATE_PANEL));
+          if (!result.ok) log.error({ plugin: name, category: result.category, detail: result.detail }, 'initialize failed');
+          void this.registered(result.ok ? { t: 'init', plugin: name, ok: true } : { t: 'init', plugin: name, ok: false, category: result.category, detail: result.detail });
+        },
+        down: (detail, restartInMs) => {
+          log.error({ plugin: name, detail, restart_in_ms: restartInMs }, 'plugin process ended');
+          this.inits.delete(name);
+          if (restartInMs === null) this.inits.set(name, { t: 'init', plugin: name, ok: false, category: 'INTERNAL_ERROR', detail });
+          void this.send({ t: 'plugin_down', plugin: name, detail, restarting: restartInMs !== null }).catch(() => undefined);
+        },
+        response: (rid, outcome) => {
+          this.requestOwner.delete(rid);
+          void this.send({ t: 'response', rid, outcome }).catch(() => undefined);
+        },
+        hookResult: (message) => void this.send(message).catch(() => undefined),
+        service: (message) => {
+          const sid = randomUUID();
+          this.calls.set(sid, { process: child, sid: message.sid });
+          void this.send({ t: 'service', sid, plugin: name, rid: message.rid, group: message.group, method: message.method, args: message.args }).catch(() => {
+            this.calls.delete(sid);
+            child.serviceResult({ t: 'service_result', sid: message.sid, ok: false, message: 'send failed' });
+          });
+        },
+        publish: (message) => {
+          this.bus.publish([Buffer.from(message.topic), Buffer.from(JSON.stringify({ plugin: name, group: message.group, payload: message.payload, key: message.key, version: PROTOCOL_VERSION }))]);
+        },
+      },
+    });
+    this.processes.set(name, child);
+    for (const prefix of plugin.manifest.subscribes) this.sub.subscribe(`${name} ${prefix}`);
+    child.start();
+  }
+
+  /** The console's socket for a plugin's panel, relaying to the plugin's own (made once). */
+  private async publicPanel(name: string, privateSocket: string): Promise<void> {
+    if (this.panels.has(name) || this.stopping) return;
+    try {
+      this.panels.set(name, await servePanel(panelSocket(this.options.runDir, name), name, relayTo(privateSocket)));
+    } catch (err) {
+      log.error({ plugin: name, err }, 'panel socket could not be made');
     }
   }
 
-  /** Sends a registration message and keeps it for the next core. */
-  private registered(message: HostToCore): Promise<void> {
-    this.registration.push(message);
-    return this.send(message);
+  /** Sends a plugin's init result and keeps it for the next core. */
+  private registered(message: Extract<HostToCore, { t: 'init' }>): Promise<void> {
+    this.inits.set(message.plugin, message);
+    return this.send(message).catch(() => undefined);
   }
 
-  /** Says hello and every init result again, in their order, to a (new) core. */
+  /** Says hello and each plugin's init result again, to a (new) core. */
   private register(): void {
-    for (const message of this.registration) void this.send(message).catch(() => undefined);
+    if (!this.hello) return;
+    for (const message of [this.hello, ...this.inits.values()]) void this.send(message).catch(() => undefined);
   }
 
   /**
@@ -195,7 +233,8 @@ export class PluginHost {
         if (event.type !== 'handshake') continue;
         log.info('linked to the core');
         this.presence.linked();
-        if (++connections > 1 && this.registration.length > 0) {
+        this.linkedOnce();
+        if (++connections > 1) {
           log.info({ connection: connections }, 'core connected again: registering');
           this.register();
         }
@@ -205,100 +244,23 @@ export class PluginHost {
     }
   }
 
-  private services(plugin: string, dataDir: string): CoreServices {
-    const scoped = (): Context => {
-      const store = this.context.getStore();
-      return store && store.plugin === plugin ? store : { plugin, rid: null, group: null };
-    };
-    const call = (method: ServiceMethod, args: JsonObject, group: string | null = scoped().group) =>
-      this.callCore(plugin, scoped().rid, group, method, args);
-    return {
-      dataDir,
-      getAuditLog: (filters = {}) => call('getAuditLog', { ...filters }) as Promise<never>,
-      getToolCatalog: () => call('getToolCatalog', {}) as Promise<never>,
-      getSessionInfo: () => call('getSessionInfo', {}) as Promise<never>,
-      listConfirmations: (group) => call('listConfirmations', {}, group) as Promise<never>,
-      confirmationStatus: (id) => call('confirmationStatus', { id }, null) as Promise<never>,
-      notifyUser: (group, text) => call('notifyUser', { text }, group) as Promise<boolean>,
-      reportFault: (message, group) => call('reportFault', { message }, group ?? null).then(() => undefined),
-      resolveConfirmation: (id, approve, by, group, allowHours, hash) =>
-        call('resolveConfirmation', { id, approve, by, ...(allowHours === undefined ? {} : { allow_hours: allowHours }), ...(hash === undefined ? {} : { hash }) }, group) as Promise<boolean | 'stale'>,
-      requestPairing: (chat, details) => call('requestPairing', { chat, ...details }, null) as Promise<never>,
-      publish: (topic, group, payload, options) => {
-        this.bus.publish([Buffer.from(topic), Buffer.from(JSON.stringify({ plugin, group, payload, key: options?.key, version: PROTOCOL_VERSION }))]);
-      },
-    };
+  private onRequest(message: Extract<CoreToHost, { t: 'request' }>): void {
+    const child = this.processes.get(message.plugin);
+    if (!this.stopping && child?.request(message.rid, message.envelope)) this.requestOwner.set(message.rid, child);
+    else void this.send({ t: 'response', rid: message.rid, outcome: { kind: 'unavailable' } }).catch(() => undefined);
   }
 
-  private callCore(plugin: string, rid: string | null, group: string | null, method: ServiceMethod, args: JsonObject): Promise<unknown> {
-    const sid = randomUUID();
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => done({ t: 'service_result', sid, ok: false, message: 'core did not answer' }), SERVICE_TIMEOUT_MS);
-      const done = (r: Extract<CoreToHost, { t: 'service_result' }>): void => {
-        if (!this.calls.delete(sid)) return;
-        clearTimeout(timer);
-        if (r.ok) resolve(r.value);
-        else reject(new ServiceError(r.code ?? 'SERVICE_FAILED', `${method}: ${r.message ?? 'failed'}`));
-      };
-      this.calls.set(sid, done);
-      this.send({ t: 'service', sid, plugin, rid, group, method, args }).catch(() => done({ t: 'service_result', sid, ok: false, message: 'send failed' }));
-    });
+  private onHook(message: Extract<CoreToHost, { t: 'hook' }>): void {
+    const { plugin, ...hook } = message;
+    const child = this.processes.get(plugin);
+    if (!child?.hook(hook)) void this.send({ t: 'hook_result', hid: message.hid, ok: false, detail: 'plugin not running' }).catch(() => undefined);
   }
 
-  private async handleRequest(rid: string, plugin: string, envelope: RequestEnvelope): Promise<void> {
-    const entry = this.loaded.get(plugin);
-    if (!entry || this.stopping) {
-      await this.send({ t: 'response', rid, outcome: { kind: 'unavailable' } });
-      return;
-    }
-    this.inFlight++;
-    const controller = new AbortController();
-    this.controllers.set(rid, controller);
-    let outcome: HandlerOutcome;
-    try {
-      const result = await this.context.run({ plugin, rid, group: envelope.group }, () => entry.handler.handleRequest(envelope, { signal: controller.signal }));
-      outcome = isJsonData(result) ? { kind: 'result', result } : { kind: 'crash', detail: 'handler returned a value that is not plain JSON data' };
-    } catch (err) {
-      // instanceof against the one SDK module: a look-alike error is treated as a crash.
-      if (err instanceof AbortedBeforeActing) outcome = controller.signal.aborted ? { kind: 'stopped' } : { kind: 'crash', detail: 'AbortedBeforeActing thrown although the request was not aborted' };
-      else if (err instanceof ToolError) outcome = { kind: 'tool_error', code: err.code, message: String(err.message), retriable: err.retriable === true };
-      else outcome = { kind: 'crash', detail: String((err as Error)?.stack ?? err) };
-    } finally {
-      this.inFlight--;
-      this.controllers.delete(rid);
-    }
-    await this.send({ t: 'response', rid, outcome });
-  }
-
-  private async handleHook(message: Extract<CoreToHost, { t: 'hook' }>): Promise<void> {
-    const entry = this.loaded.get(message.plugin);
-    try {
-      const handler = entry?.handler;
-      // A description is asked for one call: its services are scoped to it like a request's.
-      const scope = { plugin: message.plugin, rid: message.hook === 'describe_call' ? message.hid : null, group: message.group };
-      let value: unknown;
-      if (message.hook === 'describe_call') {
-        if (typeof handler?.describeCall !== 'function') throw new Error('plugin does not provide describeCall');
-        value = await this.context.run(scope, () => handler.describeCall!(message.tool, message.arguments, message.group));
-      } else {
-        if (typeof handler?.getBrief !== 'function') throw new Error('plugin does not provide getBrief');
-        value = await this.context.run(scope, () => handler.getBrief!(message.group));
-      }
-      await this.send({ t: 'hook_result', hid: message.hid, ok: true, value });
-    } catch (err) {
-      await this.send({ t: 'hook_result', hid: message.hid, ok: false, detail: String((err as Error)?.message ?? err) });
-    }
-  }
-
-  private async handleEvent(plugin: string, envelope: EventEnvelope): Promise<void> {
-    const entry = this.loaded.get(plugin);
-    if (!entry || this.stopping || typeof entry.handler.handleEvent !== 'function') return;
-    const handler = entry.handler;
-    try {
-      await this.context.run({ plugin, rid: null, group: envelope.group }, () => handler.handleEvent!(envelope));
-    } catch (err) {
-      log.error({ plugin, topic: envelope.topic, err }, 'handleEvent failed');
-    }
+  private onServiceResult(message: Extract<CoreToHost, { t: 'service_result' }>): void {
+    const call = this.calls.get(message.sid);
+    if (!call) return;
+    this.calls.delete(message.sid);
+    call.process.serviceResult({ ...message, sid: call.sid });
   }
 
   private async receiveCore(): Promise<void> {
@@ -306,12 +268,12 @@ export class PluginHost {
       // The core batches: every frame is one message.
       for await (const frames of this.dealer) {
         for (const message of parseFrames<CoreToHost>(frames)) {
-          if (message.t === 'request') void this.handleRequest(message.rid, message.plugin, message.envelope);
-          else if (message.t === 'hook') void this.handleHook(message);
-          else if (message.t === 'service_result') this.calls.get(message.sid)?.(message);
+          if (message.t === 'request') this.onRequest(message);
+          else if (message.t === 'hook') this.onHook(message);
+          else if (message.t === 'service_result') this.onServiceResult(message);
           else if (message.t === 'shutdown') void this.stop(message.drain_ms, message.shutdown_ms);
           else if (message.t === 'register') this.register();
-          else if (message.t === 'cancel') this.controllers.get(message.rid)?.abort();
+          else if (message.t === 'cancel') this.requestOwner.get(message.rid)?.cancel(message.rid);
           else if (message.t === 'refused') log.fatal({ code: message.code, speaks: message.speaks }, `the core refused this plugin host: ${message.message}`);
         }
       }
@@ -325,7 +287,7 @@ export class PluginHost {
       for await (const [address, body] of this.sub) {
         const plugin = address.toString('utf8').split(' ', 1)[0];
         try {
-          void this.handleEvent(plugin, JSON.parse(body.toString('utf8')) as EventEnvelope);
+          this.processes.get(plugin)?.event(JSON.parse(body.toString('utf8')) as EventEnvelope);
         } catch {
           continue;
         }
@@ -339,45 +301,30 @@ export class PluginHost {
     return this.toCore.push(Buffer.from(JSON.stringify(message)));
   }
 
-  /**
-   * Contains stray rejections and exceptions (stray-errors.ts): one traced to a plugin is
-   * its fault, reported; any other ends the process (`fatal`). Returns the removal.
-   */
-  containStrayErrors(fatal: (kind: string, error: unknown) => void): () => void {
-    return new StrayErrors({
-      attribute: (error) => this.context.getStore()?.plugin ?? pluginInStack(error, this.handlerDirs),
-      report: (plugin, message) => void this.callCore(plugin, null, null, 'reportFault', { message }).catch(() => undefined),
-      fatal,
-      log,
-    }).install();
-  }
-
-  /** Drain in-flight requests, then every handler's shutdown() in parallel, bounded. */
+  /** Drain in-flight requests, then every plugin's shutdown() in parallel, bounded; then their processes end. */
   stop(drainMs = this.options.config.handler_timeout_ms, shutdownMs = this.options.config.shutdown_timeout_ms): Promise<void> {
     this.stopping ??= (async () => {
+      this.linkedOnce();
       const deadline = Date.now() + drainMs;
-      while (this.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      const busy = (): boolean => [...this.processes.values()].some((p) => p.busy > 0);
+      while (busy() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
       const results = await Promise.all(
-        [...this.loaded.values()].map(async ({ plugin, handler }) => {
-          try {
-            await withTimeout(handler.shutdown?.() ?? Promise.resolve(), shutdownMs, 'shutdown()');
-            return { plugin: plugin.name, outcome: 'clean' as const };
-          } catch (err) {
-            const timedOut = err instanceof TimeoutError;
-            return { plugin: plugin.name, outcome: timedOut ? ('timeout' as const) : ('error' as const), detail: String((err as Error)?.message ?? err) };
-          }
+        [...this.processes.values()].map(async (child) => {
+          const outcome = await child.stop(shutdownMs);
+          return outcome ? { plugin: child.name, ...outcome } : null;
         }),
       );
-      await this.send({ t: 'stopped', results }).catch(() => undefined);
+      await this.send({ t: 'stopped', results: results.filter((r) => r !== null) }).catch(() => undefined);
       this.presence.close();
-      for (const panel of this.panels) panel.close();
+      for (const panel of this.panels.values()) panel.close();
+      for (const relay of this.relays) relay.close();
       // Give the report a moment to leave before the sockets close.
       await new Promise((r) => setTimeout(r, 50));
       this.dealer.close();
       this.sub.close();
       // Stopped while the core is away (a stopping core shut this host down, and Compose's
       // restart policy started a fresh one that is stopped in turn): what it holds is kept.
-      const saved = this.bus.saveHeld(join(this.options.dataDir, HELD_EVENTS_FILE));
+      const saved = this.bus.saveHeld(join(this.dataRoot, HELD_EVENTS_FILE));
       if (saved > 0) log.warn({ held_events_saved: saved }, 'stopped with events held for the core: kept for the next plugin host');
       await this.bus.close();
       await Promise.all(this.loops.map((l) => l.catch(() => undefined)));
@@ -385,20 +332,4 @@ export class PluginHost {
     })();
     return this.stopping;
   }
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new TimeoutError(`${what} did not finish within ${ms} ms`)), ms);
-    promise.then(
-      (v) => {
-        clearTimeout(timer);
-        resolve(v);
-      },
-      (e: unknown) => {
-        clearTimeout(timer);
-        reject(e);
-      },
-    );
-  });
 }

@@ -9,15 +9,15 @@ async function main(): Promise<void> {
   const paths = pathsFromEnv();
   await configWritten(paths.configFile);
   const lostAfter = Number(process.env.CARAPACE_CORE_LOST_AFTER_MS);
-  const host = new PluginHost({ ...paths, config: await validConfig(paths.configFile), ...(lostAfter > 0 ? { coreLostAfterMs: lostAfter } : {}) });
+  const host = new PluginHost({
+    ...paths,
+    config: await validConfig(paths.configFile),
+    ...(lostAfter > 0 ? { coreLostAfterMs: lostAfter } : {}),
+    egressSocket: process.env.CARAPACE_EGRESS_SOCKET || null,
+  });
   host.onStopped = () => process.exit(0);
   // Compose's restart policy starts a fresh host, which publishes what this one held.
   host.onCoreLost = () => process.exit(1);
-  // One plugin's stray rejection or exception is its own fault, not every plugin's end.
-  host.containStrayErrors((kind, error) => {
-    process.stderr.write(`carapace plugin host: ${kind} outside any plugin: ${String((error as Error)?.stack ?? error)}\n`);
-    process.exit(1);
-  });
   process.once('SIGTERM', () => void host.stop());
   process.once('SIGINT', () => void host.stop());
   await host.start();

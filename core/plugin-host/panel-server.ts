@@ -2,9 +2,11 @@
 // servePanel() gets an HTTP server on `<runDir>/panels/<plugin>.sock` (folder 0700,
 // socket 0600). Only the core's console connects: it checks the session and CSRF token
 // first and mounts the panel at /plugins/<plugin>/. Agents have no path to this folder.
+// The plugin's process serves it on a socket in its own data folder; the plugin host
+// passes each request on (`relayTo`), so the core never reaches a plugin's files.
 import { chmodSync, mkdirSync, rmSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { join } from 'node:path';
+import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { dirname, join } from 'node:path';
 import pino from 'pino';
 import { SOCKETS } from '../src/plugins/host-protocol.js';
 
@@ -16,11 +18,10 @@ export function panelSocket(runDir: string, plugin: string): string {
   return join(runDir, SOCKETS.panels, `${plugin}.sock`);
 }
 
-export async function servePanel(runDir: string, plugin: string, handle: (req: IncomingMessage, res: ServerResponse) => unknown): Promise<Server> {
-  const dir = join(runDir, SOCKETS.panels);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  chmodSync(dir, 0o700);
-  const path = panelSocket(runDir, plugin);
+/** Serves `handle` on the unix socket `path` (its folder made 0700 if missing, the socket 0600). */
+export async function servePanel(path: string, plugin: string, handle: (req: IncomingMessage, res: ServerResponse) => unknown): Promise<Server> {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  chmodSync(dirname(path), 0o700);
   rmSync(path, { force: true }); // a socket left by a host that was killed
   const server = createServer((req, res) => {
     // A panel that throws (or rejects) answers 500; it never takes the host down.
@@ -43,4 +44,19 @@ export async function servePanel(runDir: string, plugin: string, handle: (req: I
   });
   chmodSync(path, 0o600);
   return server;
+}
+
+/** A handler that passes each request on to the HTTP server on `socketPath`, streaming both ways. */
+export function relayTo(socketPath: string): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+  return (req, res) =>
+    new Promise((resolve, reject) => {
+      const upstream = request({ socketPath, method: req.method, path: req.url, headers: req.headers }, (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+        answer.on('end', () => resolve());
+        answer.on('error', reject);
+      });
+      upstream.on('error', reject);
+      req.pipe(upstream);
+    });
 }

@@ -1,29 +1,26 @@
-// A rejection nobody handled or an exception nobody caught would end the whole plugin
-// host, and with it every plugin. One that can be traced to a plugin (the async context
-// it ran in, or its handler's file in the stack) is logged, reported to the core as that
-// plugin's fault, and the host carries on. One that cannot be traced is the host's own:
-// the process ends as Node would have ended it (Compose starts it again).
-// Not contained here: a synchronous loop in a handler stalls the host's one thread; only
-// separate processes can bound that.
+// A rejection nobody handled or an exception nobody caught, in a plugin's own process: it
+// is that plugin's fault, logged and reported to the core (a CRITICAL audit entry),
+// bounded so a plugin failing in a loop cannot flood the audit log. After a rejection the
+// plugin carries on; after an exception its state cannot be trusted, so its process ends
+// and the plugin host starts it again. Other plugins, in their own processes, never notice.
 import type { Logger } from 'pino';
 
 export type StrayKind = 'unhandledRejection' | 'uncaughtException';
 
 export interface StrayErrorDeps {
-  /** The plugin `error` came from, or null. */
-  attribute: (error: unknown) => string | null;
+  plugin: string;
   /** Tells the core (reportFault on the plugin's behalf). */
-  report: (plugin: string, message: string) => void;
-  /** An error that is no plugin's: the host cannot vouch for itself any more. */
-  fatal: (kind: StrayKind, error: unknown) => void;
+  report: (message: string) => void;
+  /** After an uncaught exception (reported, if the bound allows). */
+  afterException: () => void;
   log: Logger;
 }
 
-/** Reports per plugin per minute; a plugin failing in a loop must not flood the audit log. */
+/** Reports per minute; a plugin failing in a loop must not flood the audit log. */
 const MAX_REPORTS_PER_MINUTE = 10;
 
 export class StrayErrors {
-  private readonly counts = new Map<string, { windowStart: number; count: number }>();
+  private window = { start: 0, count: 0 };
 
   constructor(private readonly deps: StrayErrorDeps) {}
 
@@ -40,31 +37,21 @@ export class StrayErrors {
   }
 
   handle(kind: StrayKind, error: unknown): void {
-    let plugin: string | null = null;
-    try {
-      plugin = this.deps.attribute(error);
-    } catch {
-      plugin = null;
+    const { plugin } = this.deps;
+    const exception = kind === 'uncaughtException';
+    if (this.admit()) {
+      const what = exception ? 'an uncaught exception' : 'an unhandled promise rejection';
+      const after = exception ? 'Its process was restarted' : 'Its other work goes on';
+      this.deps.log.error({ plugin, kind, err: error }, `plugin ${plugin}: ${what}`);
+      this.deps.report(`${what} in plugin "${plugin}": ${describe(error)}. ${after}; if it keeps happening, the plugin is broken`);
     }
-    if (plugin === null) {
-      this.deps.fatal(kind, error);
-      return;
-    }
-    if (!this.admit(plugin)) return;
-    const what = kind === 'unhandledRejection' ? 'an unhandled promise rejection' : 'an uncaught exception';
-    this.deps.log.error({ plugin, kind, err: error }, `plugin ${plugin}: ${what}; the plugin host carries on`);
-    this.deps.report(plugin, `${what} in plugin "${plugin}": ${describe(error)}. Its other work goes on; if it keeps happening, the plugin is broken`);
+    if (exception) this.deps.afterException();
   }
 
-  private admit(plugin: string): boolean {
+  private admit(): boolean {
     const now = Date.now();
-    const entry = this.counts.get(plugin);
-    if (!entry || now - entry.windowStart >= 60_000) {
-      this.counts.set(plugin, { windowStart: now, count: 1 });
-      return true;
-    }
-    entry.count++;
-    return entry.count <= MAX_REPORTS_PER_MINUTE;
+    if (now - this.window.start >= 60_000) this.window = { start: now, count: 0 };
+    return ++this.window.count <= MAX_REPORTS_PER_MINUTE;
   }
 }
 
@@ -76,15 +63,4 @@ function describe(error: unknown): string {
   } catch {
     return 'a value that cannot be shown';
   }
-}
-
-/** The plugin whose handler file (its folder) appears first in the error's stack, if any. */
-export function pluginInStack(error: unknown, handlerDirs: ReadonlyMap<string, string>): string | null {
-  const stack = error instanceof Error && typeof error.stack === 'string' ? error.stack : '';
-  let best: { plugin: string; at: number } | null = null;
-  for (const [plugin, dir] of handlerDirs) {
-    const at = stack.indexOf(`${dir}/`);
-    if (at >= 0 && (best === null || at < best.at)) best = { plugin, at };
-  }
-  return best?.plugin ?? null;
 }

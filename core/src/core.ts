@@ -174,6 +174,7 @@ export class Core extends EventEmitter<CoreEvents> {
     mkdirSync(join(options.runDir, SOCKETS.sessions), { recursive: true, mode: 0o755 });
     core.hostLink.on('hello', (m) => core.onHostHello(m));
     core.hostLink.on('init', (m) => core.onPluginInit(m));
+    core.hostLink.on('pluginDown', (m) => core.onPluginDown(m));
     const services: ServiceDeps = {
       hostLink: core.hostLink,
       catalog: core.catalog,
@@ -394,6 +395,18 @@ export class Core extends EventEmitter<CoreEvents> {
       this.releaseEarly(message.plugin); // now dropped, each audited
     }
     if (this.pluginsSettled()) this.emit('plugins-settled');
+  }
+
+  /** A plugin's process ended: its tools are unavailable until it is back (or for good). */
+  private onPluginDown(message: Extract<HostToCore, { t: 'plugin_down' }>): void {
+    if (this.catalog.state(message.plugin) === undefined) return;
+    if (message.restarting) {
+      this.catalog.setState(message.plugin, 'starting');
+      this.audit.record({ group: null, session: null, source: message.plugin, topic: null, correlation: null, stage: 'plugin', outcome: 'error', reason: `plugin "${message.plugin}" stopped (${message.detail}); its tools are unavailable until it is back`, detail: message.detail });
+    } else {
+      this.catalog.setState(message.plugin, 'failed', 'INTERNAL_ERROR');
+      this.auditPluginFailure(message.plugin, 'INTERNAL_ERROR', message.detail);
+    }
   }
 
   /** No plugin is waiting for its init answer (see the `plugins-settled` event). */

@@ -1,7 +1,7 @@
 // Test harness: a real core in this process, a real plugin host process, the real ipc
 // binary. Each stack gets its own temporary directory for sockets, logs and data.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -54,6 +54,9 @@ export class Stack {
   private rawConfig: Record<string, unknown>;
 
   constructor(private readonly options: StackOptions) {
+    // Plugins run as uids of their own when the tests run as root: they must be able to
+    // pass through to their data folders (not list or read what else is here).
+    chmodSync(this.dir, 0o711);
     mkdirSync(this.pluginsDir, { recursive: true });
     mkdirSync(this.runDir, { recursive: true });
     for (const name of options.plugins) symlinkSync(join(FIXTURES, name), join(this.pluginsDir, name));

@@ -15,7 +15,7 @@ import type { CoreToHost, HandlerOutcome, HostToCore } from './host-protocol.js'
  * within the grace period, that it stopped before acting; otherwise `late` is what it
  * ended with in the grace period (absent: no word yet; a `late` event reports it later).
  */
-export type InvokeOutcome = Exclude<HandlerOutcome, { kind: 'stopped' }> | { kind: 'timeout'; stopped: boolean; late?: HandlerOutcome['kind'] } | { kind: 'unknown' };
+export type InvokeOutcome = Exclude<HandlerOutcome, { kind: 'stopped' } | { kind: 'lost' }> | { kind: 'timeout'; stopped: boolean; late?: HandlerOutcome['kind'] } | { kind: 'unknown' };
 
 interface InFlight {
   plugin: string;
@@ -44,6 +44,7 @@ const MAX_AWAITING_FINAL_WORD = 1000;
 export interface HostLinkEvents {
   hello: [Extract<HostToCore, { t: 'hello' }>];
   init: [Extract<HostToCore, { t: 'init' }>];
+  pluginDown: [Extract<HostToCore, { t: 'plugin_down' }>];
   service: [Extract<HostToCore, { t: 'service' }>, (reply: Extract<CoreToHost, { t: 'service_result' }>) => void];
   stopped: [Extract<HostToCore, { t: 'stopped' }>];
   down: [];
@@ -233,6 +234,11 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
       case 'stopped':
         this.emit('stopped', message);
         break;
+      case 'plugin_down':
+        // Its next init (after a restart) is news, not a registration said twice.
+        this.initialized.delete(message.plugin);
+        this.emit('pluginDown', message);
+        break;
     }
   }
 
@@ -244,7 +250,9 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
     }
     if (entry) {
       // 'stopped' without an abort is a handler's mistake: it is no answer the agent can use.
-      entry.finish(outcome.kind === 'stopped' ? { kind: 'crash', detail: 'the handler threw AbortedBeforeActing although its request was not aborted' } : outcome);
+      if (outcome.kind === 'stopped') entry.finish({ kind: 'crash', detail: 'the handler threw AbortedBeforeActing although its request was not aborted' });
+      else if (outcome.kind === 'lost') entry.finish({ kind: 'unknown' });
+      else entry.finish(outcome);
       return;
     }
     const waiting = this.awaitingFinalWord.get(rid);

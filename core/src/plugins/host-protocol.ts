@@ -9,7 +9,9 @@ export type HandlerOutcome =
   | { kind: 'crash'; detail: string }
   | { kind: 'unavailable' }
   /** The request was aborted (its deadline) and the handler said it stopped before acting (AbortedBeforeActing). */
-  | { kind: 'stopped' };
+  | { kind: 'stopped' }
+  /** The plugin's process ended while it held the request: whether it acted is unknown. */
+  | { kind: 'lost' };
 
 export type ServiceMethod = 'getAuditLog' | 'getToolCatalog' | 'getSessionInfo' | 'resolveConfirmation' | 'listConfirmations' | 'confirmationStatus' | 'notifyUser' | 'reportFault' | 'requestPairing';
 
@@ -18,6 +20,8 @@ export type HostToCore =
   | { t: 'hello'; pid: number; secrets: string[]; version: number }
   | { t: 'init'; plugin: string; ok: true }
   | { t: 'init'; plugin: string; ok: false; category: InitFailureCategory; detail: string }
+  /** A plugin's process ended while it ran: its tools are unavailable until its next `init` (none when not `restarting`). */
+  | { t: 'plugin_down'; plugin: string; detail: string; restarting: boolean }
   | { t: 'response'; rid: string; outcome: HandlerOutcome }
   | { t: 'hook_result'; hid: string; ok: boolean; value?: unknown; detail?: string }
   | { t: 'service'; sid: string; plugin: string; rid: string | null; group: string | null; method: ServiceMethod; args: JsonObject }

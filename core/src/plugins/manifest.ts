@@ -40,7 +40,7 @@ export interface Manifest {
   panel?: { title: string };
   /**
    * Where the plugin may connect (the egress proxy enforces it; none declared: nowhere).
-   * `hosts`: "host" or "host:port" (port 443 when left out). `config_hosts`: JSON pointers
+   * `hosts`: "host" (any port) or "host:port"; "*.example.com" any host under it. `config_hosts`: JSON pointers
    * into the plugin's configuration whose values are URLs or "host[:port]" (a server the
    * person configures, such as a CalDAV or IMAP server).
    */
@@ -104,7 +104,7 @@ export const manifestSchema = {
       additionalProperties: false,
       default: {},
       properties: {
-        hosts: { type: 'array', items: { type: 'string', pattern: '^[a-z0-9.-]{1,253}(:[0-9]{1,5})?$' }, uniqueItems: true, maxItems: 32, default: [] },
+        hosts: { type: 'array', items: { type: 'string', pattern: '^(\\*\\.)?[a-z0-9.-]{1,253}(:[0-9]{1,5})?$' }, uniqueItems: true, maxItems: 32, default: [] },
         config_hosts: { type: 'array', items: { type: 'string', pattern: '^(/[A-Za-z0-9_-]+)+$' }, uniqueItems: true, maxItems: 8, default: [] },
       },
     },

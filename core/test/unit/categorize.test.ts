@@ -1,6 +1,6 @@
 import { describe, it, expect } from '@jest/globals';
 import { categorize, TimeoutError } from '../../plugin-host/load-handler.js';
-import { isJsonData } from '../../plugin-host/host.js';
+import { isJsonData } from '../../plugin-host/runner/plugin-runner.js';
 import { InitError } from '../../sdk/index.js';
 
 describe('categorize', () => {

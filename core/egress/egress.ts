@@ -1,0 +1,55 @@
+// The egress service: the appliance's plugin host has no network of its own, and reaches
+// the internet only through this process's unix socket, one CONNECT tunnel at a time.
+// The plugin host decides which plugin may reach which host (egress-relay.ts) before it
+// asks; this service only connects, bounded, and logs each tunnel with the plugin named.
+// Only the plugin host can reach the socket (its folder and the socket are the node
+// user's, 0700/0600; the plugin host runs as root, its plugins as uids of their own).
+import { chmodSync, mkdirSync, rmSync } from 'node:fs';
+import { createServer, type IncomingMessage } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import { dirname } from 'node:path';
+import type { Duplex } from 'node:stream';
+import pino from 'pino';
+import { splitTarget } from '../plugin-host/network-allow-list.js';
+
+export const log = pino({ base: { service: 'egress' } }, pino.destination(2));
+const MAX_TUNNELS = 256;
+const IDLE_MS = 10 * 60_000;
+const CONNECT_TIMEOUT_MS = 15_000;
+
+export function serveEgress(path: string): Promise<ReturnType<typeof createServer>> {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  rmSync(path, { force: true });
+  const server = createServer((_req, res) => res.writeHead(405).end());
+  server.maxConnections = MAX_TUNNELS;
+  server.on('connect', (req: IncomingMessage, client: Duplex, head: Buffer) => {
+    const socket = client as Socket;
+    socket.on('error', () => undefined);
+    const target = splitTarget(req.url ?? '');
+    const plugin = String(req.headers['x-carapace-plugin'] ?? '?').slice(0, 64);
+    if (!target) return void socket.end('HTTP/1.1 400 Bad Request\r\n\r\n');
+    const upstream = connect({ host: target.host.replace(/^\[|\]$/g, ''), port: Number(target.port), timeout: CONNECT_TIMEOUT_MS });
+    upstream.once('timeout', () => upstream.destroy(new Error('connect timed out')));
+    upstream.once('error', (err) => {
+      log.warn({ plugin, target: req.url, err: err.message }, 'could not connect');
+      if (!socket.destroyed) socket.end('HTTP/1.1 502 Bad Gateway\r\n\r\n');
+    });
+    upstream.once('connect', () => {
+      upstream.setTimeout(IDLE_MS, () => upstream.destroy());
+      socket.setTimeout(IDLE_MS, () => socket.destroy());
+      log.info({ plugin, target: req.url }, 'tunnel');
+      socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      if (head.length > 0) upstream.write(head);
+      socket.on('close', () => upstream.destroy());
+      upstream.on('close', () => socket.destroy());
+      socket.pipe(upstream).pipe(socket);
+    });
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(path, () => {
+      chmodSync(path, 0o600);
+      resolve(server);
+    });
+  });
+}

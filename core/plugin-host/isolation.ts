@@ -1,0 +1,68 @@
+// What keeps plugins apart on the host: when the plugin host runs as root, each plugin's
+// process runs as a uid of its own (kept in a small file, so it stays the same across
+// restarts and never passes to another plugin), its data folder is its own (0700) and
+// nothing else of the data volume is open to it; its environment holds no secret.
+import { chmodSync, existsSync, lchownSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeAtomically } from '../src/state/atomic-write.js';
+
+/** Plugin uids start here: far above the image's users (node is 1000) and Debian's. */
+const FIRST_UID = 20_001;
+const UIDS_FILE = '.uids.json';
+
+export type Ids = { uid: number; gid: number };
+
+/** Each plugin's uid, or null for all when the host is not root (it cannot switch users). */
+export class PluginIds {
+  private readonly map: Record<string, number>;
+  private readonly file: string;
+
+  constructor(root: string) {
+    this.file = join(root, UIDS_FILE);
+    this.map = existsSync(this.file) ? (JSON.parse(readFileSync(this.file, 'utf8')) as Record<string, number>) : {};
+  }
+
+  static isolating(): boolean {
+    return typeof process.getuid === 'function' && process.getuid() === 0;
+  }
+
+  idsFor(plugin: string): Ids | null {
+    if (!PluginIds.isolating()) return null;
+    let uid = Object.hasOwn(this.map, plugin) ? this.map[plugin] : undefined;
+    if (uid === undefined) {
+      uid = Math.max(FIRST_UID - 1, ...Object.values(this.map)) + 1;
+      this.map[plugin] = uid;
+      writeAtomically(this.file, JSON.stringify(this.map, null, 2), 0o600);
+    }
+    return { uid, gid: uid };
+  }
+}
+
+/**
+ * The plugins' data root (traversable, not listable, by others) and one plugin's folder
+ * in it, owned by the plugin (every file, in case an earlier run wrote them as another user).
+ */
+export function prepareDataDir(root: string, dir: string, ids: Ids | null): void {
+  mkdirSync(root, { recursive: true });
+  mkdirSync(dir, { recursive: true });
+  if (!ids) return;
+  chmodSync(root, 0o711);
+  chownTree(dir, ids);
+  chmodSync(dir, 0o700);
+}
+
+function chownTree(path: string, ids: Ids): void {
+  lchownSync(path, ids.uid, ids.gid);
+  for (const entry of readdirSync(path, { withFileTypes: true })) {
+    const child = join(path, entry.name);
+    if (entry.isDirectory()) chownTree(child, ids);
+    else lchownSync(child, ids.uid, ids.gid);
+  }
+}
+
+/** A plugin process's environment: nothing of the host's (which holds every plugin's secrets). */
+export function pluginEnv(from: NodeJS.ProcessEnv, dataDir: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { HOME: dataDir, PATH: from.PATH ?? '/usr/local/bin:/usr/bin:/bin' };
+  for (const name of ['NODE_ENV', 'TZ', 'LANG', 'LC_ALL'] as const) if (from[name] !== undefined) env[name] = from[name];
+  return env;
+}

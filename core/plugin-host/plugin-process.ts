@@ -1,0 +1,236 @@
+// The plugin host's side of one plugin's process: starts it (as the plugin's own uid when
+// the host is root), passes messages both ways, answers for it when it dies holding a
+// request, and starts it again with back-off. A plugin that keeps dying, or stops
+// answering its heartbeat (a busy loop), is killed; one that dies too often is failed.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { HandlerOutcome } from '../src/plugins/host-protocol.js';
+import type { EventEnvelope, RequestEnvelope } from '../src/protocol/envelope.js';
+import type { InitFailureCategory } from '../src/protocol/errors.js';
+import type { HookMessage, RunnerToSupervisor, StartMessage, StopOutcome, SupervisorToRunner } from './child-protocol.js';
+
+const RUNNER_MAIN = join(dirname(fileURLToPath(import.meta.url)), 'runner/main.js');
+
+/** Crashes counted over this window decide the back-off and when to give up. */
+const CRASH_WINDOW_MS = 10 * 60_000;
+const MAX_CRASHES = 5;
+const MAX_BACKOFF_MS = 30_000;
+const HEARTBEAT_MS = 5000;
+/** No answer to the heartbeat for this long: the process is stuck (a busy loop) and is killed. */
+const STUCK_AFTER_MS = 15_000;
+/** Each plugin's JavaScript heap: one plugin's leak ends its own process, not the machine's memory. */
+const HEAP_MB = 384;
+
+export type InitResult = { ok: true } | { ok: false; category: InitFailureCategory; detail: string };
+
+export interface PluginProcessEvents {
+  init(result: InitResult): void;
+  /** Its process ended while it was running; `restartInMs` null: it will not be started again. */
+  down(detail: string, restartInMs: number | null): void;
+  response(rid: string, outcome: HandlerOutcome): void;
+  hookResult(message: Extract<RunnerToSupervisor, { t: 'hook_result' }>): void;
+  /** A service call; `rid` is kept only when it names a request or describe_call this process holds. */
+  service(message: Extract<RunnerToSupervisor, { t: 'service' }>): void;
+  publish(message: Extract<RunnerToSupervisor, { t: 'publish' }>): void;
+}
+
+export interface PluginProcessOptions {
+  start: Omit<StartMessage, 't'>;
+  /** The plugin's own uid and gid (the host runs as root), or null: the host's own. */
+  ids: { uid: number; gid: number } | null;
+  env: NodeJS.ProcessEnv;
+  events: PluginProcessEvents;
+}
+
+type State = 'starting' | 'ready' | 'waiting' | 'failed' | 'stopped';
+
+export class PluginProcess {
+  private child: ChildProcess | null = null;
+  private state: State = 'starting';
+  /** Requests and describe_call hooks with this process: answered for it if it dies. */
+  private readonly requests = new Set<string>();
+  private readonly describing = new Set<string>();
+  private readonly hooks = new Set<string>();
+  private crashes: number[] = [];
+  private heartbeat: NodeJS.Timeout | null = null;
+  private restartTimer: NodeJS.Timeout | null = null;
+  private lastPong = 0;
+  private pings = 0;
+  private stopped: ((outcome: StopOutcome) => void) | null = null;
+
+  constructor(private readonly options: PluginProcessOptions) {}
+
+  get name(): string {
+    return this.options.start.plugin;
+  }
+
+  get ready(): boolean {
+    return this.state === 'ready';
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  start(): void {
+    this.state = 'starting';
+    const { ids, env } = this.options;
+    const child = spawn(process.execPath, [`--max-old-space-size=${HEAP_MB}`, RUNNER_MAIN], {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      env,
+      cwd: '/',
+      ...(ids ? { uid: ids.uid, gid: ids.gid } : {}),
+    });
+    this.child = child;
+    child.on('message', (message: RunnerToSupervisor) => this.receive(message));
+    child.on('error', (err) => this.ended(child, `could not be started: ${err.message}`));
+    child.on('exit', (code, signal) => this.ended(child, signal ? `killed by ${signal}` : `exited with code ${code}`));
+    this.lastPong = Date.now();
+    this.heartbeat = setInterval(() => this.beat(child), HEARTBEAT_MS);
+    this.heartbeat.unref();
+    this.send({ t: 'start', ...this.options.start });
+  }
+
+  request(rid: string, envelope: RequestEnvelope): boolean {
+    if (this.state !== 'ready') return false;
+    this.requests.add(rid);
+    this.send({ t: 'request', rid, envelope });
+    return true;
+  }
+
+  cancel(rid: string): void {
+    if (this.requests.has(rid)) this.send({ t: 'cancel', rid });
+  }
+
+  hook(message: HookMessage): boolean {
+    if (this.state !== 'ready') return false;
+    this.hooks.add(message.hid);
+    if (message.hook === 'describe_call') this.describing.add(message.hid);
+    this.send(message);
+    return true;
+  }
+
+  event(envelope: EventEnvelope): void {
+    if (this.state === 'ready') this.send({ t: 'event', envelope });
+  }
+
+  serviceResult(message: Extract<SupervisorToRunner, { t: 'service_result' }>): void {
+    this.send(message);
+  }
+
+  /** Requests still with the handler (what a stopping host drains). */
+  get busy(): number {
+    return this.requests.size;
+  }
+
+  /** The handler's shutdown(), bounded; then the process ends. */
+  async stop(shutdownMs: number): Promise<StopOutcome | null> {
+    if (this.restartTimer) clearTimeout(this.restartTimer);
+    const child = this.child;
+    const wasReady = this.state === 'ready';
+    this.state = 'stopped';
+    if (!child || child.exitCode !== null || child.signalCode !== null) return null;
+    let outcome: StopOutcome | null = null;
+    if (wasReady) {
+      outcome = await new Promise<StopOutcome>((resolve) => {
+        const timer = setTimeout(() => resolve({ outcome: 'timeout', detail: `shutdown() did not finish within ${shutdownMs} ms` }), shutdownMs + 1000);
+        this.stopped = (o) => {
+          clearTimeout(timer);
+          resolve(o);
+        };
+        this.send({ t: 'shutdown', shutdown_ms: shutdownMs });
+      });
+    }
+    child.kill('SIGKILL');
+    return outcome;
+  }
+
+  private send(message: SupervisorToRunner): void {
+    const child = this.child;
+    if (!child?.connected) return;
+    child.send(message, (err) => {
+      // A closing channel: the exit handler answers for what was in flight.
+      if (err) return;
+    });
+  }
+
+  private receive(message: RunnerToSupervisor): void {
+    switch (message.t) {
+      case 'init':
+        if (this.state !== 'starting') return;
+        if (message.ok) {
+          this.state = 'ready';
+          this.options.events.init({ ok: true });
+        } else {
+          // A plugin that cannot start (not configured, bad credentials) is not retried.
+          this.state = 'failed';
+          this.options.events.init({ ok: false, category: message.category, detail: message.detail });
+          this.child?.kill('SIGKILL');
+        }
+        return;
+      case 'response':
+        if (!this.requests.delete(message.rid)) return;
+        this.options.events.response(message.rid, message.outcome);
+        return;
+      case 'hook_result':
+        if (!this.hooks.delete(message.hid)) return;
+        this.describing.delete(message.hid);
+        this.options.events.hookResult(message);
+        return;
+      case 'service': {
+        // The process may only speak for requests it holds: any other id is dropped.
+        const rid = message.rid !== null && (this.requests.has(message.rid) || this.describing.has(message.rid)) ? message.rid : null;
+        this.options.events.service({ ...message, rid });
+        return;
+      }
+      case 'publish':
+        this.options.events.publish(message);
+        return;
+      case 'pong':
+        this.lastPong = Date.now();
+        return;
+      case 'stopped':
+        this.stopped?.({ outcome: message.outcome, ...(message.detail === undefined ? {} : { detail: message.detail }) });
+        return;
+    }
+  }
+
+  private beat(child: ChildProcess): void {
+    if (Date.now() - this.lastPong > STUCK_AFTER_MS) {
+      process.stderr.write(`${JSON.stringify({ level: 50, service: 'plugin-host', plugin: this.name, msg: `no heartbeat for ${STUCK_AFTER_MS} ms: killed` })}\n`);
+      child.kill('SIGKILL');
+      return;
+    }
+    this.send({ t: 'ping', n: ++this.pings });
+  }
+
+  private ended(child: ChildProcess, detail: string): void {
+    if (this.child !== child) return;
+    this.child = null;
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    // It may have acted on these before it died: only "unknown" is true.
+    for (const rid of this.requests) this.options.events.response(rid, { kind: 'lost' });
+    for (const hid of this.hooks) this.options.events.hookResult({ t: 'hook_result', hid, ok: false, detail: `the plugin's process ended (${detail})` });
+    this.requests.clear();
+    this.hooks.clear();
+    this.describing.clear();
+    this.stopped?.({ outcome: 'error', detail: `its process ended (${detail})` });
+    if (this.state === 'stopped' || this.state === 'failed') return;
+    const wasStarting = this.state === 'starting';
+    const now = Date.now();
+    this.crashes = [...this.crashes.filter((t) => now - t < CRASH_WINDOW_MS), now];
+    if (this.crashes.length > MAX_CRASHES) {
+      this.state = 'failed';
+      const why = `its process ended ${this.crashes.length} times in ${CRASH_WINDOW_MS / 60_000} minutes (last: ${detail}); not started again until the plugin host restarts`;
+      if (wasStarting) this.options.events.init({ ok: false, category: 'INTERNAL_ERROR', detail: why });
+      else this.options.events.down(why, null);
+      return;
+    }
+    const delay = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** (this.crashes.length - 1));
+    this.state = 'waiting';
+    if (!wasStarting) this.options.events.down(`its process ended (${detail})`, delay);
+    this.restartTimer = setTimeout(() => this.start(), delay);
+    this.restartTimer.unref();
+  }
+}

@@ -1,0 +1,45 @@
+// A plugin's own process, started by the plugin host with nothing but its own
+// configuration (sent over the IPC channel, never in the environment), its own data
+// folder and, when the host runs as root, its own uid. It ends with the host.
+import pino from 'pino';
+import { ProxyAgent, setGlobalDispatcher } from 'undici';
+import type { RunnerToSupervisor, SupervisorToRunner } from '../child-protocol.js';
+import { StrayErrors } from '../stray-errors.js';
+import { PluginRunner } from './plugin-runner.js';
+
+if (!process.send) {
+  process.stderr.write('carapace plugin runner: started without an IPC channel (the plugin host starts it)\n');
+  process.exit(2);
+}
+
+const send = (message: RunnerToSupervisor): void => {
+  // The host is gone: nothing this process does can reach anyone.
+  if (!process.connected) process.exit(0);
+  process.send!(message);
+};
+const runner = new PluginRunner(send);
+process.on('disconnect', () => process.exit(0));
+// The host's SIGTERM is for the host: it shuts each plugin down in turn.
+process.on('SIGTERM', () => undefined);
+process.on('SIGINT', () => undefined);
+
+process.on('message', (message: SupervisorToRunner) => {
+  if (message.t === 'start') {
+    const log = pino({ base: { service: 'plugin', plugin: message.plugin } }, pino.destination(2));
+    new StrayErrors({
+      plugin: message.plugin,
+      report: (text) => void runner.callCore(null, null, 'reportFault', { message: text }).catch(() => undefined),
+      // A moment for the report to leave.
+      afterException: () => setTimeout(() => process.exit(70), 100).unref(),
+      log,
+    }).install();
+    // fetch() goes out through the host's relay for this plugin, which allows only the
+    // hosts its manifest declares. (Where the host has no network, it is the only way.)
+    if (message.egressProxy) {
+      const url = new URL(message.egressProxy);
+      const token = `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}`;
+      setGlobalDispatcher(new ProxyAgent({ uri: `${url.protocol}//${url.host}`, token }));
+    }
+  }
+  runner.receive(message);
+});
