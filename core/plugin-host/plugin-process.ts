@@ -229,7 +229,7 @@ export class PluginProcess {
     }
     const delay = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** (this.crashes.length - 1));
     this.state = 'waiting';
-    if (!wasStarting) this.options.events.down(`its process ended (${detail})`, delay);
+    if (!wasStarting) this.options.events.down(detail, delay);
     this.restartTimer = setTimeout(() => this.start(), delay);
     this.restartTimer.unref();
   }

@@ -1,7 +1,7 @@
 // Wires the parts together: sessions and their sockets (the trust boundary), the
 // pipeline, the plugin host link, the event bus, confirmations and the audit log.
 import { EventEmitter } from 'node:events';
-import { mkdirSync } from 'node:fs';
+import { chmodSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { AuditLog } from './audit/audit-log.js';
 import { quarantineNotice, SessionGuard, type Abuse } from './boundary/session-guard.js';
@@ -194,6 +194,8 @@ export class Core extends EventEmitter<CoreEvents> {
     core.hostLink.on('late', (l) => core.audit.record({ group: l.group, session: l.session, source: l.plugin, topic: l.topic, correlation: l.correlation, stage: 'handler', outcome: l.outcome === 'stopped' ? 'ok' : 'error', reason: l.outcome === 'stopped' ? 'after its deadline the handler stopped before acting' : `after its deadline the handler ran on and ended with ${l.outcome}` }));
     await core.hostLink.open(`ipc://${join(options.runDir, SOCKETS.pluginHost)}`);
     await core.bus.open(`ipc://${join(options.runDir, SOCKETS.busOut)}`, `ipc://${join(options.runDir, SOCKETS.busIn)}`, (t, e) => core.onPublished(t, e));
+    // Only the plugin host (root, or the core's own user) may connect; never a plugin's uid.
+    for (const socket of [SOCKETS.pluginHost, SOCKETS.busOut, SOCKETS.busIn]) chmodSync(join(options.runDir, socket), 0o600);
     core.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'core', outcome: 'ok', reason: `core ${APP_VERSION} started` });
     return core;
   }
@@ -402,7 +404,7 @@ export class Core extends EventEmitter<CoreEvents> {
     if (this.catalog.state(message.plugin) === undefined) return;
     if (message.restarting) {
       this.catalog.setState(message.plugin, 'starting');
-      this.audit.record({ group: null, session: null, source: message.plugin, topic: null, correlation: null, stage: 'plugin', outcome: 'error', reason: `plugin "${message.plugin}" stopped (${message.detail}); its tools are unavailable until it is back`, detail: message.detail });
+      this.audit.record({ group: null, session: null, source: message.plugin, topic: null, correlation: null, stage: 'plugin', outcome: 'error', reason: `the process of plugin "${message.plugin}" ended (${message.detail}); its tools are unavailable until it is started again`, detail: message.detail });
     } else {
       this.catalog.setState(message.plugin, 'failed', 'INTERNAL_ERROR');
       this.auditPluginFailure(message.plugin, 'INTERNAL_ERROR', message.detail);

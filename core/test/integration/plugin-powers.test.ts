@@ -130,16 +130,28 @@ describe('the wire: a version the core does not speak is refused', () => {
 });
 
 describe("one plugin's stray errors are its own", () => {
-  for (const kind of ['rejection', 'exception'] as const) {
-    it(`an unhandled ${kind} in one plugin leaves the others (and itself) answering, reported as its fault`, async () => {
-      expect((await stack.ipc(family, 'tool.invoke.stray', { kind })).code).toBe(0);
-      const fault = await audited((e) => e.source === 'hostile' && e.severity === 'CRITICAL' && (e.reason ?? '').includes(kind === 'rejection' ? 'unhandled promise rejection' : 'uncaught exception'));
-      expect(fault.reason).toContain(`hostile: a${kind === 'exception' ? 'n exception' : ' rejection'} nobody`);
-      expect(stack.host?.exitCode).toBeNull();
-      expect((await stack.ipc(family, 'tool.invoke.echo', { text: `after the ${kind}` })).out?.echoed?.text).toBe(`after the ${kind}`);
-      expect((await stack.ipc(family, 'tool.invoke.dawdle', { ms: 0 })).out).toEqual({ dawdled: 0 });
-    });
-  }
+  it('an unhandled rejection is reported as its fault; it and the others go on answering', async () => {
+    expect(stack.core.catalog.state('hostile')).toBe('healthy');
+    expect((await stack.ipc(family, 'tool.invoke.stray', { kind: 'rejection' })).code).toBe(0);
+    const fault = await audited((e) => e.source === 'hostile' && e.severity === 'CRITICAL' && (e.reason ?? '').includes('unhandled promise rejection'));
+    expect(fault.reason).toContain('hostile: a rejection nobody');
+    expect((await stack.ipc(family, 'tool.invoke.echo', { text: 'after the rejection' })).out?.echoed?.text).toBe('after the rejection');
+    expect((await stack.ipc(family, 'tool.invoke.dawdle', { ms: 0 })).out).toEqual({ dawdled: 0 });
+    expect(stack.core.audit.query({}).some((e) => e.source === 'hostile' && /process of plugin "hostile" ended/.test(e.reason ?? ''))).toBe(false);
+  });
+
+  it('an uncaught exception is reported, ends only its own process, and it is started again', async () => {
+    expect((await stack.ipc(family, 'tool.invoke.stray', { kind: 'exception' })).code).toBe(0);
+    const fault = await audited((e) => e.source === 'hostile' && e.severity === 'CRITICAL' && (e.reason ?? '').includes('uncaught exception'));
+    expect(fault.reason).toContain('hostile: an exception nobody');
+    const down = await audited((e) => e.source === 'hostile' && /process of plugin "hostile" ended \(exited with code 70\)/.test(e.reason ?? ''));
+    expect(down.outcome).toBe('error');
+    // The others never noticed; the plugin host itself is still the same process.
+    expect(stack.host?.exitCode).toBeNull();
+    expect((await stack.ipc(family, 'tool.invoke.echo', { text: 'after the exception' })).out?.echoed?.text).toBe('after the exception');
+    await until(() => stack.core.catalog.state('hostile') === 'healthy', 5000);
+    expect((await stack.ipc(family, 'tool.invoke.dawdle', { ms: 0 })).out).toEqual({ dawdled: 0 });
+  });
 });
 
 describe('cancellation at the deadline', () => {
