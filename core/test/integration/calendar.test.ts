@@ -3,6 +3,10 @@
 // another client wrote (time zones, recurrences, attendees) are put straight on the server.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { startAdminApi } from '../../src/admin/http-api.js';
+import { SOCKETS } from '../../src/plugins/host-protocol.js';
+import { formatIso } from '../../sdk/time.js';
 import { ROOT, Stack, type IpcResult } from '../harness.js';
 import { expectError, expectOk } from '../support/expect-ipc.js';
 import { Radicale } from '../support/radicale.js';
@@ -244,6 +248,35 @@ describe('calendar plugin over CalDAV (Radicale)', () => {
       expectError(await pending, 'CONFIRMATION_DENIED', { stage: 5 });
       expect(await radicale.getObject(`/${USER}/family/${created.event_id}.ics`)).toMatch(/SUMMARY:Keep me/);
     });
+  });
+
+  it('the console panel shows a group\'s calendars and its coming events, and only that group\'s', async () => {
+    const token = 'calendar-panel-token-0123456789';
+    const admin = await startAdminApi(stack.core, '127.0.0.1', 0, token, {
+      console: { panels: () => stack.core.catalog.panels().map((p) => ({ ...p, socket: join(stack.runDir, SOCKETS.panels, `${p.name}.sock`) })) },
+    });
+    try {
+      expect(stack.core.catalog.panels()).toContainEqual({ name: 'calendar', title: 'Calendar' });
+      const base = `http://127.0.0.1:${(admin.server.address() as AddressInfo).port}`;
+      const login = await fetch(`${base}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token }) });
+      const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0];
+      const get = async (path: string): Promise<{ status: number; body: any }> => {
+        const res = await fetch(`${base}/plugins/calendar${path}`, { headers: { cookie } });
+        return { status: res.status, body: res.headers.get('content-type')?.includes('json') ? await res.json() : await res.text() };
+      };
+      const soon = Date.now() + 2 * 86_400_000;
+      await ok('create_event', { title: 'Soon', start: formatIso(soon, 'Europe/Berlin'), duration_minutes: 30 });
+      expect((await get('/')).body).toContain('calendar.js');
+      expect((await get('/api/groups')).body).toEqual({ groups: ['main', 'other'] });
+      const overview = (await get('/api/overview?group=main&days=7')).body;
+      expect(overview).toMatchObject({ group: 'main', timezone: 'Europe/Berlin', calendars: ['Family', 'Work'] });
+      expect(overview.events.map((e: { title: string }) => e.title)).toContain('Soon');
+      const theirs = (await get('/api/overview?group=other&days=7')).body;
+      expect(theirs).toMatchObject({ group: 'other', calendars: ['Private'], events: [] });
+      expect((await get('/api/overview?group=nobody')).status).toBe(404);
+    } finally {
+      await admin.close();
+    }
   });
 
   it('the password never reaches an agent or the audit log', async () => {
