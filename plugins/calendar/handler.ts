@@ -39,6 +39,8 @@ const DAY_MS = 86_400_000;
 const MAX_RANGE_DAYS = 62;
 const MAX_UID = 255;
 const MAX_TEXT_LISTED = 500;
+/** Occurrences gathered for one call at most (a calendar full of minutely rules stays bounded). */
+const MAX_COLLECTED = 5000;
 
 interface Located {
   calendar: DavCollection;
@@ -198,7 +200,7 @@ export default class CalendarPlugin implements PluginHandler, PanelSource {
       events: listed.events.slice(0, limit).map(({ event, calendar }) => this.present(event, calendar, scope.zone)),
     };
     if (listed.events.length > limit) result.truncated = `only the first ${limit} are shown: ask for a shorter range`;
-    if (listed.incomplete) result.warning = 'a repeating event could not be expanded in full';
+    if (listed.incomplete) result.warning = 'not every occurrence could be read (a repeating event too long to expand, or too many events): ask for a shorter range';
     return result;
   }
 
@@ -324,6 +326,10 @@ export default class CalendarPlugin implements PluginHandler, PanelSource {
         const expansion = occurrencesIn(object.data, from.getTime(), to.getTime(), scope.zone);
         incomplete ||= expansion.truncated;
         for (const event of expansion.occurrences) {
+          if (events.length >= MAX_COLLECTED) {
+            incomplete = true;
+            break;
+          }
           events.push({ event, calendar });
           this.seen.set(`${scope.group}\n${event.uid}`, object.url);
         }

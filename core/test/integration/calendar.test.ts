@@ -122,6 +122,10 @@ describe('calendar plugin over CalDAV (Radicale)', () => {
     // Earliest first across calendars.
     const all = out.events.map((e: { start: string }) => Date.parse(e.start));
     expect(all).toEqual([...all].sort((a, b) => a - b));
+    // Bounded: the earliest `limit`, with the full count and a word about the rest.
+    const few = await ok('list_events', { from: '2030-03-01T00:00:00+01:00', to: '2030-04-26T00:00:00+02:00', limit: 2 });
+    expect(few).toMatchObject({ count: 10, truncated: expect.any(String) });
+    expect(few.events.map((e: { start: string }) => e.start)).toEqual(['2030-03-04T15:00:00+01:00', '2030-03-11T14:00:00+01:00']);
   });
 
   it('create_event then list_events round-trips; the server holds UTC times', async () => {
