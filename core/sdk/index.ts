@@ -10,7 +10,13 @@ import type { FileRef } from '../src/files/file-store.js';
 
 /** A file argument (manifest `file_arguments`) reaches the handler as a FileRef: the core read and checked the file; the console serves it at /api/files/<id>. */
 export type { EventEnvelope, JsonObject, RequestEnvelope, InitFailureCategory, AuditEntry, ToolSummary, PendingConfirmation, ConfirmationStatus, FileRef };
-export { isKnownTimeZone, zoneOffsetMs, zonedToUtc } from './time.js';
+export { formatIso, isKnownTimeZone, wallClock, zoneOffsetMs, zonedToUtc } from './time.js';
+/** iCalendar on ical.js: parse objects, read times in the right zone, write objects (reminders, calendar). */
+export { ICAL, componentsOf, dateValue, masterComponent, newCalendar, parseCalendar, propertyText, propertyTime, propertyZone, serializeCalendar, toCalendarTime, utcTime } from './ical.js';
+export type { CalendarTime, IcalComponent, IcalTime } from './ical.js';
+/** CalDAV on tsdav: discovery, collections by component type, objects with ETags, classified failures. */
+export { CalDavStore, DavAuthRejected, DavConflict, DavHttpError, DavUnreachable, inRequest } from './caldav.js';
+export type { DavCollection, DavComponent, DavTimeRange, RequestScope, StoredObject, StoreOptions } from './caldav.js';
 export { truncate } from './text.js';
 /** A file replaced whole or not at all (temp file, fsync, rename): what a plugin keeps in its data folder. */
 export { writeAtomically } from '../src/state/atomic-write.js';

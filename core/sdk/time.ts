@@ -54,3 +54,22 @@ export function zonedToUtc(fields: [number, number, number, number, number, numb
   const first = guess - zoneOffsetMs(guess, tz);
   return guess - zoneOffsetMs(first, tz);
 }
+
+const pad2 = (n: number): string => String(n).padStart(2, '0');
+
+/** ISO 8601 with the offset of `tz` at that instant (Z without a zone): 2026-03-01T17:00:00+01:00. */
+export function formatIso(ms: number, tz?: string): string {
+  if (!tz) return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const offset = zoneOffsetMs(ms, tz);
+  const local = new Date(Math.floor(ms / 1000) * 1000 + offset).toISOString().slice(0, 19);
+  if (offset === 0) return `${local}Z`;
+  const sign = offset > 0 ? '+' : '-';
+  const abs = Math.abs(offset) / 60_000;
+  return `${local}${sign}${pad2(Math.floor(abs / 60))}:${pad2(abs % 60)}`;
+}
+
+/** The wall clock of instant `ms` in `tz` (UTC without one): [year, month (1-12), day, hour, minute, second]. */
+export function wallClock(ms: number, tz?: string): [number, number, number, number, number, number] {
+  const d = new Date(Math.floor(ms / 1000) * 1000 + (tz ? zoneOffsetMs(ms, tz) : 0));
+  return [d.getUTCFullYear(), d.getUTCMonth() + 1, d.getUTCDate(), d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds()];
+}

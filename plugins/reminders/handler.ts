@@ -3,9 +3,33 @@
 // reminder's id is its VTODO UID, which this plugin resolves to the object's URL itself.
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
-import { AbortedBeforeActing, InitError, isKnownTimeZone, ToolError, truncate, type CoreServices, type PluginConfig, type PluginHandler, type RequestContext, type RequestEnvelope } from '#sdk';
-import { CalDavStore, DavAuthRejected, DavConflict, DavHttpError, DavUnreachable, inRequest, type ReminderList, type RequestScope, type StoredObject } from './caldav.js';
-import { alarmTime, buildTodo, completionEdit, editTodo, formatIso, isDone, parseTodo, sequenceOf, type DueValue, type ParsedTodo } from './ical.js';
+import {
+  AbortedBeforeActing,
+  CalDavStore,
+  DavAuthRejected,
+  DavConflict,
+  DavHttpError,
+  DavUnreachable,
+  formatIso,
+  inRequest,
+  InitError,
+  isKnownTimeZone,
+  ToolError,
+  truncate,
+  type CalendarTime,
+  type CoreServices,
+  type DavCollection,
+  type PluginConfig,
+  type PluginHandler,
+  type RequestContext,
+  type RequestEnvelope,
+  type RequestScope,
+  type StoredObject,
+} from '#sdk';
+import { alarmTime, buildTodo, completeTodo, isDone, parseTodo, type ParsedTodo } from './ical.js';
+
+type ReminderList = DavCollection;
+type DueValue = CalendarTime;
 
 const log = pino({ base: { service: 'plugin-host', plugin: 'reminders' } }, pino.destination(2));
 
@@ -83,7 +107,7 @@ export default class RemindersPlugin implements PluginHandler {
     });
     try {
       await this.store.connect();
-      this.lists = await this.store.lists();
+      this.lists = await this.store.collections('VTODO');
     } catch (err) {
       throw initFailure(err);
     }
@@ -171,7 +195,7 @@ export default class RemindersPlugin implements PluginHandler {
   private async listReminders(name: string | undefined, includeCompleted: boolean): Promise<unknown> {
     const list = await this.listFor(name, false);
     const todos: ParsedTodo[] = [];
-    for (const object of await this.store.todos(list)) {
+    for (const object of await this.store.objects(list, 'VTODO')) {
       const todo = parseTodo(object.data, this.settings.timezone);
       if (!todo) continue;
       this.seen.set(todo.uid, object.url);
@@ -196,7 +220,7 @@ export default class RemindersPlugin implements PluginHandler {
         });
       }
       const now = new Date();
-      const edited = editTodo(object.data, completionEdit(now, sequenceOf(object.data)));
+      const edited = completeTodo(object.data, now);
       if (!edited) throw new ToolError({ message: 'This reminder could not be read; ask the user to complete it in their reminders app.', retriable: false });
       await this.store.put(object.url, edited, object.etag, 'completing the reminder');
       return { ...base, status: 'completed', completed_at: formatIso(now.getTime(), this.settings.timezone) };
@@ -228,12 +252,12 @@ export default class RemindersPlugin implements PluginHandler {
     if (!wanted) throw new ToolError({ message: 'list is empty', retriable: false });
     let list = this.findList(wanted);
     if (list) return list;
-    this.lists = await this.store.lists();
+    this.lists = await this.store.collections('VTODO');
     list = this.findList(wanted);
     if (list) return list;
     if (create) {
-      await this.store.makeList(wanted, randomUUID());
-      this.lists = await this.store.lists();
+      await this.store.makeCollection(wanted, randomUUID(), 'VTODO');
+      this.lists = await this.store.collections('VTODO');
       list = this.findList(wanted);
       if (list) {
         log.info('created a missing reminders list');
@@ -268,7 +292,7 @@ export default class RemindersPlugin implements PluginHandler {
 
     const searched = new Set<string>();
     for (let round = 0; round < 2; round++) {
-      if (round === 1) this.lists = await this.store.lists(); // perhaps in a list made since
+      if (round === 1) this.lists = await this.store.collections('VTODO'); // perhaps in a list made since
       for (const list of this.lists) {
         if (searched.has(list.url)) continue;
         searched.add(list.url);
@@ -285,11 +309,11 @@ export default class RemindersPlugin implements PluginHandler {
   private async searchList(list: ReminderList, uid: string): Promise<Located | null> {
     let objects: StoredObject[];
     try {
-      objects = await this.store.findByUid(list, uid);
+      objects = await this.store.findByUid(list, 'VTODO', uid);
     } catch (err) {
       // A server without prop-filter support: read the whole list instead.
       if (!(err instanceof DavHttpError) || err.status >= 500) throw err;
-      objects = await this.store.todos(list);
+      objects = await this.store.objects(list, 'VTODO');
     }
     for (const object of objects) {
       const todo = parseTodo(object.data, this.settings.timezone);

@@ -1,8 +1,9 @@
-// The CalDAV side of the reminders plugin. tsdav does discovery (well-known URL, principal,
-// calendar home) and the WebDAV XML; this module adds what the plugin needs on top: one
-// fetch that classifies failures (unreachable, credentials refused, HTTP status), the
-// reminder lists (calendar collections that hold VTODOs), and object reads and writes
-// with ETags so a concurrent edit in another client is never overwritten silently.
+// CalDAV for plugins (reminders, calendar). tsdav does discovery (well-known URL, principal,
+// calendar home) and the WebDAV XML; this module adds what plugins need on top: one fetch
+// that classifies failures (unreachable, credentials refused, HTTP status) and goes through
+// the global fetch (so the egress proxy, undici's global dispatcher, applies), the calendar
+// collections that hold a component type (VTODO lists, VEVENT calendars), and object reads
+// and writes with ETags so a concurrent edit in another client is never overwritten silently.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { DAVClient, type DAVResponse } from 'tsdav';
 
@@ -54,13 +55,14 @@ export class DavHttpError extends Error {
 /** A conditional write lost against another change (412): read again and retry. */
 export class DavConflict extends Error {
   constructor() {
-    super('the reminder changed on the server meanwhile');
+    super('the object changed on the server meanwhile');
     this.name = 'DavConflict';
   }
 }
 
-export interface ReminderList {
-  /** The display name (what a person calls the list); the last path segment when unset. */
+/** A calendar collection: a reminders list or an event calendar. */
+export interface DavCollection {
+  /** The display name (what a person calls it); the last path segment when unset. */
   name: string;
   url: string;
 }
@@ -71,6 +73,15 @@ export interface StoredObject {
   data: string;
 }
 
+/** The component types a collection may hold that plugins ask for. */
+export type DavComponent = 'VTODO' | 'VEVENT';
+
+/** A UTC time range for a calendar-query (RFC 4791 9.9); the server expands recurrences for it. */
+export interface DavTimeRange {
+  start: Date;
+  end: Date;
+}
+
 export interface StoreOptions {
   serverUrl: string;
   username?: string;
@@ -78,7 +89,14 @@ export interface StoreOptions {
   timeoutMs: number;
 }
 
-const TODO_FILTER = { 'comp-filter': { _attributes: { name: 'VCALENDAR' }, 'comp-filter': { _attributes: { name: 'VTODO' } } } };
+/** 20300101T000000Z: the form CalDAV's time-range wants. */
+function davUtc(date: Date): string {
+  return date.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
+}
+
+function componentFilter(component: DavComponent, inner: Record<string, unknown> = {}): Record<string, unknown> {
+  return { 'comp-filter': { _attributes: { name: 'VCALENDAR' }, 'comp-filter': { _attributes: { name: component }, ...inner } } };
+}
 
 function networkCode(err: unknown): string {
   const e = err as { name?: string; code?: unknown; cause?: { code?: unknown; name?: string } } | null;
@@ -188,8 +206,8 @@ export class CalDavStore {
     this.homeUrl = slash(home);
   }
 
-  /** The calendar collections of the home that may hold VTODOs. */
-  async lists(): Promise<ReminderList[]> {
+  /** The calendar collections of the home that may hold `component`s. */
+  async collections(component: DavComponent): Promise<DavCollection[]> {
     const home = this.requireHome();
     const responses = await this.client.propfind({
       url: home,
@@ -197,7 +215,7 @@ export class CalDavStore {
       depth: '1',
     });
     this.check(responses, 'listing the calendars');
-    const lists: ReminderList[] = [];
+    const lists: DavCollection[] = [];
     for (const r of responses) {
       if (!r.href || !r.ok) continue;
       const props = (r.props ?? {}) as Record<string, unknown>;
@@ -206,7 +224,7 @@ export class CalDavStore {
       const set = props.supportedCalendarComponentSet as { comp?: unknown } | undefined;
       const components = componentNames(set?.comp);
       // No component set means the server allows every component type.
-      if (components.length > 0 && !components.includes('VTODO')) continue;
+      if (components.length > 0 && !components.includes(component)) continue;
       const url = slash(new URL(r.href, home).href);
       if (new URL(url).origin !== new URL(home).origin) continue; // credentials go to the home's server only
       const name = textOf(props.displayname)?.trim() || lastSegment(url);
@@ -215,36 +233,32 @@ export class CalDavStore {
     return lists.sort((a, b) => a.name.localeCompare(b.name) || a.url.localeCompare(b.url));
   }
 
-  /** A new calendar collection for VTODOs, under a random path, shown as `name`. */
-  async makeList(name: string, slug: string): Promise<void> {
+  /** A new calendar collection for `component`s, under the path `slug`, shown as `name`. */
+  async makeCollection(name: string, slug: string, component: DavComponent): Promise<void> {
     const url = `${this.requireHome()}${encodeURIComponent(slug)}/`;
     const responses = await this.client.makeCalendar({
       url,
       props: {
         'd:displayname': { _text: name },
-        'c:supported-calendar-component-set': { 'c:comp': { _attributes: { name: 'VTODO' } } },
+        'c:supported-calendar-component-set': { 'c:comp': { _attributes: { name: component } } },
       },
     });
-    this.check(responses, 'creating the list');
+    this.check(responses, 'creating the collection');
   }
 
-  /** Every VTODO object of a list (one calendar-query REPORT). */
-  async todos(list: ReminderList): Promise<StoredObject[]> {
-    return this.query(list, TODO_FILTER, 'reading the list');
+  /**
+   * The objects of a collection holding a `component` (one calendar-query REPORT); with
+   * `range`, only those the server says overlap it (recurring ones included).
+   */
+  async objects(collection: DavCollection, component: DavComponent, range?: DavTimeRange): Promise<StoredObject[]> {
+    const inner = range ? { 'time-range': { _attributes: { start: davUtc(range.start), end: davUtc(range.end) } } } : {};
+    return this.query(collection, componentFilter(component, inner), 'reading the collection');
   }
 
-  /** The objects of a list whose VTODO UID contains `uid` (the caller checks equality). */
-  async findByUid(list: ReminderList, uid: string): Promise<StoredObject[]> {
-    const filter = {
-      'comp-filter': {
-        _attributes: { name: 'VCALENDAR' },
-        'comp-filter': {
-          _attributes: { name: 'VTODO' },
-          'prop-filter': { _attributes: { name: 'UID' }, 'text-match': { _attributes: { collation: 'i;octet' }, _text: uid } },
-        },
-      },
-    };
-    return this.query(list, filter, 'searching the list');
+  /** The objects of a collection whose `component`'s UID contains `uid` (the caller checks equality). */
+  async findByUid(collection: DavCollection, component: DavComponent, uid: string): Promise<StoredObject[]> {
+    const inner = { 'prop-filter': { _attributes: { name: 'UID' }, 'text-match': { _attributes: { collation: 'i;octet' }, _text: uid } } };
+    return this.query(collection, componentFilter(component, inner), 'searching the collection');
   }
 
   async get(url: string): Promise<StoredObject | null> {
@@ -255,7 +269,7 @@ export class CalDavStore {
     }
     if (!response.ok) {
       await response.body?.cancel().catch(() => undefined);
-      throw new DavHttpError(response.status, 'reading the reminder');
+      throw new DavHttpError(response.status, 'reading the object');
     }
     return { url, etag: response.headers.get('etag'), data: await response.text() };
   }
@@ -279,13 +293,13 @@ export class CalDavStore {
     await response.body?.cancel().catch(() => undefined);
     if (response.status === 404 || response.status === 410) return false;
     if (response.status === 412) throw new DavConflict();
-    if (!response.ok) throw new DavHttpError(response.status, 'deleting the reminder');
+    if (!response.ok) throw new DavHttpError(response.status, 'deleting the object');
     return true;
   }
 
-  private async query(list: ReminderList, filter: unknown, operation: string): Promise<StoredObject[]> {
+  private async query(collection: DavCollection, filter: unknown, operation: string): Promise<StoredObject[]> {
     const responses = await this.client.calendarQuery({
-      url: list.url,
+      url: collection.url,
       props: { 'd:getetag': {}, 'c:calendar-data': {} },
       filters: [filter as Record<string, unknown>],
       depth: '1',
@@ -297,8 +311,8 @@ export class CalDavStore {
       const props = (r.props ?? {}) as Record<string, unknown>;
       const data = textOf(props.calendarData);
       if (!data) continue;
-      const url = new URL(r.href, list.url).href;
-      if (url === list.url || new URL(url).origin !== new URL(list.url).origin) continue;
+      const url = new URL(r.href, collection.url).href;
+      if (url === collection.url || new URL(url).origin !== new URL(collection.url).origin) continue;
       objects.push({ url, etag: textOf(props.getetag), data });
     }
     return objects;

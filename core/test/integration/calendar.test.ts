@@ -1,0 +1,291 @@
+// The bundled calendar plugin, end to end: the real core, the real plugin host process,
+// the real ipc binary and a real CalDAV server (Debian's Radicale) on 127.0.0.1. Events
+// another client wrote (time zones, recurrences, attendees) are put straight on the server.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { startAdminApi } from '../../src/admin/http-api.js';
+import { SOCKETS } from '../../src/plugins/host-protocol.js';
+import { formatIso } from '../../sdk/time.js';
+import { ROOT, Stack, type IpcResult } from '../harness.js';
+import { expectError, expectOk } from '../support/expect-ipc.js';
+import { Radicale } from '../support/radicale.js';
+import type { Session } from '../../src/boundary/session-table.js';
+import type { PendingConfirmation } from '../../src/confirm/confirmations.js';
+
+const USER = 'carapace';
+const PASSWORD = 'Cal3ndar-s3cret-9Wv';
+const PLUGIN_DIR = join(ROOT, 'plugins/calendar');
+
+const BERLIN_VTIMEZONE = [
+  'BEGIN:VTIMEZONE',
+  'TZID:Europe/Berlin',
+  'BEGIN:DAYLIGHT',
+  'TZOFFSETFROM:+0100',
+  'TZOFFSETTO:+0200',
+  'TZNAME:CEST',
+  'DTSTART:19700329T020000',
+  'RRULE:FREQ=YEARLY;BYMONTH=3;BYDAY=-1SU',
+  'END:DAYLIGHT',
+  'BEGIN:STANDARD',
+  'TZOFFSETFROM:+0200',
+  'TZOFFSETTO:+0100',
+  'TZNAME:CET',
+  'DTSTART:19701025T030000',
+  'RRULE:FREQ=YEARLY;BYMONTH=10;BYDAY=-1SU',
+  'END:STANDARD',
+  'END:VTIMEZONE',
+];
+
+/** A calendar object as another client writes it. */
+function foreignEvent(lines: string[], vtimezone: string[] = []): string {
+  return ['BEGIN:VCALENDAR', 'VERSION:2.0', 'PRODID:-//Another client//EN', ...vtimezone, 'BEGIN:VEVENT', 'DTSTAMP:20300101T000000Z', ...lines, 'END:VEVENT', 'END:VCALENDAR', ''].join('\r\n');
+}
+
+describe('calendar plugin over CalDAV (Radicale)', () => {
+  let radicale: Radicale;
+  let stack: Stack;
+  let main: Session;
+  let other: Session;
+
+  const invoke = (tool: string, args: unknown, opts: { timeoutMs?: number; session?: Session } = {}): Promise<IpcResult> => stack.ipc(opts.session ?? main, `tool.invoke.${tool}`, args, opts);
+  const ok = async (tool: string, args: unknown, session?: Session): Promise<any> => expectOk(await invoke(tool, args, { session }));
+  const put = async (slug: string, name: string, ics: string): Promise<void> => {
+    const r = await radicale.request('PUT', `/${USER}/${slug}/${name}.ics`, ics, { 'content-type': 'text/calendar; charset=utf-8' });
+    expect(r.status).toBe(201);
+  };
+  const deletes = (id: string) => (p: PendingConfirmation) => p.tool === 'delete_event' && p.arguments.event_id === id;
+  const starts = (events: { title: string; start: string }[], title: string): string[] => events.filter((e) => e.title === title).map((e) => e.start);
+
+  beforeAll(async () => {
+    radicale = await Radicale.start([{ username: USER, password: PASSWORD }]);
+    await radicale.makeCalendar('family', 'Family', ['VEVENT']);
+    await radicale.makeCalendar('work', 'Work', ['VEVENT']);
+    await radicale.makeCalendar('private', 'Private', ['VEVENT']);
+    await radicale.makeCalendar('todo', 'Todo', ['VTODO']);
+    stack = await Stack.start({
+      plugins: [],
+      extraPluginDirs: { calendar: PLUGIN_DIR },
+      env: { CALENDAR_PASSWORD: PASSWORD },
+      config: {
+        groups: { main: {}, other: {} },
+        confirmation_timeout_ms: 20_000,
+        plugins: {
+          calendar: {
+            server_url: radicale.url,
+            username: USER,
+            password: '${CALENDAR_PASSWORD}',
+            timezone: 'Europe/Berlin',
+            groups: {
+              main: { calendars: ['Family', 'work'], default_calendar: 'Family' },
+              other: { calendars: [`${radicale.url}${USER}/private/`], timezone: 'America/New_York' },
+            },
+          },
+        },
+      },
+    });
+    main = await stack.openSession('main');
+    other = await stack.openSession('other');
+  });
+
+  afterAll(async () => {
+    await stack?.stop().catch(() => undefined);
+    await radicale?.stop();
+  });
+
+  it('starts healthy and offers the five tools; delete_event is high-risk', async () => {
+    expect(stack.core.catalog.state('calendar')).toBe('healthy');
+    const tools = (await ok('list_tools', {})).tools as { name: string; risk_level: string }[];
+    const risk = Object.fromEntries(tools.map((t) => [t.name, t.risk_level]));
+    expect(risk).toMatchObject({ list_events: 'low', create_event: 'low', update_event: 'low', delete_event: 'high', find_free_time: 'low' });
+  });
+
+  it('a weekly event across the spring DST change is listed at the same local time (09:00) before and after; EXDATE honoured', async () => {
+    // 2030: Europe changes on Sunday 31 March, the US on Sunday 10 March.
+    await put(
+      'family',
+      'weekly-berlin',
+      foreignEvent(
+        ['UID:weekly-berlin@phone', 'SUMMARY:Choir', 'DTSTART;TZID=Europe/Berlin:20300321T090000', 'DTEND;TZID=Europe/Berlin:20300321T100000', 'RRULE:FREQ=WEEKLY', 'EXDATE;TZID=Europe/Berlin:20300418T090000'],
+        BERLIN_VTIMEZONE,
+      ),
+    );
+    // Written in New York's zone without a VTIMEZONE: the IANA name alone decides.
+    await put('work', 'weekly-ny', foreignEvent(['UID:weekly-ny@laptop', 'SUMMARY:NY standup', 'DTSTART;TZID=America/New_York:20300304T090000', 'DURATION:PT30M', 'RRULE:FREQ=WEEKLY;COUNT=5']));
+    const out = await ok('list_events', { from: '2030-03-01T00:00:00+01:00', to: '2030-04-26T00:00:00+02:00' });
+    expect(out.timezone).toBe('Europe/Berlin');
+    expect(starts(out.events, 'Choir')).toEqual(['2030-03-21T09:00:00+01:00', '2030-03-28T09:00:00+01:00', '2030-04-04T09:00:00+02:00', '2030-04-11T09:00:00+02:00', '2030-04-25T09:00:00+02:00']);
+    const choir = out.events.find((e: { title: string }) => e.title === 'Choir');
+    expect(choir).toEqual({ event_id: 'weekly-berlin@phone', calendar: 'Family', title: 'Choir', start: '2030-03-21T09:00:00+01:00', end: '2030-03-21T10:00:00+01:00', repeats: true });
+    // 09:00 in New York: 15:00 in Berlin, 14:00 in the weeks between the two changes, 15:00 again after.
+    expect(starts(out.events, 'NY standup')).toEqual(['2030-03-04T15:00:00+01:00', '2030-03-11T14:00:00+01:00', '2030-03-18T14:00:00+01:00', '2030-03-25T14:00:00+01:00', '2030-04-01T15:00:00+02:00']);
+    // Earliest first across calendars.
+    const all = out.events.map((e: { start: string }) => Date.parse(e.start));
+    expect(all).toEqual([...all].sort((a, b) => a - b));
+    // Bounded: the earliest `limit`, with the full count and a word about the rest.
+    const few = await ok('list_events', { from: '2030-03-01T00:00:00+01:00', to: '2030-04-26T00:00:00+02:00', limit: 2 });
+    expect(few).toMatchObject({ count: 10, truncated: expect.any(String) });
+    expect(few.events.map((e: { start: string }) => e.start)).toEqual(['2030-03-04T15:00:00+01:00', '2030-03-11T14:00:00+01:00']);
+  });
+
+  it('create_event then list_events round-trips; the server holds UTC times', async () => {
+    const created = await ok('create_event', { title: 'Review, Q2; budget', start: '2030-06-10T14:00:00+02:00', duration_minutes: 90, calendar: 'work', location: 'Room 4' });
+    expect(created).toEqual({ event_id: expect.stringMatching(/^[0-9a-f-]{36}$/), status: 'created', calendar: 'Work', title: 'Review, Q2; budget', start: '2030-06-10T14:00:00+02:00', end: '2030-06-10T15:30:00+02:00' });
+    const ics = (await radicale.getObject(`/${USER}/work/${created.event_id}.ics`))!;
+    expect(ics).toMatch(/^DTSTART:20300610T120000Z\r?$/m);
+    expect(ics).toMatch(/^DTEND:20300610T133000Z\r?$/m);
+    expect(ics).toMatch(/^SUMMARY:Review\\, Q2\\; budget\r?$/m);
+    const listed = await ok('list_events', { from: '2030-06-10T00:00:00+02:00', to: '2030-06-11T00:00:00+02:00' });
+    expect(listed.events).toEqual([{ event_id: created.event_id, calendar: 'Work', title: 'Review, Q2; budget', start: '2030-06-10T14:00:00+02:00', end: '2030-06-10T15:30:00+02:00', location: 'Room 4' }]);
+    // Without a calendar: the group's default.
+    expect((await ok('create_event', { title: 'Picnic', start: '2030-06-15T12:00:00+02:00', end: '2030-06-15T15:00:00+02:00' })).calendar).toBe('Family');
+  });
+
+  it('update_event changes title and times on the server; the old time is gone from the list', async () => {
+    const created = await ok('create_event', { title: 'Dentist', start: '2030-06-20T10:00:00+02:00', duration_minutes: 30 });
+    const updated = await ok('update_event', { event_id: created.event_id, title: 'Dentist (moved)', start: '2030-06-21T11:00:00+02:00', end: '2030-06-21T11:45:00+02:00' });
+    expect(updated).toMatchObject({ event_id: created.event_id, status: 'updated', calendar: 'Family', title: 'Dentist (moved)', start: '2030-06-21T11:00:00+02:00', end: '2030-06-21T11:45:00+02:00' });
+    const ics = (await radicale.getObject(`/${USER}/family/${created.event_id}.ics`))!;
+    expect(ics).toMatch(/^SUMMARY:Dentist \(moved\)\r?$/m);
+    expect(ics).toMatch(/^DTSTART:20300621T090000Z\r?$/m);
+    expect(ics).toMatch(/^SEQUENCE:1\r?$/m);
+    const listed = await ok('list_events', { from: '2030-06-20T00:00:00+02:00', to: '2030-06-22T00:00:00+02:00' });
+    expect(listed.events.filter((e: { title: string }) => e.title.startsWith('Dentist')).map((e: { title: string; start: string }) => [e.title, e.start])).toEqual([['Dentist (moved)', '2030-06-21T11:00:00+02:00']]);
+    // A repeating event's times are not changed here (its title may be).
+    expectError(await invoke('update_event', { event_id: 'weekly-berlin@phone', start: '2030-03-21T10:00:00+01:00' }), 'RECURRING_EVENT', { retriable: false });
+    expectError(await invoke('update_event', { event_id: created.event_id, end: '2030-06-21T10:00:00+02:00' }), 'INVALID_ARGUMENTS');
+  });
+
+  it('find_free_time: slots inside working hours that avoid existing events (repeating ones too), in the group\'s zone', async () => {
+    // Wednesday 12 June 2030: 10:00-11:00 and 13:00-14:30 busy; an event marked free does not count.
+    await ok('create_event', { title: 'Standup', start: '2030-06-12T10:00:00+02:00', duration_minutes: 60, calendar: 'Work' });
+    await put('family', 'lunch', foreignEvent(['UID:lunch@phone', 'SUMMARY:Lunch with Ana', 'DTSTART:20300612T110000Z', 'DTEND:20300612T123000Z']));
+    await put('family', 'free', foreignEvent(['UID:free@phone', 'SUMMARY:Reminder only', 'TRANSP:TRANSPARENT', 'DTSTART:20300612T070000Z', 'DTEND:20300612T150000Z']));
+    const day = { from: '2030-06-12T00:00:00+02:00', to: '2030-06-13T00:00:00+02:00' };
+    const hour = await ok('find_free_time', { ...day, duration_minutes: 60, working_hours: { start: '09:00', end: '17:00' } });
+    expect(hour.slots).toEqual([
+      { start: '2030-06-12T09:00:00+02:00', end: '2030-06-12T10:00:00+02:00', minutes: 60 },
+      { start: '2030-06-12T11:00:00+02:00', end: '2030-06-12T13:00:00+02:00', minutes: 120 },
+      { start: '2030-06-12T14:30:00+02:00', end: '2030-06-12T17:00:00+02:00', minutes: 150 },
+    ]);
+    const twoHours = await ok('find_free_time', { ...day, duration_minutes: 121 });
+    expect(twoHours.working_hours).toEqual({ start: '09:00', end: '17:00' });
+    expect(twoHours.slots.map((s: { start: string }) => s.start)).toEqual(['2030-06-12T14:30:00+02:00']);
+    // The weekly choir (Thursdays 09:00-10:00 local, before and after DST) is busy time too.
+    const thursdays = await ok('find_free_time', { from: '2030-03-28T00:00:00+01:00', to: '2030-04-05T00:00:00+02:00', duration_minutes: 30, working_hours: { start: '08:00', end: '10:30' }, calendars: ['Family'] });
+    expect(thursdays.slots.filter((s: { start: string }) => /-(03-28|04-04)T/.test(s.start))).toEqual([
+      { start: '2030-03-28T08:00:00+01:00', end: '2030-03-28T09:00:00+01:00', minutes: 60 },
+      { start: '2030-03-28T10:00:00+01:00', end: '2030-03-28T10:30:00+01:00', minutes: 30 },
+      { start: '2030-04-04T08:00:00+02:00', end: '2030-04-04T09:00:00+02:00', minutes: 60 },
+      { start: '2030-04-04T10:00:00+02:00', end: '2030-04-04T10:30:00+02:00', minutes: 30 },
+    ]);
+    // Weekends are skipped unless asked for.
+    expect(thursdays.slots.some((s: { start: string }) => /-(03-30|03-31)T/.test(s.start))).toBe(false);
+  });
+
+  it('another group\'s calendar is not reachable: refused with CALENDAR_NOT_ALLOWED by name and by URL; its events are not found', async () => {
+    await put('private', 'secret', foreignEvent(['UID:secret@other', 'SUMMARY:Private appointment', 'DTSTART:20300612T080000Z', 'DTEND:20300612T090000Z']));
+    for (const calendar of ['Private', 'private', `${radicale.url}${USER}/private/`, 'Todo', 'Nope']) {
+      const r = await invoke('list_events', { from: '2030-06-01T00:00:00+02:00', to: '2030-06-30T00:00:00+02:00', calendar });
+      const err = expectError(r, 'CALENDAR_NOT_ALLOWED', { retriable: false });
+      expect(err.message).toContain('Its calendars: "Family", "Work"');
+      if (!calendar.startsWith('http')) expect(err.message).not.toContain('127.0.0.1'); // no calendar's URL is shown
+    }
+    expectError(await invoke('create_event', { title: 'x', start: '2030-06-12T10:00:00+02:00', duration_minutes: 5, calendar: 'Private' }), 'CALENDAR_NOT_ALLOWED');
+    expectError(await invoke('find_free_time', { from: '2030-06-12T00:00:00+02:00', to: '2030-06-13T00:00:00+02:00', duration_minutes: 30, calendars: ['Private'] }), 'CALENDAR_NOT_ALLOWED');
+    // All of main's calendars: the private event is not among them, and busy time ignores it.
+    const listed = await ok('list_events', { from: '2030-06-12T00:00:00+02:00', to: '2030-06-13T00:00:00+02:00' });
+    expect(listed.events.map((e: { title: string }) => e.title)).not.toContain('Private appointment');
+    expectError(await invoke('update_event', { event_id: 'secret@other', title: 'mine now' }), 'EVENT_NOT_FOUND');
+    const deleting = invoke('delete_event', { event_id: 'secret@other' }, { timeoutMs: 25_000 });
+    const prompt = await stack.pendingConfirmation('main', deletes('secret@other'));
+    expect(prompt.description.state).toEqual(["No event has this id in this group's calendars: nothing would be deleted."]);
+    expect(stack.core.confirmations.resolve(prompt.id, true, 'test')).toBe(true);
+    expectError(await deleting, 'EVENT_NOT_FOUND');
+    expect(await radicale.getObject(`/${USER}/private/secret.ics`)).toMatch(/SUMMARY:Private appointment/);
+    // The other group reaches its own calendar (by URL in its configuration), in its own zone, and nothing of main's.
+    const theirs = await ok('list_events', { from: '2030-06-12T00:00:00+02:00', to: '2030-06-13T00:00:00+02:00' }, other);
+    expect(theirs.events).toEqual([{ event_id: 'secret@other', calendar: 'Private', title: 'Private appointment', start: '2030-06-12T04:00:00-04:00', end: '2030-06-12T05:00:00-04:00' }]);
+    expectError(await invoke('list_events', { from: '2030-06-12T00:00:00+02:00', to: '2030-06-13T00:00:00+02:00', calendar: 'Family' }, { session: other }), 'CALENDAR_NOT_ALLOWED');
+  });
+
+  describe('delete_event waits for a person, and the prompt says what would be deleted', () => {
+    it('the prompt shows title, time and attendees as the server has them; nothing is deleted before the answer; approved, it is gone', async () => {
+      await put(
+        'work',
+        'offsite',
+        foreignEvent(
+          [
+            'UID:offsite-42@laptop',
+            'SUMMARY:Team offsite',
+            'DTSTART;TZID=Europe/Berlin:20300708T093000',
+            'DTEND;TZID=Europe/Berlin:20300708T170000',
+            'LOCATION:Lake house',
+            'ORGANIZER;CN=Ana:mailto:ana@example.org',
+            'ATTENDEE;CN=Ana;PARTSTAT=ACCEPTED:mailto:ana@example.org',
+            'ATTENDEE;CN=Ben Ode:mailto:ben@example.org',
+            'ATTENDEE:mailto:carla@example.org',
+          ],
+          BERLIN_VTIMEZONE,
+        ),
+      );
+      const pending = invoke('delete_event', { event_id: 'offsite-42@laptop' }, { timeoutMs: 25_000 });
+      const confirmation = await stack.pendingConfirmation('main', deletes('offsite-42@laptop'));
+      expect(confirmation.description.state).toEqual([
+        'The event "Team offsite" in the calendar "Work", 2030-07-08T09:30:00+02:00 – 2030-07-08T17:00:00+02:00 (Europe/Berlin)',
+        'Attendees: Ana <ana@example.org>, Ben Ode <ben@example.org>, carla@example.org',
+        'Location: Lake house',
+      ]);
+      expect(await radicale.getObject(`/${USER}/work/offsite.ics`)).not.toBeNull(); // nothing happens before the answer
+      expect(stack.core.confirmations.resolve(confirmation.id, true, 'test')).toBe(true);
+      const r = await pending;
+      expect(r.code).toBe(0);
+      expect(r.out).toEqual({ event_id: 'offsite-42@laptop', status: 'deleted', calendar: 'Work', title: 'Team offsite' });
+      expect(await radicale.getObject(`/${USER}/work/offsite.ics`)).toBeNull();
+    });
+
+    it('denied: CONFIRMATION_DENIED and the event is still there', async () => {
+      const created = await ok('create_event', { title: 'Keep me', start: '2030-07-01T10:00:00+02:00', duration_minutes: 15 });
+      const pending = invoke('delete_event', { event_id: created.event_id }, { timeoutMs: 25_000 });
+      const confirmation = await stack.answerConfirmation('main', deletes(created.event_id), false);
+      expect(confirmation.description.state?.[0]).toBe('The event "Keep me" in the calendar "Family", 2030-07-01T10:00:00+02:00 – 2030-07-01T10:15:00+02:00 (Europe/Berlin)');
+      expectError(await pending, 'CONFIRMATION_DENIED', { stage: 5 });
+      expect(await radicale.getObject(`/${USER}/family/${created.event_id}.ics`)).toMatch(/SUMMARY:Keep me/);
+    });
+  });
+
+  it('the console panel shows a group\'s calendars and its coming events, and only that group\'s', async () => {
+    const token = 'calendar-panel-token-0123456789';
+    const admin = await startAdminApi(stack.core, '127.0.0.1', 0, token, {
+      console: { panels: () => stack.core.catalog.panels().map((p) => ({ ...p, socket: join(stack.runDir, SOCKETS.panels, `${p.name}.sock`) })) },
+    });
+    try {
+      expect(stack.core.catalog.panels()).toContainEqual({ name: 'calendar', title: 'Calendar' });
+      const base = `http://127.0.0.1:${(admin.server.address() as AddressInfo).port}`;
+      const login = await fetch(`${base}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token }) });
+      const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0];
+      const get = async (path: string): Promise<{ status: number; body: any }> => {
+        const res = await fetch(`${base}/plugins/calendar${path}`, { headers: { cookie } });
+        return { status: res.status, body: res.headers.get('content-type')?.includes('json') ? await res.json() : await res.text() };
+      };
+      const soon = Date.now() + 2 * 86_400_000;
+      await ok('create_event', { title: 'Soon', start: formatIso(soon, 'Europe/Berlin'), duration_minutes: 30 });
+      expect((await get('/')).body).toContain('calendar.js');
+      expect((await get('/api/groups')).body).toEqual({ groups: ['main', 'other'] });
+      const overview = (await get('/api/overview?group=main&days=7')).body;
+      expect(overview).toMatchObject({ group: 'main', timezone: 'Europe/Berlin', calendars: ['Family', 'Work'] });
+      expect(overview.events.map((e: { title: string }) => e.title)).toContain('Soon');
+      const theirs = (await get('/api/overview?group=other&days=7')).body;
+      expect(theirs).toMatchObject({ group: 'other', calendars: ['Private'], events: [] });
+      expect((await get('/api/overview?group=nobody')).status).toBe(404);
+    } finally {
+      await admin.close();
+    }
+  });
+
+  it('the password never reaches an agent or the audit log', async () => {
+    const audit = await stack.auditText();
+    expect(audit).not.toContain(PASSWORD);
+    expect(stack.hostOutput).not.toContain(PASSWORD);
+  });
+});

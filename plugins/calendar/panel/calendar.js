@@ -1,0 +1,45 @@
+// The calendar page (served by the calendar plugin, mounted by the console at /plugins/calendar/):
+// per group, the calendars it may use and its events of the coming days. Read only.
+import { html, render, useEffect, useState } from '/assets/vendor/preact-htm.js';
+
+async function call(path) {
+  const res = await fetch(path, { credentials: 'same-origin' });
+  if (res.status === 401) location.assign('/login');
+  const body = await res.json().catch(() => ({}));
+  if (!res.ok) throw new Error(body.message || `the core answered ${res.status}`);
+  return body;
+}
+
+function Calendar() {
+  const [groups, setGroups] = useState([]);
+  const [group, setGroup] = useState('');
+  const [days, setDays] = useState(7);
+  const [overview, setOverview] = useState(null);
+  const [error, setError] = useState(null);
+
+  useEffect(() => {
+    call('./api/groups').then((g) => {
+      setGroups(g.groups);
+      setGroup((current) => current || g.groups[0] || '');
+    }, (err) => setError(err.message));
+  }, []);
+  useEffect(() => {
+    if (!group) return;
+    call(`./api/overview?group=${encodeURIComponent(group)}&days=${days}`).then((o) => (setOverview(o), setError(null)), (err) => setError(err.message));
+  }, [group, days]);
+
+  return html`<main class="page">
+    <div class="row"><a href="/">← Console</a><h1 style="margin:0 12px">Calendar</h1>
+      <select id="group" value=${group} onChange=${(e) => setGroup(e.target.value)}>${groups.map((g) => html`<option value=${g}>${g}</option>`)}</select>
+      <select id="days" value=${days} onChange=${(e) => setDays(Number(e.target.value))}>${[1, 7, 14, 31].map((d) => html`<option value=${d}>next ${d} day${d > 1 ? 's' : ''}</option>`)}</select></div>
+    ${error && html`<div class="error" role="alert">${error}</div>`}
+    ${overview && html`<section>
+      <p>Calendars this group may use: ${overview.calendars.length ? overview.calendars.join(', ') : '(none)'} · times in ${overview.timezone}</p>
+      <table id="events"><thead><tr><th>Start</th><th>End</th><th>Title</th><th>Calendar</th><th>Attendees</th></tr></thead>
+        <tbody>${overview.events.map((e) => html`<tr><td>${e.start}</td><td>${e.end}</td><td>${e.title}${e.repeats ? ' ↻' : ''}</td><td>${e.calendar}</td><td>${(e.attendees || []).join(', ')}</td></tr>`)}</tbody></table>
+      ${overview.events.length === 0 && html`<p>No events.</p>`}
+    </section>`}
+  </main>`;
+}
+
+render(html`<${Calendar} />`, document.getElementById('calendar'));
