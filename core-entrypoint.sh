@@ -6,6 +6,20 @@ for dir in /app/volumes/data /app/volumes/logs /app/volumes/groups; do
   mkdir -p "$dir"
   chown node:node "$dir"
 done
+# Plugins keep their data in data/plugins/<name>/, the one part of the data volume the
+# plugin host mounts: an older installation's data/<name>/ moves there once, before the
+# core starts (the plugin host starts no plugin until the core is there).
+mkdir -p /app/volumes/data/plugins
+for manifest in /app/plugins/*/manifest.json; do
+  [ -f "$manifest" ] || continue
+  name=$(basename "$(dirname "$manifest")")
+  if [ -d "/app/volumes/data/$name" ] && [ ! -e "/app/volumes/data/plugins/$name" ]; then
+    mv "/app/volumes/data/$name" "/app/volumes/data/plugins/$name"
+  fi
+done
+if [ -f /app/volumes/data/.held-events.json ] && [ ! -e /app/volumes/data/plugins/.held-events.json ]; then
+  mv /app/volumes/data/.held-events.json /app/volumes/data/plugins/.held-events.json
+fi
 # The core writes carapace.json (first start, pairing); the plugin host has it read-only.
 if [ -w /app/volumes/config ]; then chown node:node /app/volumes/config; fi
 groups=node

@@ -62,7 +62,8 @@ function chownTree(path: string, ids: Ids): void {
 
 /** A plugin process's environment: nothing of the host's (which holds every plugin's secrets). */
 export function pluginEnv(from: NodeJS.ProcessEnv, dataDir: string): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { HOME: dataDir, PATH: from.PATH ?? '/usr/local/bin:/usr/bin:/bin' };
+  // Temporary files (SQLite's too) in its own folder: the appliance gives it no other.
+  const env: NodeJS.ProcessEnv = { HOME: dataDir, TMPDIR: dataDir, SQLITE_TMPDIR: dataDir, PATH: from.PATH ?? '/usr/local/bin:/usr/bin:/bin' };
   for (const name of ['NODE_ENV', 'TZ', 'LANG', 'LC_ALL'] as const) if (from[name] !== undefined) env[name] = from[name];
   return env;
 }

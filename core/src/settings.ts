@@ -19,7 +19,8 @@ export function pathsFromEnv(env: NodeJS.ProcessEnv = process.env): Paths {
   const logDir = at('CARAPACE_LOG_DIR', 'volumes/logs');
   return {
     runDir: at('CARAPACE_RUN_DIR', '/run/carapace'),
-    pluginsDir: at('CARAPACE_PLUGINS_DIR', 'plugins'),
+    // Bundled plugins first, then the person's own: folders separated by ":".
+    pluginsDir: (env.CARAPACE_PLUGINS_DIR || 'plugins').split(':').filter(Boolean).map((d) => resolve(d)).join(':'),
     handlersDir: at('CARAPACE_HANDLERS_DIR', 'dist/plugins'),
     configFile: at('CARAPACE_CONFIG', 'volumes/config/carapace.json'),
     logDir,

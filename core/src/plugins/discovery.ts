@@ -90,21 +90,51 @@ function loadPlugin(name: string, dir: string, appVersion: string, ajv: Ajv): Di
   return { name, dir, manifest: m, tools };
 }
 
-export function discoverPlugins(pluginsDir: string, appVersion: string, reservedTools: readonly string[]): Discovery {
+/**
+ * `pluginsDirs`: folders separated by ":", the bundled plugins' first. A conflict among the
+ * first folder's plugins stops the start (it is a broken build); a plugin of a later folder
+ * (a person's drop-in) that takes a name, a tool name or the memory_brief hook already
+ * taken is rejected, with the reason, and the others run.
+ */
+export function discoverPlugins(pluginsDirs: string, appVersion: string, reservedTools: readonly string[]): Discovery {
   const result: Discovery = { plugins: [], rejected: [] };
-  if (!existsSync(pluginsDir)) return result;
-  // existsSync never throws: a file, a dangling link or an unreadable entry is simply not a plugin.
-  const names = readdirSync(pluginsDir)
-    .filter((n) => !n.startsWith('.') && existsSync(join(pluginsDir, n, 'manifest.json')))
-    .sort();
   const ajv = createAjv();
-  for (const name of names) {
-    const loaded = loadPlugin(name, join(pluginsDir, name), appVersion, ajv);
-    if ('manifest' in loaded) result.plugins.push(loaded);
-    else result.rejected.push(loaded);
-  }
-  checkConflicts(result.plugins, reservedTools);
+  pluginsDirs.split(':').filter(Boolean).forEach((dir, index) => {
+    const found: DiscoveredPlugin[] = [];
+    for (const name of pluginFolders(dir)) {
+      const loaded = loadPlugin(name, join(dir, name), appVersion, ajv);
+      if ('manifest' in loaded) found.push(loaded);
+      else result.rejected.push(loaded);
+    }
+    if (index === 0) {
+      checkConflicts(found, reservedTools);
+      result.plugins.push(...found);
+      return;
+    }
+    for (const plugin of found) {
+      if (result.plugins.some((p) => p.name === plugin.name)) {
+        // Listed under its folder's path: its name is the installed plugin's, which stays as it is.
+        result.rejected.push({ name: join(dir, plugin.name), reason: `a plugin named "${plugin.name}" is already installed` });
+        continue;
+      }
+      try {
+        checkConflicts([...result.plugins, plugin], reservedTools);
+        result.plugins.push(plugin);
+      } catch (err) {
+        result.rejected.push({ name: join(dir, plugin.name), reason: (err as Error).message });
+      }
+    }
+  });
   return result;
+}
+
+/** A folder's plugin folders, sorted; "_template" and other names starting with "_" or "." are not plugins. */
+function pluginFolders(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  // existsSync never throws: a file, a dangling link or an unreadable entry is simply not a plugin.
+  return readdirSync(dir)
+    .filter((n) => !n.startsWith('.') && !n.startsWith('_') && existsSync(join(dir, n, 'manifest.json')))
+    .sort();
 }
 
 /** Cross-plugin rules: unique tool names, no intrinsic names, one memory_brief provider. */

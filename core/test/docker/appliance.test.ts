@@ -11,7 +11,7 @@
 // core's admin API, the plugin host, the stand-ins on the host.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
 import { DockerRuntime } from '../../src/agents/docker-runtime.js';
@@ -27,7 +27,9 @@ import type { RecordedRequest } from '../support/anthropic-standin.js';
 
 const MODEL_KEY = 'sk-ant-api03-appliance-test-key-0123456789abcdef';
 const BOT_TOKEN = '123456789:AAApplianceTestTokenForTheStandIn0001';
-const RECORD: RecordTool = { tool: 'memory_store', args: { type: 'context', content: 'buy milk at 5pm' } };
+const MEMORY_RECORD: RecordTool = { tool: 'memory_store', args: { type: 'context', content: 'buy milk at 5pm' } };
+/** A person's own plugin in plain JavaScript, dropped into volumes/plugins/: no build, no image rebuild. */
+const DROP_IN_RECORD: RecordTool = { tool: 'jot', args: { text: 'buy milk at 5pm' } };
 const DOCKER = process.env.DOCKER || 'docker';
 
 /**
@@ -45,15 +47,17 @@ const inspect = (id: string): Docker.ContainerInspectInfo => (JSON.parse(execFil
 interface Mode {
   mode: 'legacy' | 'api';
   chat: number;
+  /** The tool the agent records the reminder with. */
+  record: RecordTool;
   agents: Record<string, unknown>;
   env: Record<string, string>;
 }
 
 describe.each<Mode>([
-  { mode: 'legacy', chat: 2002, agents: {}, env: {} },
+  { mode: 'legacy', chat: 2002, record: MEMORY_RECORD, agents: {}, env: {} },
   // No admin token: API-mode agents share no network with the core either.
-  { mode: 'api', chat: 2003, agents: { mode: 'api' }, env: {} },
-])('the appliance in $mode mode, end to end (core and plugin host in their containers)', ({ mode, chat, agents, env }) => {
+  { mode: 'api', chat: 2003, record: DROP_IN_RECORD, agents: { mode: 'api' }, env: {} },
+])('the appliance in $mode mode, end to end (core and plugin host in their containers)', ({ mode, chat, record: RECORD, agents, env }) => {
   const name = `carapace-appliance-${mode}-${process.pid}`;
   let project: ComposeProject;
   let standIns: StandIns;
@@ -81,12 +85,13 @@ describe.each<Mode>([
       },
       env: { CARAPACE_MODEL_API_URL: standIns.modelUrl, ANTHROPIC_API_KEY: MODEL_KEY, TELEGRAM_BOT_TOKEN: BOT_TOKEN, ...env },
     });
+    cpSync(join(ROOT, 'core/test/fixtures/drop-ins/jotter'), join(project.volumes, 'plugins', 'jotter'), { recursive: true });
     // Written while the appliance is down: the plugin host may publish it the moment it
     // connects, before the core has finished starting. It must not be lost.
     answer = sendUserMessage(standIns.telegram, chat);
     answer.catch(() => undefined); // awaited (and reported) in the test
     compose(['up', '-d', 'core', 'plugins']);
-    const ready = (h: Health): boolean => ['telegram', 'memory'].every((p) => h.plugins.healthy.includes(p));
+    const ready = (h: Health): boolean => ['telegram', 'memory', 'jotter'].every((p) => h.plugins.healthy.includes(p));
     const health = await project.waitForHealth(ready);
     if (!(health && ready(health))) throw new Error(`the appliance did not become healthy:\n${compose(['logs', '--tail', '80'])}`);
   }, 300_000);
@@ -121,6 +126,64 @@ describe.each<Mode>([
     }, 10_000);
     expectPipelineTrail(entries, 'main', RECORD);
   }, 180_000);
+
+  (mode === 'api' ? it : it.skip)('the drop-in plugin ran in a process of its own and wrote only into its own folder', () => {
+    const file = join(project.volumes, 'data', 'plugins', 'jotter', 'jots.txt');
+    expect(readFileSync(file, 'utf8')).toBe('buy milk at 5pm\n');
+    expect(statSync(file).uid).toBeGreaterThanOrEqual(20_001);
+  });
+
+  (mode === 'legacy' ? it : it.skip)("the plugin host: each plugin a uid of its own with no powers; as one of them, nothing of the core's or another plugin's, and no network", () => {
+    // Every node process of the plugins container: uid and effective capabilities.
+    const table = compose(['exec', '-T', 'plugins', 'sh', '-c', `for p in /proc/[0-9]*; do c=$(tr '\\0' ' ' < $p/cmdline 2>/dev/null); case "$c" in node*) echo "$(awk '/^Uid/{print $2}' $p/status) $(awk '/^CapEff/{print $2}' $p/status) $c";; esac; done`]);
+    const rows = table.split('\n').filter(Boolean).map((line) => line.split(' '));
+    const host = rows.filter((r) => r.includes('dist/core/plugin-host/main.js'));
+    const runners = rows.filter((r) => r.some((a) => a.endsWith('runner/main.js')));
+    expect(host).toHaveLength(1);
+    expect(host[0][0]).toBe('0');
+    // CHOWN, DAC_OVERRIDE, FOWNER, KILL, SETGID, SETUID: bits 0, 1, 3, 5, 6, 7.
+    expect(host[0][1]).toBe('00000000000000eb');
+    expect(runners.length).toBeGreaterThanOrEqual(3); // telegram, memory, tasks, webchat
+    expect(new Set(runners.map((r) => r[0])).size).toBe(runners.length);
+    for (const [uid, caps] of runners) {
+      expect(Number(uid)).toBeGreaterThanOrEqual(20_001);
+      expect(caps).toBe('0000000000000000');
+    }
+    const uids = JSON.parse(readFileSync(join(project.volumes, 'data', 'plugins', '.uids.json'), 'utf8')) as Record<string, number>;
+    const hostPid = compose(['exec', '-T', 'plugins', 'sh', '-c', "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q 'plugin-host/[m]ain.js' && basename $p; done; true"]).trim();
+    // As the Telegram plugin's uid, which holds the bot token: what else can it reach?
+    const script = `
+      const fs = require('fs'), net = require('net');
+      const out = {};
+      const tryFs = (k, f) => { try { f(); out[k] = 'ok'; } catch (e) { out[k] = e.code; } };
+      tryFs('host_environ', () => fs.readFileSync('/proc/${hostPid}/environ'));
+      tryFs('admin_token', () => fs.readFileSync('/app/volumes/data/admin-token'));
+      tryFs('standing_approvals', () => fs.writeFileSync('/app/volumes/data/standing-approvals.json', '[]'));
+      tryFs('memory_data', () => fs.readdirSync('/app/volumes/data/plugins/memory'));
+      tryFs('tmp', () => fs.writeFileSync('/tmp/planted', 'x'));
+      tryFs('own_data', () => fs.writeFileSync('/app/volumes/data/plugins/telegram/planted', 'x'));
+      const connect = (k, o) => new Promise((r) => { const s = net.connect(o, () => { out[k] = 'ok'; s.destroy(); r(); }); s.on('error', (e) => { out[k] = e.code; r(); }); s.setTimeout(3000, () => { out[k] = 'timeout'; s.destroy(); r(); }); });
+      (async () => {
+        await connect('egress_socket', { path: '/run/carapace-egress/egress.sock' });
+        await connect('core_plugin_socket', { path: '/run/carapace/plugins.sock' });
+        await connect('admin_api', { host: 'core', port: 8780 });
+        await connect('telegram_directly', { host: '${new URL(standIns.telegram.url).hostname}', port: ${new URL(standIns.telegram.url).port} });
+        console.log(JSON.stringify(out));
+      })();`;
+    const seen = JSON.parse(compose(['exec', '-T', '-u', String(uids.telegram), 'plugins', 'node', '-e', script]).trim().split('\n').at(-1)!);
+    expect(seen).toEqual({
+      host_environ: 'EACCES',
+      admin_token: 'ENOENT',
+      standing_approvals: 'EROFS',
+      memory_data: 'EACCES',
+      tmp: 'EROFS',
+      own_data: 'ok',
+      egress_socket: 'EACCES',
+      core_plugin_socket: 'EACCES',
+      admin_api: 'EAI_AGAIN',
+      telegram_directly: 'ENETUNREACH',
+    });
+  });
 
   it('started the agent as a locked-down sibling container whose mounts are host paths', () => {
     const [id] = agentContainers();

@@ -38,12 +38,17 @@ describe('docker compose up -d', () => {
     expect(h?.plugins.failed).toEqual(expect.arrayContaining([{ name: 'telegram', category: 'NOT_CONFIGURED' }]));
   }, 120_000);
 
-  it('runs both services unprivileged, and the model key only in the core', () => {
+  it('runs the core unprivileged, each plugin as a uid of its own, and the model key only in the core', () => {
     // The uid of the node process itself (exec would run as the image's configured user).
     const uidOf = (service: string) =>
       compose(['exec', '-T', service, 'sh', '-c', `for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q '^node dist/core' && awk '/^Uid/{print $2}' $p/status; done`]).trim();
     expect(uidOf('core')).toBe('1000');
-    expect(uidOf('plugins')).toBe('1000');
+    // The plugin host supervises as root (with six capabilities: compose.yaml); no plugin code runs in it.
+    expect(uidOf('plugins')).toBe('0');
+    const pluginUids = compose(['exec', '-T', 'plugins', 'sh', '-c', `for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q 'runner/[m]ain.js' && awk '/^Uid/{print $2}' $p/status; done; true`]).trim().split('\n');
+    expect(pluginUids.length).toBeGreaterThanOrEqual(3); // memory, tasks, webchat
+    for (const uid of pluginUids) expect(Number(uid)).toBeGreaterThanOrEqual(20_001);
+    expect(uidOf('egress')).toBe('1000');
     const pluginsEnv = compose(['exec', '-T', 'plugins', 'env']);
     expect(pluginsEnv).not.toContain(MODEL_KEY);
     expect(compose(['exec', '-T', 'core', 'env'])).toContain(MODEL_KEY);

@@ -60,7 +60,7 @@ describe.each(['legacy', 'api'] as const)('%s mode: a task-started turn calls sc
     expect(outcome.ok).toBe(true);
     const told = model.requests.flatMap((r) => toolResults(r)).join('\n');
     expect(told).toContain('CONFIRMATION_DENIED');
-    const state = join(stack.dir, 'data', 'tasks', 'tasks.json');
+    const state = join(stack.dir, 'data', 'plugins', 'tasks', 'tasks.json');
     const tasks = existsSync(state) ? (JSON.parse(readFileSync(state, 'utf8')) as { tasks: { prompt: string }[] }).tasks : [];
     expect(tasks.some((t) => t.prompt === NEXT.prompt)).toBe(false);
   }, 180_000);
@@ -78,7 +78,7 @@ describe.each(['legacy', 'api'] as const)('%s mode: a task-started turn calls sc
     const second = await sh(testRuntime(), container, call);
     expect(second.code).not.toBe(0);
     expect(JSON.parse(second.err)).toMatchObject({ code: 'DUPLICATE_TASK', retriable: false });
-    const state = JSON.parse(readFileSync(join(stack.dir, 'data', 'tasks', 'tasks.json'), 'utf8')) as { tasks: { prompt: string }[] };
+    const state = JSON.parse(readFileSync(join(stack.dir, 'data', 'plugins', 'tasks', 'tasks.json'), 'utf8')) as { tasks: { prompt: string }[] };
     expect(state.tasks.filter((t) => t.prompt === args.prompt)).toHaveLength(1);
   }, 60_000);
 });

@@ -77,7 +77,7 @@ beforeAll(async () => {
     extraPluginDirs: { memory: join(ROOT, 'plugins/memory') },
     config: { rate_limit: { per_minute: 60_000, burst: 1000 } },
   });
-  memoryDir = join(stack.dir, 'data', 'memory');
+  memoryDir = join(stack.dir, 'data', 'plugins', 'memory');
 });
 
 afterAll(async () => {

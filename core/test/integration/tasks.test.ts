@@ -57,7 +57,7 @@ let main: Session;
 let family: Session;
 const events: EventEnvelope[] = [];
 const triggered = (taskId: string) => events.filter((e) => e.topic === 'task.triggered' && e.payload.task_id === taskId);
-const stateFile = () => join(stack.dir, 'data', 'tasks', 'tasks.json');
+const stateFile = () => join(stack.dir, 'data', 'plugins', 'tasks', 'tasks.json');
 
 function call(session: Session, tool: string, args: unknown): Promise<IpcResult> {
   return stack.ipc(session, `tool.invoke.${tool}`, args, { timeoutMs: 25_000 });

@@ -332,7 +332,7 @@ describe('restarts', () => {
     await until(() => inbound('before the restart')[0]);
     // The next poll carries the new offset; the plugin saves it before polling again.
     await until(() => tg.callsOf('getUpdates').find((c) => Number(c.params.offset) > before.update_id), 10000);
-    const file = join(stack.dir, 'data', 'telegram', 'offset.json');
+    const file = join(stack.dir, 'data', 'plugins', 'telegram', 'offset.json');
     expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({ offset: before.update_id + 1 });
 
     await stack.killHost();
@@ -368,14 +368,14 @@ describe('restarts', () => {
   it('a corrupt offset file is moved aside, and what waits at Telegram is skipped, not replayed', async () => {
     await stack.killHost();
     await until(() => stack.core.catalog.state('telegram') !== 'healthy', 10_000);
-    const file = join(stack.dir, 'data', 'telegram', 'offset.json');
+    const file = join(stack.dir, 'data', 'plugins', 'telegram', 'offset.json');
     writeFileSync(file, '{"offset": 12'); // torn write
     const old = tg.queueMessage({ chatId: MAIN_CHAT, text: 'already handled, they say' });
     stack.startHost();
     await until(() => stack.core.catalog.state('telegram') === 'healthy', 10_000);
-    const aside = readdirSync(join(stack.dir, 'data', 'telegram')).filter((f) => f.startsWith('offset.json.corrupt-'));
+    const aside = readdirSync(join(stack.dir, 'data', 'plugins', 'telegram')).filter((f) => f.startsWith('offset.json.corrupt-'));
     expect(aside).toHaveLength(1);
-    expect(readFileSync(join(stack.dir, 'data', 'telegram', aside[0]), 'utf8')).toBe('{"offset": 12');
+    expect(readFileSync(join(stack.dir, 'data', 'plugins', 'telegram', aside[0]), 'utf8')).toBe('{"offset": 12');
     await until(() => stack.hostOutput.includes('the saved update offset was corrupt'), 5000);
     tg.queueMessage({ chatId: MAIN_CHAT, text: 'after the corrupt offset' });
     await until(() => inbound('after the corrupt offset')[0], 10_000);
@@ -426,7 +426,7 @@ describe('shutdown', () => {
       expect(Date.now() - started).toBeLessThan(5000);
       const entries = await other.auditEntries();
       expect(entries.find((e) => e.stage === 'plugin' && e.source === 'telegram' && e.reason?.startsWith('shutdown'))?.reason).toBe('shutdown clean');
-      expect(JSON.parse(readFileSync(join(other.dir, 'data', 'telegram', 'offset.json'), 'utf8'))).toEqual({ offset: delivered.update_id + 1 });
+      expect(JSON.parse(readFileSync(join(other.dir, 'data', 'plugins', 'telegram', 'offset.json'), 'utf8'))).toEqual({ offset: delivered.update_id + 1 });
     } finally {
       await other.stop();
       await own.close();

@@ -48,7 +48,7 @@ export class ComposeProject {
   /** A volumes folder with `config` as carapace.json (none: a first start), and a free admin port. Nothing runs yet. */
   static async create(options: { name: string; file: string; config?: unknown; env: Record<string, string> }): Promise<ComposeProject> {
     const volumes = mkdtempSync(join(tmpdir(), `${options.name}-`));
-    for (const d of ['config', 'data', 'logs', 'groups']) mkdirSync(join(volumes, d));
+    for (const d of ['config', 'data', 'logs', 'groups', 'plugins']) mkdirSync(join(volumes, d));
     if (options.config !== undefined) writeFileSync(join(volumes, 'config', 'carapace.json'), JSON.stringify(options.config));
     return new ComposeProject(options.name, options.file, volumes, await freePort(), options.env);
   }
