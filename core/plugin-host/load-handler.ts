@@ -1,5 +1,6 @@
 // Finds and instantiates a plugin's handler. Bundled plugins are compiled with the
-// project (dist/plugins/<name>/handler.js); a plugin may also ship plain handler.js.
+// project (dist/plugins/<name>/handler.js); a plugin may also ship plain handler.js, or
+// handler.ts where Node runs TypeScript itself.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -8,10 +9,15 @@ import type { InitFailureCategory } from '../src/protocol/errors.js';
 
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'ETIMEDOUT', 'EAI_AGAIN', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET']);
 
-/** `handlersDirs` is a colon-separated list of folders holding compiled `<name>/handler.js`. */
+/**
+ * `handlersDirs` is a colon-separated list of folders holding compiled `<name>/handler.js`.
+ * A plugin folder's own handler.js comes first; then, where Node strips TypeScript types
+ * itself (22.6+; the appliance's image), its handler.ts: a drop-in needs no build step.
+ */
 export function handlerPath(name: string, pluginDir: string, handlersDirs: string): string | null {
   const compiled = handlersDirs.split(':').filter(Boolean).map((dir) => join(dir, name, 'handler.js'));
-  for (const candidate of [join(pluginDir, 'handler.js'), ...compiled]) {
+  const typescript = (process.features as { typescript?: unknown }).typescript ? [join(pluginDir, 'handler.ts')] : [];
+  for (const candidate of [join(pluginDir, 'handler.js'), ...compiled, ...typescript]) {
     if (existsSync(candidate)) return candidate;
   }
   return null;

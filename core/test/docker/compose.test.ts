@@ -1,6 +1,7 @@
 // The appliance as a user starts it: `docker compose up -d` with compose.yaml, then
 // health, privileges and credential placement checked from outside.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { cpSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from '../harness.js';
 import { ComposeProject } from '../support/compose.js';
@@ -17,6 +18,8 @@ beforeAll(async () => {
     config: { groups: { main: {} } },
     env: { ANTHROPIC_API_KEY: MODEL_KEY, TELEGRAM_BOT_TOKEN: '' },
   });
+  // A person's own plugin in TypeScript: no build, no image rebuild.
+  cpSync(join(ROOT, 'core/test/fixtures/drop-ins/stamp'), join(project.volumes, 'plugins', 'stamp'), { recursive: true });
   compose(['up', '-d']);
 }, 300_000);
 
@@ -36,6 +39,8 @@ describe('docker compose up -d', () => {
     expect(h?.status).toBe('ok');
     // No bot token configured: the Telegram plugin is only "not configured", the core stays up.
     expect(h?.plugins.failed).toEqual(expect.arrayContaining([{ name: 'telegram', category: 'NOT_CONFIGURED' }]));
+    // The drop-in's handler.ts ran as it is (its initialize() answered).
+    expect(h?.plugins.healthy).toContain('stamp');
   }, 120_000);
 
   it('runs the core unprivileged, each plugin as a uid of its own, and the model key only in the core', () => {
