@@ -20,6 +20,7 @@ import { createSanitizer } from './response/sanitize.js';
 import { safeModeUntilFixed } from './safe-mode/safe-mode.js';
 import { FileStore } from './files/file-store.js';
 import { adminToken } from './console/admin-token.js';
+import { unclaimedBytes } from './agents/workspace-claims.js';
 import { writeDefaultConfig } from './first-run-config.js';
 import { runChecks, type Report } from './doctor/checks.js';
 import { SOCKETS } from './plugins/host-protocol.js';
@@ -140,6 +141,7 @@ async function main(): Promise<void> {
       .then(() => agents.onEvent(event))
       .catch((err: unknown) => log.error({ err, group: event.group }, 'agent run failed'));
   });
+  const workspaces = { name: 'workspaces', path: paths.groupsDir, claims: () => unclaimedBytes(paths.groupsDir, Object.keys(core.config.groups), config.agents) };
   const checks = (): Promise<Report> =>
     runChecks({
       model: { upstream, credential },
@@ -147,7 +149,7 @@ async function main(): Promise<void> {
       agentImage: config.agents.image,
       plugins: () => core.catalog.states(),
       audit: () => core.audit.health(),
-      folders: [{ name: 'logs', path: paths.logDir }, { name: 'data', path: paths.dataDir }, { name: 'workspaces', path: paths.groupsDir }],
+      folders: [{ name: 'logs', path: paths.logDir }, { name: 'data', path: paths.dataDir }, workspaces],
       sandbox,
     });
   const server = await startAdminApi(
@@ -164,7 +166,7 @@ async function main(): Promise<void> {
         usageHistory: (days) => llm.usageHistory(days),
         model: () => llm.modelHealth(),
         files,
-        folders: [{ name: 'audit logs', path: paths.logDir }, { name: 'workspaces', path: paths.groupsDir }, { name: 'data', path: paths.dataDir }],
+        folders: [{ name: 'audit logs', path: paths.logDir }, workspaces, { name: 'data', path: paths.dataDir }],
         secureCookie: SECURE_COOKIE,
         sessions,
         conversation,

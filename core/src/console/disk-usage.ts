@@ -11,6 +11,8 @@ export interface DiskUse {
   partial: boolean;
   /** Free bytes on the file system holding it. */
   free: number | null;
+  /** Bytes it may still take (new workspaces' quotas), if it says. */
+  claims: number | null;
 }
 
 const MAX_ENTRIES = 50_000;
@@ -39,16 +41,16 @@ async function walk(dir: string, budget: { left: number }): Promise<number> {
 export class DiskUsage {
   private cached: { at: number; value: Promise<DiskUse[]> } | null = null;
 
-  constructor(private readonly folders: { name: string; path: string }[]) {}
+  constructor(private readonly folders: { name: string; path: string; claims?: () => number }[]) {}
 
   read(): Promise<DiskUse[]> {
     if (this.cached && Date.now() - this.cached.at < CACHE_MS) return this.cached.value;
     const value = Promise.all(
-      this.folders.map(async ({ name, path }) => {
+      this.folders.map(async ({ name, path, claims }) => {
         const budget = { left: MAX_ENTRIES };
         const bytes = await walk(path, budget);
         const fs = await statfs(path).catch(() => null);
-        return { name, path, bytes, partial: budget.left <= 0, free: fs ? fs.bavail * fs.bsize : null };
+        return { name, path, bytes, partial: budget.left <= 0, free: fs ? fs.bavail * fs.bsize : null, claims: claims ? claims() : null };
       }),
     );
     this.cached = { at: Date.now(), value };

@@ -34,14 +34,15 @@ export interface DoctorDeps {
   agentImage: string;
   plugins: () => PluginState[];
   audit: () => AuditFileHealth;
-  /** Folders whose free space matters (logs, data, workspaces). */
-  folders: { name: string; path: string }[];
+  /** Folders whose free space matters (logs, data, workspaces); `claims`: bytes they may still take (workspace-claims.ts). */
+  folders: { name: string; path: string; claims?: () => number }[];
   /** The agents' runtime, as chosen at start (agents/sandbox.ts). */
   sandbox?: Sandbox;
   timeoutMs?: number;
 }
 
 const LOW_DISK_BYTES = 1 << 30;
+const gibs = (bytes: number): string => `${(bytes / 2 ** 30).toFixed(1)} GiB`;
 const FIX_ENV = 'edit .env, then run `docker compose up -d` again';
 
 async function modelKey({ upstream, credential }: DoctorDeps['model'], signal: AbortSignal): Promise<Check> {
@@ -101,12 +102,16 @@ async function disk(deps: DoctorDeps): Promise<Check[]> {
       ? { id: 'audit', title: 'Audit log', status: audit.failures > 0 ? 'warn' : 'ok', detail: audit.failures > 0 ? `Writable again; ${audit.failures} writes failed and ${audit.lost_entries} entries were lost since start.` : 'Writable.' }
       : { id: 'audit', title: 'Audit log', status: 'fail', detail: `Cannot be written (${audit.last_error ?? 'unknown'}): tool calls are refused.`, fix: 'free space on the disk that holds volumes/logs' },
   ];
-  for (const { name, path } of deps.folders) {
+  for (const { name, path, claims } of deps.folders) {
     const fs = await statfs(path).catch(() => null);
     if (!fs) continue;
     const free = fs.bavail * fs.bsize;
-    const gib = (free / 2 ** 30).toFixed(1);
-    checks.push(free < LOW_DISK_BYTES ? { id: `disk-${name}`, title: `Disk (${name})`, status: 'warn', detail: `Only ${gib} GiB free.`, fix: 'free space on that disk: old workspaces, logs, Docker images (`docker image prune`)' } : { id: `disk-${name}`, title: `Disk (${name})`, status: 'ok', detail: `${gib} GiB free.` });
+    const claimed = claims?.() ?? 0;
+    const base = { id: `disk-${name}`, title: `Disk (${name})` };
+    const still = claimed > 0 ? ` New workspaces may still claim ${gibs(claimed)}.` : '';
+    if (claimed > free) checks.push({ ...base, status: 'warn', detail: `${gibs(free)} free, but new workspaces may still claim ${gibs(claimed)}: the group that does not fit cannot start.`, fix: 'free space on that disk, or lower agents.disk_quota_mb' });
+    else if (free < LOW_DISK_BYTES) checks.push({ ...base, status: 'warn', detail: `Only ${gibs(free)} free.${still}`, fix: 'free space on that disk: old workspaces, logs, Docker images (`docker image prune`)' });
+    else checks.push({ ...base, status: 'ok', detail: `${gibs(free)} free.${still}` });
   }
   return checks;
 }

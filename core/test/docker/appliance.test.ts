@@ -135,9 +135,9 @@ describe.each<Mode>([
 
   (mode === 'legacy' ? it : it.skip)("the plugin host: each plugin a uid of its own with no powers; as one of them, nothing of the core's or another plugin's, and no network", () => {
     // Every node process of the plugins container: uid and effective capabilities.
-    const table = compose(['exec', '-T', 'plugins', 'sh', '-c', `for p in /proc/[0-9]*; do c=$(tr '\\0' ' ' < $p/cmdline 2>/dev/null); case "$c" in node*) echo "$(awk '/^Uid/{print $2}' $p/status) $(awk '/^CapEff/{print $2}' $p/status) $c";; esac; done`]);
+    const table = compose(['exec', '-T', 'plugins', 'sh', '-c', `for p in /proc/[0-9]*; do c=$(tr '\\0' ' ' < $p/cmdline 2>/dev/null); case "$c" in *node*) echo "$(awk '/^Uid/{print $2}' $p/status) $(awk '/^CapEff/{print $2}' $p/status) $c";; esac; done`]);
     const rows = table.split('\n').filter(Boolean).map((line) => line.split(' '));
-    const host = rows.filter((r) => r.includes('dist/core/plugin-host/main.js'));
+    const host = rows.filter((r) => r[2] === 'node' && r[3] === 'dist/core/plugin-host/main.js');
     const runners = rows.filter((r) => r.some((a) => a.endsWith('runner/main.js')));
     expect(host).toHaveLength(1);
     expect(host[0][0]).toBe('0');
@@ -150,7 +150,7 @@ describe.each<Mode>([
       expect(caps).toBe('0000000000000000');
     }
     const uids = JSON.parse(readFileSync(join(project.volumes, 'data', 'plugins', '.uids.json'), 'utf8')) as Record<string, number>;
-    const hostPid = compose(['exec', '-T', 'plugins', 'sh', '-c', "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q 'plugin-host/[m]ain.js' && basename $p; done; true"]).trim();
+    const hostPid = compose(['exec', '-T', 'plugins', 'sh', '-c', "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q '^node dist/core/plugin-host/[m]ain.js' && basename $p; done; true"]).trim();
     // As the Telegram plugin's uid, which holds the bot token: what else can it reach?
     const script = `
       const fs = require('fs'), net = require('net');

@@ -6,7 +6,10 @@ import { execFile } from 'node:child_process';
 import type { FastifyInstance } from 'fastify';
 import Docker from 'dockerode';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { statfs } from 'node:fs/promises';
 import { join } from 'node:path';
+import { unclaimedBytes } from '../../src/agents/workspace-claims.js';
 import { startAdminApi } from '../../src/admin/http-api.js';
 import { runChecks, type Check, type DoctorDeps } from '../../src/doctor/checks.js';
 import { AnthropicStandIn } from '../support/anthropic-standin.js';
@@ -112,6 +115,23 @@ describe('doctor over the admin API and the CLI', () => {
         resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, out: stdout }),
       );
     });
+
+  it('sets the free space of the workspaces\' disk against what new workspaces may still claim', async () => {
+    const groups = join(stack.dir, 'claims');
+    mkdirSync(groups, { recursive: true });
+    const free = (await statfs(groups)).bavail * (await statfs(groups)).bsize;
+    const settings = { disk_quota_mb: Math.ceil(free / 2 ** 20 / 2) + 1, disk_quota_mode: 'loop' as const };
+    // One group's image exists (allocated in full when made): only the other may still claim.
+    writeFileSync(join(groups, 'made.img'), '');
+    const one = () => unclaimedBytes(groups, ['made', 'new'], settings);
+    expect(one()).toBe(settings.disk_quota_mb * 2 ** 20);
+    expect(find((await runChecks(deps({ folders: [{ name: 'workspaces', path: groups, claims: one }] }))).checks, 'disk-workspaces')).toMatchObject({ status: 'ok', detail: expect.stringContaining('New workspaces may still claim') });
+    // Two new groups would need more than the disk has: said before the second fails to start.
+    const two = () => unclaimedBytes(groups, ['made', 'new', 'newer'], settings);
+    expect(find((await runChecks(deps({ folders: [{ name: 'workspaces', path: groups, claims: two }] }))).checks, 'disk-workspaces')).toMatchObject({ status: 'warn', detail: expect.stringMatching(/free, but new workspaces may still claim .*the group that does not fit cannot start/), fix: expect.stringContaining('disk_quota_mb') });
+    // Watchdog mode makes no images: nothing is set aside ahead.
+    expect(unclaimedBytes(groups, ['new', 'newer'], { ...settings, disk_quota_mode: 'watchdog' })).toBe(0);
+  });
 
   it('GET /doctor needs the token', async () => {
     expect((await fetch(`${base}/doctor`)).status).toBe(401);

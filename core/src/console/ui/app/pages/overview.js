@@ -30,7 +30,7 @@ export function Overview() {
     </tbody></table></div>
     <h2>Disk</h2>
     <div class="scroll"><table><thead><tr><th>Folder</th><th>Used</th><th>Free on its disk</th></tr></thead><tbody>
-      ${data.disk.map((d) => html`<tr><td>${d.name} <span class="muted mono">${d.path}</span></td><td>${d.partial ? '≥ ' : ''}${bytes(d.bytes)}</td><td>${d.free === null ? '—' : bytes(d.free)}</td></tr>`)}
+      ${data.disk.map((d) => html`<tr><td>${d.name} <span class="muted mono">${d.path}</span></td><td>${d.partial ? '≥ ' : ''}${bytes(d.bytes)}</td><td class=${d.claims && d.free !== null && d.claims > d.free ? 'bad' : ''}>${d.free === null ? '—' : bytes(d.free)}${d.claims ? ` (new workspaces may still claim ${bytes(d.claims)})` : ''}</td></tr>`)}
     </tbody></table></div>
     <h2>Model budgets today</h2>
     <div class="scroll"><table><thead><tr><th>Group</th><th>Tokens used</th><th>Left today</th><th>Cost</th><th>Requests this minute</th></tr></thead><tbody>
