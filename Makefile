@@ -65,6 +65,7 @@ bench: build images
 	node dist/bench/memory-bench.js
 	node dist/bench/audit-flood.js
 	node dist/bench/session-guard-bench.js
+	node dist/bench/plugin-processes.js
 
 # The fault suite alone (it is also part of `make test`): each fault injected for real
 # (kill -9 of the core, mid-turn too, and of the plugin host; a full tmpfs under the audit
