@@ -5,7 +5,7 @@ IPC_BIN := dist/bin/ipc
 CARGO := RUSTC=/usr/bin/rustc /usr/bin/cargo
 IPC_TARGET := x86_64-unknown-linux-gnu
 
-.PHONY: all build ipc images test bench soak chaos logs doctor token up down ps e2e clean
+.PHONY: all build ipc images test bench soak chaos logs doctor token up down ps e2e clean plugin check-plugin
 
 all: build
 
@@ -65,6 +65,7 @@ bench: build images
 	node dist/bench/memory-bench.js
 	node dist/bench/audit-flood.js
 	node dist/bench/session-guard-bench.js
+	node dist/bench/plugin-processes.js
 
 # The fault suite alone (it is also part of `make test`): each fault injected for real
 # (kill -9 of the core, mid-turn too, and of the plugin host; a full tmpfs under the audit
@@ -81,6 +82,23 @@ chaos: build images
 # RSS per minute and its slope, latency per minute and its drift. Not part of `make bench`.
 soak: build
 	node dist/bench/soak.js
+
+# Plugin authors. `make plugin NAME=<name>`: a new plugin from plugins/_template in the
+# drop-in folder volumes/plugins/<name>/ (refuses a bad name or an existing folder).
+# `make check-plugin DIR=<folder>`: its manifest, tool schemas, handler, skill examples and
+# network declaration checked as the core will load them; its code is not run.
+# Both need only the TypeScript compiled (not the ipc binary or the images); no
+# node_modules prerequisite, which would run `npm ci` wherever package.json looks newer.
+PLUGIN_TOOLS := dist/core/src/plugins/check-plugin.js
+$(PLUGIN_TOOLS): $(shell find core plugins -name '*.ts' 2>/dev/null)
+	npx tsc -p tsconfig.json
+	@touch $@
+plugin: $(PLUGIN_TOOLS)
+	@test -n "$(NAME)" || { echo 'usage: make plugin NAME=<name>' >&2; exit 2; }
+	@node dist/core/src/plugins/new-plugin.js '$(NAME)'
+check-plugin: $(PLUGIN_TOOLS)
+	@test -n "$(DIR)" || { echo 'usage: make check-plugin DIR=<plugin folder>' >&2; exit 2; }
+	@node dist/core/src/plugins/check-plugin.js '$(DIR)'
 
 # Follow the JSONL audit log in a form a person can read.
 # The formatter runs in the core's image (nothing needs to be built on the host); tail -F

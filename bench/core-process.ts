@@ -3,17 +3,19 @@
 //
 //   node dist/bench/core-process.js <sessions>
 //
-// Prints one JSON line on stdout once echo is healthy:
-//   {"sessions":[{"id","socketPath"}...],"pid","hostPid","dir","startupMs"}
+// Prints one JSON line on stdout once every plugin is healthy:
+//   {"sessions":[{"id","socketPath"}...],"pid","hostPid","dir","startupMs","plugins","pluginsReadyMs"}
 // Stops gracefully on SIGTERM/SIGINT, or (with BENCH_WATCH_STDIN=1) when stdin closes;
 // then a stdin line "mem" (or "memgc": after a full GC) gets one JSON line of memory figures back.
 // Extra node flags for the plugin host (e.g. --cpu-prof) come from BENCH_HOST_NODE_ARGS.
+// BENCH_EXTRA_PLUGINS_DIR: every folder in it is served too (bench/plugin-processes.ts);
+// the ready line waits for all plugins and says how long they took from the host's spawn.
 // BENCH_AUDIT_DIR puts the audit log elsewhere (a small tmpfs, a directory to measure),
 // BENCH_AUDIT_REPEAT_WINDOW_S overrides the repeat window (0: no summaries, the audit
 // bench's baseline), BENCH_AUDIT_RETRY_MS probes an unwritable audit log that often, BENCH_ADMIN_PORT also
 // serves the admin API on 127.0.0.1, BENCH_CONFIG_JSON is merged into the configuration.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createInterface } from 'node:readline';
 import { getHeapStatistics } from 'node:v8';
@@ -46,12 +48,16 @@ async function main(): Promise<void> {
   const t0 = performance.now();
 
   const dir = mkdtempSync(join(tmpdir(), 'cp-bench-'));
+  // Plugins run as uids of their own when this runs as root: they pass through to their data folders.
+  chmodSync(dir, 0o711);
   const runDir = join(dir, 'run');
   const pluginsDir = join(dir, 'plugins');
   const configFile = join(dir, 'carapace.json');
   mkdirSync(runDir, { recursive: true });
   mkdirSync(pluginsDir, { recursive: true });
   symlinkSync(join(FIXTURES, 'echo'), join(pluginsDir, 'echo'));
+  const extra = process.env.BENCH_EXTRA_PLUGINS_DIR;
+  for (const name of extra ? readdirSync(extra) : []) symlinkSync(join(extra!, name), join(pluginsDir, name));
   writeFileSync(configFile, JSON.stringify(RAW_CONFIG));
 
   let core: Core | null = null;
@@ -111,6 +117,7 @@ async function main(): Promise<void> {
     core = await Core.start({ runDir, pluginsDir, auditFile: join(auditDir, 'audit.jsonl'), config, auditRetryMs });
     if (process.env.BENCH_ADMIN_PORT) admin = await startAdminApi(core, '127.0.0.1', Number(process.env.BENCH_ADMIN_PORT));
     const hostArgs = (process.env.BENCH_HOST_NODE_ARGS ?? '').split(' ').filter(Boolean);
+    const hostSpawnedAt = performance.now();
     host = spawn(process.execPath, [...hostArgs, HOST_MAIN], {
       env: {
         PATH: process.env.PATH,
@@ -131,17 +138,19 @@ async function main(): Promise<void> {
     });
 
     const deadline = Date.now() + 20_000;
-    while (core.catalog.state('echo') !== 'healthy') {
-      if (Date.now() > deadline) throw new Error(`echo did not become healthy (state ${core.catalog.state('echo')})\n${hostOutput}`);
-      await sleep(5);
+    const names = core.catalog.pluginNames();
+    while (names.some((n) => core!.catalog.state(n) !== 'healthy')) {
+      if (Date.now() > deadline) throw new Error(`plugins did not become healthy (${names.map((n) => `${n}=${core!.catalog.state(n)}`).join(' ')})\n${hostOutput}`);
+      await sleep(2);
     }
+    const pluginsReadyMs = Math.round((performance.now() - hostSpawnedAt) * 10) / 10;
 
     const sessions = [];
     for (let i = 0; i < count; i++) {
       const s = await core.openSession(`bench${i}`);
       sessions.push({ id: s.id, socketPath: s.socketPath });
     }
-    const ready = { sessions, pid: process.pid, hostPid: host.pid ?? null, dir, startupMs: Math.round((performance.now() - t0) * 10) / 10 };
+    const ready = { sessions, pid: process.pid, hostPid: host.pid ?? null, dir, startupMs: Math.round((performance.now() - t0) * 10) / 10, plugins: names, pluginsReadyMs };
     process.stdout.write(`${JSON.stringify(ready)}\n`);
   } catch (err) {
     log(`start failed: ${String((err as Error)?.stack ?? err)}`);

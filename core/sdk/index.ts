@@ -70,6 +70,15 @@ export class InitError extends Error {
   }
 }
 
+/**
+ * The classes above, also handed to every handler as `services.errors`: a plain-JavaScript
+ * plugin whose folder is outside this project (where `#sdk` does not resolve) throws these
+ * and is understood. The host tests `instanceof` against this one module, so an error
+ * class of a plugin's own, however alike, is a crash.
+ */
+export const errors = Object.freeze({ ToolError, InitError, AbortedBeforeActing, ServiceError });
+export type SdkErrors = typeof errors;
+
 export type PluginConfig = Record<string, unknown>;
 
 export interface AuditLogFilter {
@@ -133,6 +142,8 @@ export interface CoreServices {
   requestPairing(chat: string, details: { name?: string; text?: string }): Promise<{ code: string; expires_at: string } | null>;
   /** The plugin's own data directory on the host (never mounted into a container). */
   dataDir: string;
+  /** ToolError, InitError, AbortedBeforeActing, ServiceError: the same classes `#sdk` exports, for handlers that cannot import it. */
+  errors: SdkErrors;
   /**
    * An HTTP CONNECT proxy URL for clients that open their own TCP connections (IMAP, SMTP):
    * pass it as their `proxy` option. The plugin's network is only the hosts its manifest

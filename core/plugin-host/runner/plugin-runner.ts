@@ -7,7 +7,7 @@ import { mkdirSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { HandlerOutcome, ServiceMethod } from '../../src/plugins/host-protocol.js';
 import type { EventEnvelope, JsonObject, RequestEnvelope } from '../../src/protocol/envelope.js';
-import { AbortedBeforeActing, ServiceError, ToolError, type CoreServices, type PluginHandler } from '../../sdk/index.js';
+import { AbortedBeforeActing, errors, ServiceError, ToolError, type CoreServices, type PluginHandler } from '../../sdk/index.js';
 import type { HookMessage, RunnerToSupervisor, StartMessage, StopOutcome, SupervisorToRunner } from '../child-protocol.js';
 import { categorize, loadHandler, TimeoutError } from '../load-handler.js';
 import { servePanel } from '../panel-server.js';
@@ -98,6 +98,7 @@ export class PluginRunner {
       this.callCore(this.scope.getStore()?.rid ?? null, group, method, args);
     return {
       dataDir: start.dataDir,
+      errors,
       ...(start.egressProxy ? { egressProxy: start.egressProxy } : {}),
       getAuditLog: (filters = {}) => call('getAuditLog', { ...filters }) as Promise<never>,
       getToolCatalog: () => call('getToolCatalog', {}) as Promise<never>,

@@ -1,6 +1,7 @@
 // Plugin discovery: the filesystem is the registry. Each folder under plugins/ with a
 // manifest.json is a plugin named by its folder. A malformed plugin is reported and left
-// out; conflicts between plugins stop start-up, naming both.
+// out; conflicts between plugins stop start-up, naming both. Folders named ".x" or "_x"
+// (plugins/_template, a copy parked aside) are not plugins and are passed over silently.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import semver from 'semver';
@@ -51,8 +52,23 @@ export function compileTool(
   return { ...decl, owner, validate: ajv.compile(decl.arguments_schema) };
 }
 
-function loadPlugin(name: string, dir: string, appVersion: string, ajv: Ajv): DiscoveredPlugin | RejectedPlugin {
+/** Not a plugin at all, never reported: hidden folders, and "_" ones (templates, copies parked aside). */
+export function isSkippedFolder(name: string): boolean {
+  return name.startsWith('.') || name.startsWith('_');
+}
+
+/** One plugin folder as discovery sees it: its name, then everything loadManifest checks. */
+export function loadPlugin(name: string, dir: string, appVersion: string, ajv: Ajv = createAjv()): DiscoveredPlugin | RejectedPlugin {
   if (!PLUGIN_NAME_PATTERN.test(name)) return { name, reason: `plugin folder name must match ${PLUGIN_NAME_PATTERN}` };
+  return loadManifest(name, dir, appVersion, ajv);
+}
+
+/**
+ * A folder's manifest.json: valid against the manifest schema, compatible with this
+ * version, every tool's arguments_schema and the config_schema compiled. The folder's
+ * name is not checked (`make check-plugin` runs this on plugins/_template too).
+ */
+export function loadManifest(name: string, dir: string, appVersion: string, ajv: Ajv = createAjv()): DiscoveredPlugin | RejectedPlugin {
   const file = join(dir, 'manifest.json');
   let manifest: unknown;
   try {
@@ -133,7 +149,7 @@ function pluginFolders(dir: string): string[] {
   if (!existsSync(dir)) return [];
   // existsSync never throws: a file, a dangling link or an unreadable entry is simply not a plugin.
   return readdirSync(dir)
-    .filter((n) => !n.startsWith('.') && !n.startsWith('_') && existsSync(join(dir, n, 'manifest.json')))
+    .filter((n) => !isSkippedFolder(n) && existsSync(join(dir, n, 'manifest.json')))
     .sort();
 }
 

@@ -78,6 +78,15 @@ describe('discoverPlugins', () => {
     expect(d.rejected).toEqual([]);
   });
 
+  it('passes over folders starting with "_" silently (plugins/_template), even a broken one', () => {
+    writePlugin('_template', manifest());
+    writePlugin('_parked', '{ not json');
+    writePlugin('visible', manifest());
+    const d = discover();
+    expect(d.plugins.map((p) => p.name)).toEqual(['visible']);
+    expect(d.rejected).toEqual([]);
+  });
+
   it('rejects a malformed plugin with a reason and keeps the others', () => {
     writePlugin('aaa-good', manifest());
     writePlugin('broken', '{ "description": "oops", ');
