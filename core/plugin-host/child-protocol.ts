@@ -32,6 +32,8 @@ export type SupervisorToRunner =
   | { t: 'event'; envelope: EventEnvelope }
   | { t: 'service_result'; sid: string; ok: boolean; value?: unknown; message?: string; code?: string }
   | { t: 'ping'; n: number }
+  /** The host holds the event this id published (bus-publisher.ts): the plugin may save its progress. */
+  | { t: 'published'; id: number }
   | { t: 'shutdown'; shutdown_ms: number };
 
 export type StopOutcome = { outcome: 'clean' | 'timeout' | 'error'; detail?: string };
@@ -42,6 +44,6 @@ export type RunnerToSupervisor =
   | { t: 'response'; rid: string; outcome: HandlerOutcome }
   | { t: 'hook_result'; hid: string; ok: boolean; value?: unknown; detail?: string }
   | { t: 'service'; sid: string; rid: string | null; group: string | null; method: ServiceMethod; args: JsonObject }
-  | { t: 'publish'; topic: string; group: string; payload: JsonObject; key?: string }
+  | { t: 'publish'; id: number; topic: string; group: string; payload: JsonObject; key?: string }
   | { t: 'pong'; n: number }
   | ({ t: 'stopped' } & StopOutcome);

@@ -182,11 +182,12 @@ export class PluginHost {
           this.calls.set(sid, { process: child, sid: message.sid });
           void this.send({ t: 'service', sid, plugin: name, rid: message.rid, group: message.group, method: message.method, args: message.args }).catch(() => {
             this.calls.delete(sid);
-            child.serviceResult({ t: 'service_result', sid: message.sid, ok: false, message: 'send failed' });
+            child.answer({ t: 'service_result', sid: message.sid, ok: false, message: 'send failed' });
           });
         },
         publish: (message) => {
           this.bus.publish([Buffer.from(message.topic), Buffer.from(JSON.stringify({ plugin: name, group: message.group, payload: message.payload, key: message.key, version: PROTOCOL_VERSION }))]);
+          child.answer({ t: 'published', id: message.id });
         },
       },
     });
@@ -260,7 +261,7 @@ export class PluginHost {
     const call = this.calls.get(message.sid);
     if (!call) return;
     this.calls.delete(message.sid);
-    call.process.serviceResult({ ...message, sid: call.sid });
+    call.process.answer({ ...message, sid: call.sid });
   }
 
   private async receiveCore(): Promise<void> {

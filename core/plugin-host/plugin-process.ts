@@ -115,7 +115,7 @@ export class PluginProcess {
     if (this.state === 'ready') this.send({ t: 'event', envelope });
   }
 
-  serviceResult(message: Extract<SupervisorToRunner, { t: 'service_result' }>): void {
+  answer(message: Extract<SupervisorToRunner, { t: 'service_result' }> | Extract<SupervisorToRunner, { t: 'published' }>): void {
     this.send(message);
   }
 

@@ -110,9 +110,10 @@ export interface CoreServices {
    * and audited by the core. `key` names the
    * event at its source (e.g. a Telegram update id): the core accepts one event per key,
    * so a plugin that crashed after publishing but before saving its progress can publish
-   * it again on restart without it being handled twice.
+   * it again on restart without it being handled twice. Resolves once the plugin host holds
+   * it (for the core, or on disk if the core stays away): save progress after that.
    */
-  publish(topic: string, group: string, payload: JsonObject, options?: { key?: string }): void;
+  publish(topic: string, group: string, payload: JsonObject, options?: { key?: string }): Promise<void>;
   /** Channel plugins, for a group they map; any other call is refused (ServiceError UNAUTHORIZED) and audited. */
   listConfirmations(group: string): Promise<PendingConfirmation[]>;
   /**

@@ -287,7 +287,7 @@ export default class Scheduler implements PluginHandler {
       record.next_run = this.crons.get(id)?.getNextRun()?.toISOString() ?? nextRunFromNow(record.schedule.value, this.settings.timezone)?.toISOString() ?? null;
     }
     void this.persist();
-    this.services.publish('task.triggered', record.group, { task_id: record.id, prompt: record.prompt, schedule: { ...record.schedule } });
+    void this.services.publish('task.triggered', record.group, { task_id: record.id, prompt: record.prompt, schedule: { ...record.schedule } });
     log.info({ task: id, group: record.group, schedule: record.schedule.type }, 'task triggered');
   }
 
@@ -364,7 +364,7 @@ export default class Scheduler implements PluginHandler {
       else delete this.oneShots[group];
     });
     this.armOnce(record);
-    this.services.publish('task.created', group, { task_id: record.id, schedule: { ...record.schedule } });
+    void this.services.publish('task.created', group, { task_id: record.id, schedule: { ...record.schedule } });
     log.info({ task: record.id, group, run_at: record.schedule.value }, 'one-shot task scheduled');
     return { task_id: record.id, run_at: record.schedule.value, timezone: this.settings.timezone };
   }
@@ -392,7 +392,7 @@ export default class Scheduler implements PluginHandler {
       this.records.delete(record.id);
       this.stop(record.id);
     });
-    this.services.publish('task.created', group, { task_id: record.id, schedule: { ...record.schedule } });
+    void this.services.publish('task.created', group, { task_id: record.id, schedule: { ...record.schedule } });
     log.info({ task: record.id, group, cron: value }, 'recurring task scheduled');
     return { task_id: record.id, cron: value, timezone: this.settings.timezone, next_run: record.next_run };
   }

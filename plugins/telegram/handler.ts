@@ -446,11 +446,11 @@ export default class TelegramChannel implements PluginHandler {
   }
 
   private async handleUpdate(update: TgUpdate): Promise<void> {
-    if (update.message) this.onMessage(update.message, update.update_id);
+    if (update.message) await this.onMessage(update.message, update.update_id);
     else if (update.callback_query) await this.onCallback(update.callback_query);
   }
 
-  private onMessage(message: TgMessage, updateId: number): void {
+  private async onMessage(message: TgMessage, updateId: number): Promise<void> {
     const chat = String(message.chat?.id);
     const group = this.settings.chats.get(chat);
     if (message.from?.is_bot) return;
@@ -471,7 +471,7 @@ export default class TelegramChannel implements PluginHandler {
       text: message.text,
       date: new Date((message.date ?? Date.now() / 1000) * 1000).toISOString(),
     });
-    this.services.publish('message.inbound', group, {
+    await this.services.publish('message.inbound', group, {
       channel: 'telegram',
       sender: chat,
       content_type: 'text',

@@ -86,7 +86,7 @@ export default class WebChat implements PluginHandler {
       const text = typeof body?.text === 'string' ? body.text.trim() : '';
       if (!text || text.length > MAX_TEXT) return reply(res, 400, { code: 'INVALID_INPUT', message: `text: 1 to ${MAX_TEXT} characters` });
       const message = this.history.add(group, 'user', text);
-      this.services.publish('message.inbound', group, { channel: 'webchat', sender: SENDER, content_type: 'text', body: text, metadata: { message_id: message.id } }, { key: message.id });
+      await this.services.publish('message.inbound', group, { channel: 'webchat', sender: SENDER, content_type: 'text', body: text, metadata: { message_id: message.id } }, { key: message.id });
       return reply(res, 202, { id: message.id });
     }
     reply(res, 404, { code: 'NOT_FOUND', message: 'no such page' });

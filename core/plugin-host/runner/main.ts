@@ -12,10 +12,17 @@ if (!process.send) {
   process.exit(2);
 }
 
+// The host is gone (or going): nothing this process does can reach anyone, and it must
+// not go on as if it had (a plugin saving its progress past an event that was lost).
 const send = (message: RunnerToSupervisor): void => {
-  // The host is gone: nothing this process does can reach anyone.
   if (!process.connected) process.exit(0);
-  process.send!(message);
+  try {
+    process.send!(message, (err: Error | null) => {
+      if (err) process.exit(0);
+    });
+  } catch {
+    process.exit(0);
+  }
 };
 const runner = new PluginRunner(send);
 process.on('disconnect', () => process.exit(0));

@@ -42,6 +42,8 @@ export class PluginRunner {
   private readonly controllers = new Map<string, AbortController>();
   private panel: Server | null = null;
   private stopping = false;
+  private published = 0;
+  private readonly publishing = new Map<number, () => void>();
 
   constructor(private readonly send: (message: RunnerToSupervisor) => void) {}
 
@@ -67,6 +69,10 @@ export class PluginRunner {
         break;
       case 'ping':
         this.send({ t: 'pong', n: message.n });
+        break;
+      case 'published':
+        this.publishing.get(message.id)?.();
+        this.publishing.delete(message.id);
         break;
       case 'shutdown':
         void this.shutdown(message.shutdown_ms).then((r) => this.send({ t: 'stopped', ...r }));
@@ -110,9 +116,14 @@ export class PluginRunner {
       resolveConfirmation: (id, approve, by, group, allowHours, hash) =>
         call('resolveConfirmation', { id, approve, by, ...(allowHours === undefined ? {} : { allow_hours: allowHours }), ...(hash === undefined ? {} : { hash }) }, group) as Promise<boolean | 'stale'>,
       requestPairing: (chat, details) => call('requestPairing', { chat, ...details }, null) as Promise<never>,
-      publish: (topic, group, payload, options) => {
-        this.send({ t: 'publish', topic, group, payload, ...(options?.key === undefined ? {} : { key: options.key }) });
-      },
+      // Answered when the host holds it; a host that died first never answers, and this
+      // process ends with it before the plugin can save progress past a lost event.
+      publish: (topic, group, payload, options) =>
+        new Promise<void>((resolve) => {
+          const id = ++this.published;
+          this.publishing.set(id, resolve);
+          this.send({ t: 'publish', id, topic, group, payload, ...(options?.key === undefined ? {} : { key: options.key }) });
+        }),
     };
   }
 

@@ -5,7 +5,7 @@
 // without a restart, and the person's login outlives the safe mode.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -36,6 +36,7 @@ const bearer = (path: string) => fetch(`${base}${path}`, { headers: { authorizat
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'cp-safe-'));
+  chmodSync(dir, 0o711); // plugins run as uids of their own when the tests run as root
   mkdirSync(join(dir, 'config'));
   mkdirSync(join(dir, 'plugins'));
   symlinkSync(join(ROOT, 'plugins/webchat'), join(dir, 'plugins', 'webchat'));
