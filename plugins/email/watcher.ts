@@ -39,9 +39,14 @@ export class Watcher {
     private readonly onSeen: (seen: Seen) => void = () => undefined,
   ) {}
 
-  /** Connects once (so that a wrong password fails the plugin's start), then runs in the background. */
+  /**
+   * Connects and syncs every folder once (so that a wrong password or folder fails the
+   * plugin's start, and a first run's starting point is fixed before the plugin says it is
+   * ready), then runs in the background.
+   */
   async start(): Promise<void> {
-    this.client = await this.connect();
+    const client = (this.client = await this.connect());
+    for (const folder of watchedFolders(this.settings)) await this.sync(client, folder);
     this.loop = this.run();
   }
 
@@ -115,7 +120,7 @@ export class Watcher {
         this.state.set(folder, { uidvalidity, last_uid: Math.max(0, mailbox.uidNext - 1) });
         return;
       }
-      if (mailbox.exists === 0 || mailbox.uidNext - 1 <= saved.last_uid) return;
+      // Always ask: a folder that stays selected keeps the counts it had when it was opened.
       const found = await client.search({ uid: `${saved.last_uid + 1}:*` }, { uid: true });
       const uids = (Array.isArray(found) ? found : []).filter((u) => u > saved.last_uid).sort((a, b) => a - b).slice(0, BATCH);
       for (const uid of uids) {
