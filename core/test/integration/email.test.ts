@@ -187,9 +187,9 @@ describe('restarts', () => {
     await deliver({ envelopeFrom: ALICE.address, subject: 'R4', text: 'four' });
     await until(() => inbound('R4')[0], 20_000);
     await sleep(1000);
+    // Accepted once each: a mail published again after the kill (the host's held events, or
+    // a publish whose progress was not saved yet) is recognised by its key.
     for (const n of [1, 2, 3, 4]) expect(inbound(`R${n}`)).toHaveLength(1);
-    const audit = await stack.auditText();
-    expect(audit).not.toContain('a repeat of event mail');
   }, 90_000);
 });
 
