@@ -22,6 +22,7 @@ import type { LlmProxy } from '../llm/llm-proxy.js';
 import type { EventEnvelope } from '../protocol/envelope.js';
 import { renderInstructions } from './memory-brief.js';
 import { promptFor } from './prompt.js';
+import { carriesUntrustedInput } from '../pipeline/untrusted-input.js';
 import { ApiClient } from './api-client.js';
 import { CLAUDE_COMMAND, ClaudeSession, type TurnRunner } from './claude-session.js';
 import type { AgentRuntime, MountSpec } from './runtime.js';
@@ -248,6 +249,8 @@ export class AgentManager {
     this.states.set(group, 'working', agent);
     // The core, not the agent, knows a turn is a scheduled task's: what it asks may be unattended.
     if (cause?.topic === 'task.triggered') this.core.sessions.markTaskStarted(agent.session);
+    // A mail's words are not the person's: what they could ask for needs the person's yes.
+    if (causes.some(carriesUntrustedInput)) this.core.sessions.markUntrustedInput(agent.session);
     const turn = (agent.turn = { causes, replied: false });
     const result = await agent.runner.turn(prompt, this.settings.run_timeout_ms).finally(() => {
       if (agent.turn === turn) agent.turn = undefined;

@@ -15,6 +15,11 @@ export interface Session {
    * agent acting unattended (tools with `task_run_risk_level` ask a person).
    */
   taskStarted?: boolean;
+  /**
+   * External content (a mail) entered this session, by the event that started a turn or a
+   * tool's answer: from then on an allow-list no longer lowers a tool's risk (pipeline/untrusted-input.ts).
+   */
+  untrustedInput?: boolean;
 }
 
 export class SessionTable {
@@ -44,6 +49,12 @@ export class SessionTable {
   markTaskStarted(id: string): void {
     const session = this.sessions.get(id);
     if (session) session.taskStarted = true;
+  }
+
+  /** Sticky for the session's life: the content stays in the agent's context. */
+  markUntrustedInput(id: string): void {
+    const session = this.sessions.get(id);
+    if (session) session.untrustedInput = true;
   }
 
   delete(id: string): void {

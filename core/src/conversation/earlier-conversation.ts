@@ -20,7 +20,7 @@ const label = (text: string): string => text.replace(/[^A-Za-z0-9_.:+-]/g, '?').
  * `@/workspace/group/plant.md` put that agent-written file into the next session's first
  * request). The escape is the same text to anyone who reads the JSON, and no mention.
  */
-const quoted = (text: string): string => JSON.stringify(text).replaceAll('@', '\\u0040');
+export const quoted = (text: string): string => JSON.stringify(text).replaceAll('@', '\\u0040');
 
 const time = (at: number): string => `${new Date(at).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 

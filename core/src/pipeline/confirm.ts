@@ -8,11 +8,22 @@ import { uncheckable } from '../confirm/describe-call.js';
 import type { CallHandle } from '../confirm/waiting-calls.js';
 import type { ToolEntry } from '../plugins/discovery.js';
 import { pipelineError, type ErrorPayload } from '../protocol/errors.js';
-import type { RequestEnvelope } from '../protocol/envelope.js';
+import type { JsonObject, RequestEnvelope } from '../protocol/envelope.js';
+import { recipientRisk } from './untrusted-input.js';
 
-/** A tool's risk for this caller: higher when a scheduled task's run may be acting unattended. */
-export function riskOf(tool: Pick<ToolEntry, 'risk_level' | 'task_run_risk_level'>, session: Pick<Session, 'taskStarted'>): 'low' | 'high' {
-  return session.taskStarted && tool.task_run_risk_level ? tool.task_run_risk_level : tool.risk_level;
+/**
+ * A tool's risk for this caller: higher when a scheduled task's run may be acting
+ * unattended; lower for mail to listed recipients, but never after untrusted input
+ * (untrusted-input.ts). `args` and `pluginConfig` only matter to `low_risk_recipients` tools.
+ */
+export function riskOf(
+  tool: Pick<ToolEntry, 'risk_level' | 'task_run_risk_level' | 'low_risk_recipients'>,
+  session: Pick<Session, 'taskStarted' | 'untrustedInput' | 'group'>,
+  args?: JsonObject,
+  pluginConfig?: JsonObject,
+): 'low' | 'high' {
+  const base = session.taskStarted && tool.task_run_risk_level ? tool.task_run_risk_level : tool.risk_level;
+  return recipientRisk(tool, base, session, args, pluginConfig);
 }
 
 /**
@@ -37,8 +48,9 @@ export async function confirm(
   onPending: (id: string) => void,
   call?: { handle: CallHandle; keepaliveMs: number },
   state: CallState | null = null,
+  risk: 'low' | 'high' = riskOf(tool, session),
 ): Promise<ErrorPayload | null> {
-  if (riskOf(tool, session) !== 'high') return null;
+  if (risk !== 'high') return null;
   const requested = confirmations.request({
     group: session.group,
     session: session.id,

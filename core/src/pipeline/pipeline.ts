@@ -51,6 +51,8 @@ export interface PipelineDeps {
    * `args` are the arguments the handler got (validated, files attached).
    */
   succeeded?: (session: Session, tool: string, args: JsonObject) => void;
+  /** A plugin's section of carapace.json, for tools whose risk a recipient list may lower (untrusted-input.ts). */
+  pluginConfig?: (plugin: string) => JsonObject | undefined;
 }
 
 /**
@@ -190,7 +192,9 @@ async function validateAndRoute(envelope: RequestEnvelope, session: Session, dep
   const unaudited = auditUnavailable(tool.owner, deps.audit);
   if (unaudited) return reject(audit, ctx, 'route', unaudited);
 
-  const high = riskOf(tool, session) === 'high';
+  // Decided once: a person is asked (or not) for the risk the call had when it arrived.
+  const risk = riskNow(tool, envelope, session, deps);
+  const high = risk === 'high';
   // Stage 5 first refuses what no person could check, standing approval or not.
   const hidden = high ? refuseHidden(tool, envelope.payload.arguments, deps.allowHiddenCharacters ?? new Set()) : null;
   if (hidden) return reject(audit, ctx, 'confirm', hidden);
@@ -215,24 +219,29 @@ async function validateAndRoute(envelope: RequestEnvelope, session: Session, dep
     }
     const calls = deps.calls;
     return calls.run(joinKey, recentKey(session.id, envelope.correlation), caller, (handle) =>
-      confirmAndRoute(tool, envelope, session, deps, ctx, audit, state, { handle, keepaliveMs: calls.keepaliveMs }),
+      confirmAndRoute(tool, envelope, session, deps, ctx, audit, state, risk, { handle, keepaliveMs: calls.keepaliveMs }),
     );
   }
-  return confirmAndRoute(tool, envelope, session, deps, ctx, audit, state);
+  return confirmAndRoute(tool, envelope, session, deps, ctx, audit, state, risk);
 }
 
-async function confirmAndRoute(tool: ToolEntry, envelope: RequestEnvelope, session: Session, deps: PipelineDeps, ctx: ResponseContext, audit: RequestTrail, state: CallState | null, call?: { handle: CallHandle; keepaliveMs: number }): Promise<Answer> {
+/** The risk as decided once for this call (before any person was asked). */
+function riskNow(tool: ToolEntry, envelope: RequestEnvelope, session: Session, deps: PipelineDeps): 'low' | 'high' {
+  return riskOf(tool, session, envelope.payload.arguments, deps.pluginConfig?.(tool.owner));
+}
+
+async function confirmAndRoute(tool: ToolEntry, envelope: RequestEnvelope, session: Session, deps: PipelineDeps, ctx: ResponseContext, audit: RequestTrail, state: CallState | null, risk: 'low' | 'high', call?: { handle: CallHandle; keepaliveMs: number }): Promise<Answer> {
   // Stage 5: high-risk tools wait for a person.
   const denied = await confirm(tool, envelope, session, deps.confirmations, (id) =>
     note(audit, ctx, 'confirm', 'pending', { reason: `awaiting user confirmation ${id}` }),
-  call, state);
+  call, state, risk);
   if (denied) return reject(audit, ctx, 'confirm', denied);
   // The person approved what the call referred to then: it must still be that now.
   const shown = stateHash(state);
   if (shown !== null && deps.describeState && stateHash(await deps.describeState(tool, session, envelope.payload.arguments)) !== shown) {
     return reject(audit, ctx, 'confirm', pipelineError('STATE_CHANGED', `What this ${tool.name} call refers to changed after the person approved it; nothing ran. Call it again to ask them about what it refers to now.`, true, { stage: 5 }));
   }
-  if (riskOf(tool, session) === 'high') pass(audit, ctx, 'confirm');
+  if (risk === 'high') pass(audit, ctx, 'confirm');
   return routeToOwner(tool, envelope, session, deps, ctx, audit);
 }
 

@@ -20,7 +20,25 @@ export interface ToolDeclaration {
    * the prompt shows it, and an approval holds only while it stays the same.
    */
   describe?: boolean;
+  /**
+   * A high-risk tool whose call is low risk when every address it names is one the person
+   * listed in the plugin's configuration (mail to people on the group's allow-list):
+   * untrusted-input.ts. Never in a session that external content entered, unless the
+   * configuration at `untrusted_turns` says "allow_list".
+   */
+  low_risk_recipients?: RecipientRule;
+  /** The tool's answer is external content (a mail someone sent): its session counts as having read untrusted input. */
+  untrusted_output?: boolean;
   arguments_schema: JsonObject;
+}
+
+export interface RecipientRule {
+  /** Argument names holding an address or an array of addresses. */
+  arguments: string[];
+  /** JSON pointer into the plugin's configuration to the allowed addresses; "{group}" is the caller's group. */
+  config: string;
+  /** JSON pointer to the setting that lets the list apply in sessions that read untrusted input ("allow_list"). */
+  untrusted_turns?: string;
 }
 
 export interface Manifest {
@@ -85,6 +103,17 @@ export const manifestSchema = {
               task_run_risk_level: { enum: ['low', 'high'] },
               file_arguments: { type: 'array', items: { type: 'string', pattern: TOOL_NAME_PATTERN }, uniqueItems: true, maxItems: 4 },
               describe: { type: 'boolean' },
+              low_risk_recipients: {
+                type: 'object',
+                required: ['arguments', 'config'],
+                additionalProperties: false,
+                properties: {
+                  arguments: { type: 'array', items: { type: 'string', pattern: TOOL_NAME_PATTERN }, minItems: 1, maxItems: 8, uniqueItems: true },
+                  config: { type: 'string', pattern: '^(/([A-Za-z0-9_-]+|\\{group\\}))+$' },
+                  untrusted_turns: { type: 'string', pattern: '^(/[A-Za-z0-9_-]+)+$' },
+                },
+              },
+              untrusted_output: { type: 'boolean' },
               // Every tool takes a JSON object and rejects undeclared fields.
               arguments_schema: {
                 type: 'object',

@@ -1,0 +1,93 @@
+// The email channel: authenticated mail from listed senders in a group's folders starts
+// that group's agent (watcher.ts); tools search, read, file, send and reply, each checked
+// against the calling group's configuration (tools.ts). Which sends need a person's yes is
+// decided by the core from the manifest (low_risk_recipients), never here.
+import pino from 'pino';
+import { InitError, ToolError, type CoreServices, type JsonObject, type PluginConfig, type PluginHandler, type RequestContext, type RequestEnvelope } from '#sdk';
+import { parseSettings, type Settings } from './settings.js';
+import { SyncState } from './sync-state.js';
+import { describeSend, markEmail, readEmail, replyEmail, searchEmail, sendEmail, type ToolContext } from './tools.js';
+import { Watcher } from './watcher.js';
+
+const log = pino({ base: { service: 'plugin-host', plugin: 'email' } }, pino.destination(2));
+
+type Tool = (ctx: ToolContext, args: JsonObject) => Promise<unknown>;
+const TOOLS: Record<string, Tool> = {
+  search_email: searchEmail,
+  read_email: readEmail,
+  mark_email: markEmail,
+  send_email: sendEmail,
+  reply_email: replyEmail,
+};
+
+export default class EmailChannel implements PluginHandler {
+  private settings!: Settings;
+  private services!: CoreServices;
+  private watcher: Watcher | null = null;
+
+  async initialize(config: PluginConfig, services: CoreServices): Promise<void> {
+    this.services = services;
+    this.settings = parseSettings(config);
+    const state = new SyncState(services.dataDir);
+    const moved = state.load().movedAside;
+    if (moved) {
+      log.error({ moved_to: moved }, 'the saved sync state was corrupt; moved aside: mail already there is not replayed');
+      await services.reportFault('email: the saved sync state was corrupt and was moved aside; mail that arrived meanwhile may not have started the agent');
+    }
+    for (const [sender, group] of this.settings.senders) {
+      if (!this.settings.mailboxes.has(group)) log.warn({ group }, `a listed sender's group has no mailbox configured: its mail is ignored`);
+      void sender;
+    }
+    this.watcher = new Watcher(this.settings, state, services.egressProxy, (group, payload, key) => services.publish('message.inbound', group, payload, { key }));
+    try {
+      await this.watcher.start();
+    } catch (err) {
+      throw initFailure(err);
+    }
+    log.info({ folders: [...this.settings.mailboxes.values()].flatMap((m) => m.folders).length, senders: this.settings.senders.size }, 'connected; watching for mail');
+  }
+
+  async handleRequest(envelope: RequestEnvelope, context?: RequestContext): Promise<unknown> {
+    const tool = envelope.topic.slice('tool.invoke.'.length);
+    const run = Object.hasOwn(TOOLS, tool) ? TOOLS[tool] : undefined;
+    if (!run) throw new ToolError({ message: `unknown tool ${tool}`, retriable: false });
+    try {
+      return await run(this.context(envelope.group, context?.signal), envelope.payload.arguments);
+    } catch (err) {
+      throw toolError(err, context?.signal);
+    }
+  }
+
+  async describeCall(tool: string, args: JsonObject, group: string): Promise<string[]> {
+    if (tool !== 'send_email' && tool !== 'reply_email') return [];
+    return describeSend(this.context(group, AbortSignal.timeout(5000)), tool, args);
+  }
+
+  async shutdown(): Promise<void> {
+    await this.watcher?.stop();
+  }
+
+  private context(group: string, signal: AbortSignal | undefined): ToolContext {
+    return { settings: this.settings, proxy: this.services.egressProxy, group, signal };
+  }
+}
+
+/** imapflow's failures as the agent should hear them: what to do, never the server's words. */
+function toolError(err: unknown, signal: AbortSignal | undefined): unknown {
+  if (err instanceof ToolError || (err as Error)?.name === 'AbortedBeforeActing') return err;
+  const e = err as { authenticationFailed?: boolean; code?: string; serverResponseCode?: string; message?: string };
+  if (e?.authenticationFailed) return new ToolError({ code: 'AUTH_ERROR', message: 'the IMAP server refused the configured login', retriable: false });
+  if (signal?.aborted) return new ToolError({ code: 'TIMEOUT', message: 'the mail server did not answer in time', retriable: true });
+  if (e?.serverResponseCode === 'NONEXISTENT' || e?.serverResponseCode === 'TRYCREATE') return new ToolError({ code: 'FOLDER_MISSING', message: 'the server has no such folder', retriable: false });
+  if (e?.code === 'ECONNREFUSED' || e?.code === 'ETIMEDOUT' || e?.code === 'ENOTFOUND' || e?.code === 'NoConnection') {
+    return new ToolError({ code: 'UNREACHABLE', message: 'the mail server could not be reached', retriable: true });
+  }
+  return err;
+}
+
+function initFailure(err: unknown): Error {
+  const e = err as { authenticationFailed?: boolean; code?: string; message?: string };
+  if (e?.authenticationFailed) return new InitError('AUTH_ERROR', 'the IMAP server refused the configured user and password');
+  if (e?.code === 'ECONNREFUSED' || e?.code === 'ETIMEDOUT' || e?.code === 'ENOTFOUND' || e?.code === 'EHOSTUNREACH') return new InitError('NETWORK_ERROR', `the IMAP server could not be reached (${e.code})`);
+  return err instanceof Error ? err : new Error(String(err));
+}
