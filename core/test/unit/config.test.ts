@@ -173,7 +173,7 @@ describe('the example plugin settings', () => {
   it('satisfy each bundled plugin\'s config_schema', () => {
     const root = fileURLToPath(new URL('../../../../', import.meta.url));
     const config = parseConfig(JSON.parse(readFileSync(join(root, 'volumes/config/carapace.example.json'), 'utf8')));
-    const env = { TELEGRAM_BOT_TOKEN: '123456:AAexampleexampleexample', REMINDERS_PASSWORD: 'example-password', CALENDAR_PASSWORD: 'example-password', GITHUB_TOKEN: 'example-token-123' };
+    const env = { TELEGRAM_BOT_TOKEN: '123456:AAexampleexampleexample', REMINDERS_PASSWORD: 'example-password', CALENDAR_PASSWORD: 'example-password', EMAIL_PASSWORD: 'example-password', GITHUB_TOKEN: 'example-token-123' };
     for (const [plugin, settings] of Object.entries(config.plugins)) {
       const manifest = JSON.parse(readFileSync(join(root, 'plugins', plugin, 'manifest.json'), 'utf8'));
       const resolved = resolvePluginConfig(settings, manifest.config_schema, env);
