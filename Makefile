@@ -71,7 +71,7 @@ bench: build images
 # (kill -9 of the core, mid-turn too, and of the plugin host; a full tmpfs under the audit
 # log; corrupt or truncated files; a core that stays away) and what the user and the
 # operator were told. README "Faults and recovery" maps each fault to its test.
-CHAOS_SUITES := integration/core-restart integration/lifecycle integration/audit-full-disk integration/audit-file \
+CHAOS_SUITES := integration/core-restart integration/lifecycle integration/plugin-isolation integration/audit-full-disk integration/audit-file \
 	integration/memory integration/telegram integration/llm-proxy integration/tasks unit/unfinished-turns docker/appliance \
 	integration/prompts-restart integration/turn-without-reply integration/message-burst docker/disk-quota
 CHAOS_TESTS := kill|SIGKILL|SIGTERM|killed|full|corrupt|damaged|fresh line|restart|registers again|gives up|not handled|docker compose stop|without a reply|RESULT_UNKNOWN|burst|budget is spent|cannot hold it

@@ -3,9 +3,9 @@
 // the one link to the core (the private plugin socket and the event bus) and says which
 // plugin each message is from; the core has already validated everything it sends.
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, realpathSync } from 'node:fs';
+import { chownSync, mkdirSync, realpathSync, statSync } from 'node:fs';
 import type { Server } from 'node:http';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import * as zmq from 'zeromq';
 import pino from 'pino';
 import { FrameBatch, parseFrames } from '../src/boundary/frame-batch.js';
@@ -200,7 +200,13 @@ export class PluginHost {
   private async publicPanel(name: string, privateSocket: string): Promise<void> {
     if (this.panels.has(name) || this.stopping) return;
     try {
-      this.panels.set(name, await servePanel(panelSocket(this.options.runDir, name), name, relayTo(privateSocket)));
+      const socket = panelSocket(this.options.runDir, name);
+      this.panels.set(name, await servePanel(socket, name, relayTo(privateSocket)));
+      // The console connects as the core's user, who owns the run folder; a root host hands it over.
+      if (PluginIds.isolating()) {
+        const { uid, gid } = statSync(this.options.runDir);
+        for (const path of [dirname(socket), socket]) chownSync(path, uid, gid);
+      }
     } catch (err) {
       log.error({ plugin: name, err }, 'panel socket could not be made');
     }

@@ -6,6 +6,7 @@
 // and writes with ETags so a concurrent edit in another client is never overwritten silently.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { DAVClient, type DAVResponse } from 'tsdav';
+import { InitError } from './index.js';
 
 /** The request a store call serves: its abort signal, and whether a write was sent for it. */
 export interface RequestScope {
@@ -330,4 +331,21 @@ export class CalDavStore {
     if (!this.homeUrl) throw new Error('CalDavStore used before connect()');
     return this.homeUrl;
   }
+}
+
+/** Why a CalDAV plugin's initialize failed, as a closed InitError category; the message goes to the audit log only. */
+export function davInitFailure(err: unknown): Error {
+  if (err instanceof InitError) return err;
+  if (err instanceof DavAuthRejected) return new InitError('AUTH_ERROR', 'the CalDAV server rejected username/password (HTTP 401)');
+  if (err instanceof DavUnreachable) return new InitError('NETWORK_ERROR', err.message);
+  if (err instanceof DavHttpError) {
+    if (err.status === 403) return new InitError('AUTH_ERROR', `${err.message}: the account may not read its calendars`);
+    if (err.status >= 500) return new InitError('NETWORK_ERROR', err.message);
+    return new InitError('CONFIG_ERROR', `${err.message}: check server_url`);
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  if (/principal|homeUrl|home url/i.test(message)) {
+    return new InitError('CONFIG_ERROR', 'no CalDAV calendar home found at server_url: check it (e.g. https://host/remote.php/dav for Nextcloud, https://caldav.icloud.com for iCloud)');
+  }
+  return err instanceof Error ? err : new Error(message);
 }

@@ -1,23 +1,6 @@
 // CalDAV failures as the agent and the owner see them: a closed InitError category at start,
 // a ToolError with a code and no URL, path or credential on a call.
-import { DavAuthRejected, DavConflict, DavHttpError, DavUnreachable, InitError, ToolError } from '#sdk';
-
-/** Why initialize failed; the message goes to the audit log only. */
-export function initFailure(err: unknown): Error {
-  if (err instanceof InitError) return err;
-  if (err instanceof DavAuthRejected) return new InitError('AUTH_ERROR', 'the CalDAV server rejected username/password (HTTP 401)');
-  if (err instanceof DavUnreachable) return new InitError('NETWORK_ERROR', err.message);
-  if (err instanceof DavHttpError) {
-    if (err.status === 403) return new InitError('AUTH_ERROR', `${err.message}: the account may not read its calendars`);
-    if (err.status >= 500) return new InitError('NETWORK_ERROR', err.message);
-    return new InitError('CONFIG_ERROR', `${err.message}: check server_url`);
-  }
-  const message = err instanceof Error ? err.message : String(err);
-  if (/principal|homeUrl|home url/i.test(message)) {
-    return new InitError('CONFIG_ERROR', 'no CalDAV calendar home found at server_url: check it (e.g. https://host/remote.php/dav for Nextcloud, https://caldav.icloud.com for iCloud)');
-  }
-  return err instanceof Error ? err : new Error(message);
-}
+import { DavAuthRejected, DavConflict, DavHttpError, DavUnreachable, ToolError } from '#sdk';
 
 /** What the agent sees for a failure while handling a call. */
 export function toolError(err: unknown): unknown {

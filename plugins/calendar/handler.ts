@@ -9,6 +9,7 @@ import {
   AbortedBeforeActing,
   CalDavStore,
   DavConflict,
+  davInitFailure,
   DavHttpError,
   formatIso,
   inRequest,
@@ -26,7 +27,7 @@ import {
   type StoredObject,
 } from '#sdk';
 import { allowedCalendars, notAllowed, pickCalendar } from './access.js';
-import { initFailure, toolError } from './errors.js';
+import { toolError } from './errors.js';
 import { buildEvent, editEvent, occurrencesIn, readEvent, type EventChanges, type Occurrence } from './events.js';
 import { findFreeTime, type Interval } from './free-time.js';
 import { serveCalendarPanel, type PanelSource } from './panel.js';
@@ -102,7 +103,7 @@ export default class CalendarPlugin implements PluginHandler, PanelSource {
       await this.store.connect();
       this.known = await this.store.collections('VEVENT');
     } catch (err) {
-      throw initFailure(err);
+      throw davInitFailure(err);
     }
     for (const [group, g] of this.settings.groups) {
       const found = allowedCalendars(g, this.known).length;

@@ -8,6 +8,7 @@ import {
   CalDavStore,
   DavAuthRejected,
   DavConflict,
+  davInitFailure,
   DavHttpError,
   DavUnreachable,
   formatIso,
@@ -109,7 +110,7 @@ export default class RemindersPlugin implements PluginHandler {
       await this.store.connect();
       this.lists = await this.store.collections('VTODO');
     } catch (err) {
-      throw initFailure(err);
+      throw davInitFailure(err);
     }
     if (!this.findList(this.settings.defaultList) && !this.settings.createMissingLists) {
       log.warn({ default_list: this.settings.defaultList, lists: this.lists.map((l) => l.name) }, 'default_list does not exist on the server: reminders without a list will be refused');
@@ -369,23 +370,6 @@ async function retryOnceOnConflict<T>(attempt: () => Promise<T>): Promise<T> {
     if (err instanceof DavConflict) return attempt();
     throw err;
   }
-}
-
-/** Why initialize failed, as one of the closed categories; the message goes to the audit log only. */
-function initFailure(err: unknown): Error {
-  if (err instanceof InitError) return err;
-  if (err instanceof DavAuthRejected) return new InitError('AUTH_ERROR', 'the CalDAV server rejected username/password (HTTP 401)');
-  if (err instanceof DavUnreachable) return new InitError('NETWORK_ERROR', err.message);
-  if (err instanceof DavHttpError) {
-    if (err.status === 403) return new InitError('AUTH_ERROR', `${err.message}: the account may not read its calendars`);
-    if (err.status >= 500) return new InitError('NETWORK_ERROR', err.message);
-    return new InitError('CONFIG_ERROR', `${err.message}: check server_url`);
-  }
-  const message = err instanceof Error ? err.message : String(err);
-  if (/principal|homeUrl|home url/i.test(message)) {
-    return new InitError('CONFIG_ERROR', 'no CalDAV calendar home found at server_url: check it (e.g. https://host/remote.php/dav for Nextcloud, https://caldav.icloud.com for iCloud)');
-  }
-  return err instanceof Error ? err : new Error(message);
 }
 
 /** What the agent sees: actionable, never a URL, a path or a credential. */
