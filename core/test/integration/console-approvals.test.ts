@@ -49,12 +49,14 @@ async function loggedIn(): Promise<Page> {
 /** A real ipc call of delete_everything waiting for a person, and its card on a logged-in Approvals page. */
 async function waitingOnThePage(target: string) {
   const session = await stack.openSession('family');
-  const call = stack.ipc(session, 'tool.invoke.delete_everything', { target }, { timeoutMs: 30_000 });
+  // The call waits as long as the page may take on a loaded machine (CI runs suites side by side):
+  // an ipc that gave up first would withdraw the very prompt the page is to show.
+  const call = stack.ipc(session, 'tool.invoke.delete_everything', { target }, { timeoutMs: 120_000 });
   const pending = await stack.pendingConfirmation('family', (p) => p.arguments.target === target);
   const page = await loggedIn();
   await page.goto(`${base}/#/approvals`);
   const card = `.pending[data-id="${pending.id}"]`;
-  await page.waitForSelector(card);
+  await page.waitForSelector(card, { timeout: 60_000 });
   return { call, pending, page, card };
 }
 
@@ -89,7 +91,7 @@ describe('the Approvals page shows exactly what will run', () => {
     const denied = (await stack.auditEntries()).find((e) => e.correlation === pending.correlation && e.reason === 'confirmation denied by console');
     expect(denied).toBeDefined();
     await page.browserContext().close();
-  }, 60_000);
+  }, 120_000);
 
   it('padding: 18,000 zero-width characters make a small card, the secret and the harmless words side by side', async () => {
     const { call, page, card } = await waitingOnThePage('ghp_SECRETTOKEN1234' + '\u200B'.repeat(18_000) + 'Small typo, please fix.');
@@ -99,5 +101,5 @@ describe('the Approvals page shows exactly what will run', () => {
     await page.click(`${card} button.approve`);
     expect((await call).code).toBe(0);
     await page.browserContext().close();
-  }, 60_000);
+  }, 120_000);
 });
