@@ -137,8 +137,15 @@ maybe('a full audit disk', () => {
     expect(up.status).toBe(200);
     expect(up.body.audit.ok).toBe(true);
     expect(up.body.audit.lost_entries).toBeGreaterThan(0);
-    const lines = readFileSync(join(mountDir, 'audit.jsonl'), 'utf8').split('\n').filter(Boolean);
-    const recovered = lines.findIndex((l) => tryParse(l)?.reason?.startsWith('audit log writable again'));
+    // The answer can reach the agent a moment before its entry reaches the file (writes are batched).
+    let lines: string[] = [];
+    let recovered = -1;
+    const answered = (): boolean => {
+      lines = readFileSync(join(mountDir, 'audit.jsonl'), 'utf8').split('\n').filter(Boolean);
+      recovered = lines.findIndex((l) => tryParse(l)?.reason?.startsWith('audit log writable again'));
+      return recovered >= 0 && lines.slice(recovered).some((l) => { const e = tryParse(l); return e?.topic === 'tool.invoke.echo' && e?.stage === 'response' && e?.outcome === 'ok'; });
+    };
+    for (let i = 0; i < 50 && !answered(); i++) await sleep(100);
     expect(recovered).toBeGreaterThanOrEqual(0);
     const after = lines.slice(recovered).map((l) => JSON.parse(l));
     expect(after.some((e) => e.topic === 'tool.invoke.echo' && e.stage === 'response' && e.outcome === 'ok')).toBe(true);
