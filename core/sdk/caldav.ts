@@ -6,7 +6,7 @@
 // and writes with ETags so a concurrent edit in another client is never overwritten silently.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { DAVClient, type DAVResponse } from 'tsdav';
-import { InitError } from './index.js';
+import { AbortedBeforeActing, InitError } from './index.js';
 
 /** The request a store call serves: its abort signal, and whether a write was sent for it. */
 export interface RequestScope {
@@ -21,6 +21,21 @@ const scopes = new AsyncLocalStorage<RequestScope>();
 /** Runs `fn` with every request it makes (through tsdav too) bound to `scope`'s signal. */
 export function inRequest<T>(scope: RequestScope, fn: () => Promise<T>): Promise<T> {
   return scopes.run(scope, fn);
+}
+
+/**
+ * One tool call's CalDAV work, bound to its signal: cut off at the deadline before anything
+ * was written, nothing happened (AbortedBeforeActing: the agent may retry); any other
+ * failure as `toError` makes it.
+ */
+export async function davRequest<T>(signal: AbortSignal | undefined, run: () => Promise<T>, toError: (err: unknown) => unknown): Promise<T> {
+  const scope: RequestScope = { signal, wrote: false };
+  try {
+    return await inRequest(scope, run);
+  } catch (err) {
+    if (scope.signal?.aborted && !scope.wrote) throw new AbortedBeforeActing();
+    throw toError(err);
+  }
 }
 
 /** The server could not be reached, or did not answer in time. */

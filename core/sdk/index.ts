@@ -15,7 +15,7 @@ export { formatIso, isKnownTimeZone, wallClock, zoneOffsetMs, zonedToUtc } from 
 export { ICAL, componentsOf, dateValue, masterComponent, newCalendar, parseCalendar, propertyText, propertyTime, propertyZone, serializeCalendar, toCalendarTime, utcTime } from './ical.js';
 export type { CalendarTime, IcalComponent, IcalTime } from './ical.js';
 /** CalDAV on tsdav: discovery, collections by component type, objects with ETags, classified failures. */
-export { CalDavStore, davInitFailure, DavAuthRejected, DavConflict, DavHttpError, DavUnreachable, inRequest } from './caldav.js';
+export { CalDavStore, davInitFailure, davRequest, DavAuthRejected, DavConflict, DavHttpError, DavUnreachable, inRequest } from './caldav.js';
 export type { DavCollection, DavComponent, DavTimeRange, RequestScope, StoredObject, StoreOptions } from './caldav.js';
 export { truncate } from './text.js';
 /** A file replaced whole or not at all (temp file, fsync, rename): what a plugin keeps in its data folder. */

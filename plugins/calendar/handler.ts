@@ -6,13 +6,12 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import pino from 'pino';
 import {
-  AbortedBeforeActing,
   CalDavStore,
   DavConflict,
   davInitFailure,
+  davRequest,
   DavHttpError,
   formatIso,
-  inRequest,
   ToolError,
   truncate,
   type CalendarTime,
@@ -23,7 +22,6 @@ import {
   type PluginHandler,
   type RequestContext,
   type RequestEnvelope,
-  type RequestScope,
   type StoredObject,
 } from '#sdk';
 import { allowedCalendars, notAllowed, pickCalendar } from './access.js';
@@ -113,14 +111,7 @@ export default class CalendarPlugin implements PluginHandler, PanelSource {
   }
 
   async handleRequest(envelope: RequestEnvelope, context?: RequestContext): Promise<unknown> {
-    const scope: RequestScope = { signal: context?.signal, wrote: false };
-    try {
-      return await inRequest(scope, () => this.dispatch(envelope));
-    } catch (err) {
-      // Cut off at the deadline before anything was written: nothing happened, the agent may retry.
-      if (scope.signal?.aborted && !scope.wrote) throw new AbortedBeforeActing();
-      throw toolError(err);
-    }
+    return davRequest(context?.signal, () => this.dispatch(envelope), toolError);
   }
 
   private async dispatch(envelope: RequestEnvelope): Promise<unknown> {

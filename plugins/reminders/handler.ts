@@ -4,15 +4,14 @@
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import {
-  AbortedBeforeActing,
   CalDavStore,
   DavAuthRejected,
   DavConflict,
   davInitFailure,
+  davRequest,
   DavHttpError,
   DavUnreachable,
   formatIso,
-  inRequest,
   InitError,
   isKnownTimeZone,
   ToolError,
@@ -24,7 +23,6 @@ import {
   type PluginHandler,
   type RequestContext,
   type RequestEnvelope,
-  type RequestScope,
   type StoredObject,
 } from '#sdk';
 import { alarmTime, buildTodo, completeTodo, isDone, parseTodo, type ParsedTodo } from './ical.js';
@@ -119,14 +117,7 @@ export default class RemindersPlugin implements PluginHandler {
   }
 
   async handleRequest(envelope: RequestEnvelope, context?: RequestContext): Promise<unknown> {
-    const scope: RequestScope = { signal: context?.signal, wrote: false };
-    try {
-      return await inRequest(scope, () => this.dispatch(envelope));
-    } catch (err) {
-      // Cut off at the deadline before anything was written: nothing happened, the agent may retry.
-      if (scope.signal?.aborted && !scope.wrote) throw new AbortedBeforeActing();
-      throw toolError(err);
-    }
+    return davRequest(context?.signal, () => this.dispatch(envelope), toolError);
   }
 
   private async dispatch(envelope: RequestEnvelope): Promise<unknown> {
