@@ -2,8 +2,8 @@
 // process runs as a uid of its own (kept in a small file, so it stays the same across
 // restarts and never passes to another plugin), its data folder is its own (0700) and
 // nothing else of the data volume is open to it; its environment holds no secret.
-import { chmodSync, existsSync, lchownSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, existsSync, lchownSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { writeAtomically } from '../src/state/atomic-write.js';
 
 /** Plugin uids start here: far above the image's users (node is 1000) and Debian's. */
@@ -49,6 +49,11 @@ export function prepareDataDir(root: string, dir: string, ids: Ids | null): void
   chmodSync(root, 0o711);
   chownTree(dir, ids);
   chmodSync(dir, 0o700);
+  // A folder above that others may not pass (made 0700 by hand or by a stray mkdir) locks
+  // every plugin out of its own data: say which, rather than fail in each plugin later.
+  for (let above = dirname(root); above !== dirname(above); above = dirname(above)) {
+    if ((statSync(above).mode & 0o001) === 0) throw new Error(`${above} is closed to the plugins' users (mode ${(statSync(above).mode & 0o777).toString(8)}): allow others to pass (chmod o+x)`);
+  }
 }
 
 function chownTree(path: string, ids: Ids): void {

@@ -124,6 +124,8 @@ export class AgentManager {
   private fsCheck: NodeJS.Timeout | null = null;
   /** Each group's agent state, for the console. */
   readonly states = new AgentStates();
+  /** Groups whose agent is starting, with the Stop that came meanwhile (ended once started). */
+  private readonly spawning = new Map<string, { reason: string; by: string } | null>();
 
   constructor(
     private readonly core: Core,
@@ -238,10 +240,20 @@ export class AgentManager {
     let agent = this.agents.get(group);
     if (!agent) {
       this.states.set(group, 'starting', { container: null, session: null });
+      this.spawning.set(group, null);
       agent = await this.spawn(group, trigger).catch((err: unknown) => {
+        this.spawning.delete(group);
         this.states.set(group, 'failed', { container: null, session: null });
         throw err;
       });
+      const stop = this.spawning.get(group);
+      this.spawning.delete(group);
+      if (stop) {
+        // Stopped while it started: the turn ends before it begins.
+        await this.end(group, stop.reason, stop.by);
+        this.core.publish('agent.error', group, { session: agent.session, reason: stop.reason, ...trigger });
+        return { ok: false, output: stop.reason };
+      }
       // A new session: it hears the earlier conversation first, as data (conversation/).
       prompt = (this.earlier?.brief(group, cause?.id ?? null) ?? '') + prompt;
     }
@@ -513,7 +525,11 @@ export class AgentManager {
    */
   async end(group: string, reason: string, by: string): Promise<boolean> {
     const agent = this.agents.get(group);
-    if (!agent) return false;
+    if (!agent) {
+      if (!this.spawning.has(group)) return false;
+      this.spawning.set(group, { reason, by });
+      return true;
+    }
     agent.ended = reason;
     this.core.audit.record({ group, session: agent.session, source: by, topic: null, correlation: null, stage: 'agent', outcome: 'error', reason: `agent stopped: ${reason}` });
     await this.retire(group);

@@ -4,7 +4,7 @@
 // or not at all, with its description beside it.
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { writeAtomically } from '../state/atomic-write.js';
 import type { FileKind } from './file-type.js';
 
@@ -39,6 +39,9 @@ export class FileStore {
     private readonly dir: string,
     private readonly limits: FileStoreLimits = FILE_STORE_LIMITS,
   ) {
+    // Only the store's own folder is private: a recursive mkdir would give its parents (the
+    // data folder, which plugins' folders sit under) the same mode.
+    mkdirSync(dirname(dir), { recursive: true });
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     const found: Stored[] = [];
     for (const name of readdirSync(dir)) {

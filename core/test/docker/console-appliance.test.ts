@@ -158,14 +158,17 @@ describe('first run with only .env', () => {
 
   it('a turn that runs away: the page shows how long it works and Stop ends it, audited', async () => {
     model.delayMs = 120_000; // the model never answers in time
-    await page.type('#text', 'think about this for a long time');
-    await page.click('form button[type=submit]');
-    await page.waitForSelector('#stop', { timeout: 60_000 });
-    await page.waitForFunction(() => /\d+ s/.test(document.querySelector('#elapsed')?.textContent ?? ''));
-    await page.click('#stop');
-    await page.waitForFunction(() => [...document.querySelectorAll('.msg.notice')].some((m) => m.textContent?.includes('stopped from the console')), { timeout: 20_000 });
-    await page.waitForFunction(() => !document.querySelector('#stop'));
-    model.delayMs = 0;
+    try {
+      await page.type('#text', 'think about this for a long time');
+      await page.click('form button[type=submit]');
+      await page.waitForSelector('#stop', { timeout: 60_000 });
+      await page.waitForFunction(() => /\d+ s/.test(document.querySelector('#elapsed')?.textContent ?? ''));
+      await page.click('#stop');
+      await page.waitForFunction(() => [...document.querySelectorAll('.msg.notice')].some((m) => m.textContent?.includes('stopped from the console')), { timeout: 30_000 }).catch(explain);
+      await page.waitForFunction(() => !document.querySelector('#stop'));
+    } finally {
+      model.delayMs = 0; // a failure here is not the next test's
+    }
     const audit = readFileSync(join(project.volumes, 'logs', 'audit.jsonl'), 'utf8');
     expect(audit).toContain('agent stopped: stopped from the console');
   }, 120_000);
@@ -176,7 +179,7 @@ describe('first run with only .env', () => {
     const asked = Date.now();
     await page.type('#text', 'are you still there?');
     await page.click('form button[type=submit]');
-    await page.waitForFunction(() => [...document.querySelectorAll('.msg.notice')].some((m) => m.textContent?.includes('refused the key in .env: ANTHROPIC_API_KEY')), { timeout: 60_000 });
+    await page.waitForFunction(() => [...document.querySelectorAll('.msg.notice')].some((m) => m.textContent?.includes('refused the key in .env: ANTHROPIC_API_KEY')), { timeout: 60_000 }).catch(explain);
     const tookMs = Date.now() - asked;
     await page.screenshot({ path: join(SHOTS, 'webchat-key-refused.png') as `${string}.png` });
     // The turn was ended, not retried: the model API was asked once or twice, not 11 times.
@@ -218,6 +221,12 @@ describe('first run with only .env', () => {
   }, 200_000);
 });
 
+
+/** A failed wait, with what the page and the core said meanwhile. */
+async function explain(err: unknown): Promise<never> {
+  const shown = await page.evaluate(() => [...document.querySelectorAll('[role=alert], .msg.notice, #state')].map((e) => e.textContent)).catch(() => []);
+  throw new Error(`${String(err)}\nthe page shows: ${JSON.stringify(shown)}\nthe core's log:\n${project.run(['logs', '--tail', '40', 'core'])}`);
+}
 
 /** Writes in the web chat and waits for the agent's answer and the end of its turn. */
 async function say(text: string): Promise<void> {

@@ -5,6 +5,7 @@
 // stand-in for the Messages API; Telegram is a stand-in for the Bot API.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { AgentManager } from '../../src/agents/agent-manager.js';
+import { until } from '../harness.js';
 import { newAgentManager } from '../support/agents.js';
 import {
   expectHungAgentKilled,
@@ -54,6 +55,17 @@ describe('a Telegram message, end to end', () => {
   it('a second message reuses the warm container', async () => {
     await expectWarmContainerReused(scenario, manager, runs);
   }, 180_000);
+
+  it('Stop while the agent is still starting ends its turn once it is up: the model never sees the message', async () => {
+    await manager.retire('family');
+    const turn = manager.enqueue('family', 'think about this for a long time');
+    await until(() => manager.states.list().some((s) => s.group === 'family' && s.state === 'starting'), 30_000);
+    expect(await manager.end('family', 'stopped from the console', 'console')).toBe(true);
+    expect(await turn).toEqual({ ok: false, output: 'stopped from the console' });
+    expect(manager.live('family')).toBeNull();
+    expect(scenario.model.requests.filter((r) => JSON.stringify(r.body).includes('think about this'))).toEqual([]);
+    expect((await scenario.stack.auditEntries()).some((e) => e.reason === 'agent stopped: stopped from the console')).toBe(true);
+  }, 120_000);
 
   it('a hung agent is killed after the run limit and the user is told', async () => {
     await manager.retire('family');

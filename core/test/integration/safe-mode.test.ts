@@ -128,11 +128,15 @@ describe('a broken carapace.json', () => {
 
   it('fixing the file brings the core and the plugins back without a restart; the login is still good', async () => {
     writeFileSync(join(dir, 'config', 'carapace.json'), FIXED);
-    await until(() => coreOut.includes('"msg":"core started"'), 30_000);
+    await until(() => coreOut.includes('"msg":"core started"'), 30_000).catch((err: unknown) => {
+      throw new Error(`${String(err)}\nthe core said:\n${coreOut.slice(-3000)}`);
+    });
     const up = await eventually(async () => {
       const h = (await (await bearer('/health')).json()) as { status: string; plugins?: { healthy: string[] } };
       return h.plugins?.healthy?.includes('webchat') ? h : undefined;
-    }, 30_000);
+    }, 30_000).catch((err: unknown) => {
+      throw new Error(`${String(err)}\nplugin host said:\n${hostOut.slice(-3000)}`);
+    });
     expect(up.status).toBe('ok');
     const overview = (await (await fetch(`${base}/api/overview`, { headers: { cookie } })).json()) as Record<string, unknown>;
     expect(overview.safe_mode).toBeUndefined();

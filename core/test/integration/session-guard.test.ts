@@ -45,9 +45,9 @@ describe('request budget', () => {
     const session = await stack.openSession('family');
     const attack = await attackLocally(session.socketPath, 'flood', { ATTACK_DURATION_MS: 5000 });
     // The first `burst` got through to stage 2 (unknown tool); then refusals; then the door shut.
-    // (Replies still queued when the socket closes are dropped: at most the burst arrives.)
-    expect(attack.codes.UNKNOWN_TOOL).toBeGreaterThan(0);
-    expect(attack.codes.UNKNOWN_TOOL).toBeLessThanOrEqual(LIMITS.burst);
+    // (Replies still queued when the socket closes are dropped: on a loaded machine even all
+    // of the burst's, so the audit says how far it got.)
+    expect(attack.codes.UNKNOWN_TOOL ?? 0).toBeLessThanOrEqual(LIMITS.burst);
     expect(attack.codes.RATE_LIMITED).toBeGreaterThan(0);
     expect(attack.closed).toBe(1);
     // Bounded: a flood costs the core at most the burst plus the refusals before quarantine.
@@ -57,6 +57,9 @@ describe('request budget', () => {
     expect(critical[0]).toMatchObject({ code: 'QUARANTINED', reason: 'session quarantined: request_flood', group: 'family' });
     expect(events).toHaveLength(1);
     expect(entries.filter((e) => e.stage === 'rate_limit').length).toBeGreaterThan(0);
+    const served = entries.filter((e) => e.code === 'UNKNOWN_TOOL').length;
+    expect(served).toBeGreaterThan(0);
+    expect(served).toBeLessThanOrEqual(LIMITS.burst);
     expect(existsSync(session.socketPath)).toBe(false);
     expect(stack.core.sessions.get(session.id)).toBeUndefined();
     await otherGroupStillServed();

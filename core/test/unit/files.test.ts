@@ -1,7 +1,7 @@
 // What the core accepts as a file for a person (by its bytes), where an agent may point,
 // and how many the core keeps.
 import { describe, expect, it } from '@jest/globals';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { workspacePath } from '../../src/files/attach-files.js';
@@ -50,6 +50,17 @@ describe('FileStore', () => {
       expect(again.get(refs[2].id)?.group).toBe('family');
       expect(existsSync(again.get(refs[3].id)!.path)).toBe(true);
       expect(again.get('../../etc/passwd')).toBeNull();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('is private without making the folders above it private (plugins\' folders sit beside it)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cp-files-'));
+    try {
+      new FileStore(join(dir, 'data', 'files'));
+      expect(statSync(join(dir, 'data', 'files')).mode & 0o777).toBe(0o700);
+      expect(statSync(join(dir, 'data')).mode & 0o777).toBe(0o755 & ~process.umask());
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -97,7 +97,11 @@ function Chat() {
       setError(`not sent: ${err.message}`);
     }
   };
-  const stop = () => post(`/api/agents/${encodeURIComponent(group)}/stop`).then(() => setError(null), (err) => setError(`could not stop: ${err.message}`));
+  const stop = () =>
+    post(`/api/agents/${encodeURIComponent(group)}/stop`).then(
+      (r) => setError(r.stopped ? null : 'nothing to stop: the agent was not running'),
+      (err) => setError(`could not stop: ${err.message}`),
+    );
 
   return html`<main class="page chat">
     <div class="row"><a href="/">← Console</a><h1>Web chat</h1>
