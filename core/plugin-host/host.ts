@@ -147,17 +147,22 @@ export class PluginHost {
       await this.registered({ t: 'init', plugin: name, ok: false, category: 'CONFIG_ERROR', detail: `its data folder ${dataDir} could not be prepared: ${String((err as Error)?.message ?? err)}` });
       return;
     }
-    const relay = await EgressRelay.open({
-      plugin: name,
-      allow: AllowList.from(plugin.manifest.network, config),
-      via: this.options.egressSocket ?? null,
-      log,
-      refused: (target, reason) => log.warn({ plugin: name, target, reason }, 'egress refused'),
-    });
-    this.relays.push(relay);
+    // A plugin that names no host gets no way out at all (and its process does not load a proxy client).
+    const allow = AllowList.from(plugin.manifest.network, config);
+    const relay =
+      allow.hosts.length === 0
+        ? null
+        : await EgressRelay.open({
+            plugin: name,
+            allow,
+            via: this.options.egressSocket ?? null,
+            log,
+            refused: (target, reason) => log.warn({ plugin: name, target, reason }, 'egress refused'),
+          });
+    if (relay) this.relays.push(relay);
     const hasPanel = plugin.manifest.panel !== undefined;
     const child: PluginProcess = new PluginProcess({
-      start: { plugin: name, handlerFile, config, dataDir, initTimeoutMs: this.options.config.handler_timeout_ms, panelSocket: hasPanel ? join(dataDir, PRIVATE_PANEL) : null, egressProxy: relay.url },
+      start: { plugin: name, handlerFile, config, dataDir, initTimeoutMs: this.options.config.handler_timeout_ms, panelSocket: hasPanel ? join(dataDir, PRIVATE_PANEL) : null, egressProxy: relay?.url ?? null },
       ids: pluginIds,
       env: pluginEnv(this.options.env ?? process.env, dataDir),
       events: {

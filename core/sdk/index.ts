@@ -1,4 +1,5 @@
-// The plugin SDK: everything a handler imports (`import { ToolError } from '#sdk'`).
+// The plugin SDK: everything a handler imports (`import { ToolError } from '#sdk'`; the
+// CalDAV plugins also `#sdk/calendar`).
 // Handlers run in the plugin host, never in the core and never in a container.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { InitFailureCategory } from '../src/protocol/errors.js';
@@ -11,12 +12,7 @@ import type { FileRef } from '../src/files/file-store.js';
 /** A file argument (manifest `file_arguments`) reaches the handler as a FileRef: the core read and checked the file; the console serves it at /api/files/<id>. */
 export type { EventEnvelope, JsonObject, RequestEnvelope, InitFailureCategory, AuditEntry, ToolSummary, PendingConfirmation, ConfirmationStatus, FileRef };
 export { formatIso, isKnownTimeZone, wallClock, zoneOffsetMs, zonedToUtc } from './time.js';
-/** iCalendar on ical.js: parse objects, read times in the right zone, write objects (reminders, calendar). */
-export { ICAL, componentsOf, dateValue, masterComponent, newCalendar, parseCalendar, propertyText, propertyTime, propertyZone, serializeCalendar, toCalendarTime, utcTime } from './ical.js';
-export type { CalendarTime, IcalComponent, IcalTime } from './ical.js';
-/** CalDAV on tsdav: discovery, collections by component type, objects with ETags, classified failures. */
-export { CalDavStore, davInitFailure, davRequest, DavAuthRejected, DavConflict, DavHttpError, DavUnreachable, inRequest } from './caldav.js';
-export type { DavCollection, DavComponent, DavTimeRange, RequestScope, StoredObject, StoreOptions } from './caldav.js';
+// iCalendar and CalDAV are `#sdk/calendar`: only the plugins that use them load tsdav and ical.js.
 export { truncate } from './text.js';
 /** A file replaced whole or not at all (temp file, fsync, rename): what a plugin keeps in its data folder. */
 export { writeAtomically } from '../src/state/atomic-write.js';

@@ -2,7 +2,8 @@
 // matched against the server's event calendars. Every tool goes through here, so a
 // calendar another group's configuration names is never reached from this group, whatever
 // the agent passes; an unknown and a forbidden calendar are refused alike.
-import { ToolError, truncate, type DavCollection } from '#sdk';
+import { ToolError, truncate } from '#sdk';
+import { type DavCollection } from '#sdk/calendar';
 import { refKey, type GroupSettings } from './settings.js';
 
 export const NOT_ALLOWED = 'CALENDAR_NOT_ALLOWED';

@@ -1,6 +1,7 @@
 // CalDAV failures as the agent and the owner see them: a closed InitError category at start,
 // a ToolError with a code and no URL, path or credential on a call.
-import { DavAuthRejected, DavConflict, DavHttpError, DavUnreachable, ToolError } from '#sdk';
+import { ToolError } from '#sdk';
+import { DavAuthRejected, DavConflict, DavHttpError, DavUnreachable } from '#sdk/calendar';
 
 /** What the agent sees for a failure while handling a call. */
 export function toolError(err: unknown): unknown {

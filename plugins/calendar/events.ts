@@ -1,7 +1,22 @@
 // Events as iCalendar VEVENTs, on the SDK's ical.js helpers: read one (and its occurrences
 // in a range, recurrences expanded by ical.js), build a new one, change one in place
 // (everything other clients put there stays). Pure functions, no I/O.
-import { ICAL, componentsOf, masterComponent, newCalendar, parseCalendar, propertyText, propertyZone, serializeCalendar, toCalendarTime, utcTime, zonedToUtc, type CalendarTime, type IcalComponent, type IcalTime } from '#sdk';
+import { zonedToUtc } from '#sdk';
+import {
+  ICAL,
+  componentsOf,
+  masterComponent,
+  newCalendar,
+  parseCalendar,
+  propertyText,
+  propertyZone,
+  serializeCalendar,
+  toCalendarTime,
+  utcTime,
+  type CalendarTime,
+  type IcalComponent,
+  type IcalTime,
+} from '#sdk/calendar';
 
 export const PRODID = '-//Carapace//Calendar 1.0//EN';
 

@@ -6,24 +6,17 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import pino from 'pino';
 import {
-  CalDavStore,
-  DavConflict,
-  davInitFailure,
-  davRequest,
-  DavHttpError,
   formatIso,
   ToolError,
   truncate,
-  type CalendarTime,
   type CoreServices,
-  type DavCollection,
   type JsonObject,
   type PluginConfig,
   type PluginHandler,
   type RequestContext,
   type RequestEnvelope,
-  type StoredObject,
 } from '#sdk';
+import { CalDavStore, DavConflict, davInitFailure, davRequest, DavHttpError, type CalendarTime, type DavCollection, type StoredObject } from '#sdk/calendar';
 import { allowedCalendars, notAllowed, pickCalendar } from './access.js';
 import { toolError } from './errors.js';
 import { buildEvent, editEvent, occurrencesIn, readEvent, type EventChanges, type Occurrence } from './events.js';

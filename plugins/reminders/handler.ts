@@ -4,6 +4,18 @@
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import {
+  formatIso,
+  InitError,
+  isKnownTimeZone,
+  ToolError,
+  truncate,
+  type CoreServices,
+  type PluginConfig,
+  type PluginHandler,
+  type RequestContext,
+  type RequestEnvelope,
+} from '#sdk';
+import {
   CalDavStore,
   DavAuthRejected,
   DavConflict,
@@ -11,20 +23,10 @@ import {
   davRequest,
   DavHttpError,
   DavUnreachable,
-  formatIso,
-  InitError,
-  isKnownTimeZone,
-  ToolError,
-  truncate,
   type CalendarTime,
-  type CoreServices,
   type DavCollection,
-  type PluginConfig,
-  type PluginHandler,
-  type RequestContext,
-  type RequestEnvelope,
   type StoredObject,
-} from '#sdk';
+} from '#sdk/calendar';
 import { alarmTime, buildTodo, completeTodo, isDone, parseTodo, type ParsedTodo } from './ical.js';
 
 type ReminderList = DavCollection;

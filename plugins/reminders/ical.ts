@@ -1,7 +1,7 @@
 // The reminders as iCalendar VTODOs, on the SDK's ical.js helpers: build a new one, read
 // the ones a server returns, mark one completed in place (every property and alarm other
 // clients put there stays). Pure functions, no I/O.
-import { ICAL, masterComponent, newCalendar, parseCalendar, propertyText, propertyTime, serializeCalendar, utcTime, type CalendarTime } from '#sdk';
+import { ICAL, masterComponent, newCalendar, parseCalendar, propertyText, propertyTime, serializeCalendar, utcTime, type CalendarTime } from '#sdk/calendar';
 
 export const PRODID = '-//Carapace//Reminders 1.0//EN';
 

@@ -2,7 +2,6 @@
 // configuration (sent over the IPC channel, never in the environment), its own data
 // folder and, when the host runs as root, its own uid. It ends with the host.
 import pino from 'pino';
-import { ProxyAgent, setGlobalDispatcher } from 'undici';
 import type { RunnerToSupervisor, SupervisorToRunner } from '../child-protocol.js';
 import { StrayErrors } from '../stray-errors.js';
 import { PluginRunner } from './plugin-runner.js';
@@ -30,23 +29,38 @@ process.on('disconnect', () => process.exit(0));
 process.on('SIGTERM', () => undefined);
 process.on('SIGINT', () => undefined);
 
+/** What the plugin's process needs before its handler loads: error reporting and its way out. */
+async function prepare(message: Extract<SupervisorToRunner, { t: 'start' }>): Promise<void> {
+  const log = pino({ base: { service: 'plugin', plugin: message.plugin } }, pino.destination(2));
+  new StrayErrors({
+    plugin: message.plugin,
+    report: (text) => void runner.callCore(null, null, 'reportFault', { message: text }).catch(() => undefined),
+    // A moment for the report to leave.
+    afterException: () => setTimeout(() => process.exit(70), 100).unref(),
+    log,
+  }).install();
+  if (!message.egressProxy) {
+    // No host in its manifest: nowhere to go, said plainly (and no proxy client loaded).
+    const refusal = Object.assign(new Error(`plugin "${message.plugin}" declares no network host in its manifest`), { code: 'EGRESS_NOT_DECLARED' });
+    globalThis.fetch = () => Promise.reject(new TypeError('fetch failed', { cause: refusal }));
+    return;
+  }
+  // fetch() goes out through the host's relay for this plugin, which allows only the
+  // hosts its manifest declares. (Where the host has no network, it is the only way.)
+  const { ProxyAgent, setGlobalDispatcher } = await import('undici');
+  const url = new URL(message.egressProxy);
+  const token = `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}`;
+  setGlobalDispatcher(new ProxyAgent({ uri: `${url.protocol}//${url.host}`, token }));
+}
+
+// In order, each once the start is prepared.
+let prepared: Promise<void> = Promise.resolve();
 process.on('message', (message: SupervisorToRunner) => {
   if (message.t === 'start') {
-    const log = pino({ base: { service: 'plugin', plugin: message.plugin } }, pino.destination(2));
-    new StrayErrors({
-      plugin: message.plugin,
-      report: (text) => void runner.callCore(null, null, 'reportFault', { message: text }).catch(() => undefined),
-      // A moment for the report to leave.
-      afterException: () => setTimeout(() => process.exit(70), 100).unref(),
-      log,
-    }).install();
-    // fetch() goes out through the host's relay for this plugin, which allows only the
-    // hosts its manifest declares. (Where the host has no network, it is the only way.)
-    if (message.egressProxy) {
-      const url = new URL(message.egressProxy);
-      const token = `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}`;
-      setGlobalDispatcher(new ProxyAgent({ uri: `${url.protocol}//${url.host}`, token }));
-    }
+    prepared = prepare(message).catch((err: unknown) => {
+      process.stderr.write(`carapace plugin runner: could not prepare ${message.plugin}: ${String(err)}\n`);
+      process.exit(70);
+    });
   }
-  runner.receive(message);
+  void prepared.then(() => runner.receive(message));
 });

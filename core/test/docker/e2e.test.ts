@@ -8,6 +8,7 @@ import type { AgentManager } from '../../src/agents/agent-manager.js';
 import { until } from '../harness.js';
 import { newAgentManager } from '../support/agents.js';
 import {
+  apologySince,
   expectHungAgentKilled,
   expectModelSawMessage,
   expectPipelineTrail,
@@ -58,6 +59,7 @@ describe('a Telegram message, end to end', () => {
 
   it('Stop while the agent is still starting ends its turn once it is up: the model never sees the message', async () => {
     await manager.retire('family');
+    const sentBefore = scenario.telegram.sentTo(scenario.chat).length;
     const turn = manager.enqueue('family', 'think about this for a long time');
     await until(() => manager.states.list().some((s) => s.group === 'family' && s.state === 'starting'), 30_000);
     expect(await manager.end('family', 'stopped from the console', 'console')).toBe(true);
@@ -65,6 +67,8 @@ describe('a Telegram message, end to end', () => {
     expect(manager.live('family')).toBeNull();
     expect(scenario.model.requests.filter((r) => JSON.stringify(r.body).includes('think about this'))).toEqual([]);
     expect((await scenario.stack.auditEntries()).some((e) => e.reason === 'agent stopped: stopped from the console')).toBe(true);
+    // The person hears why, once (and before the next test listens for its own notice).
+    expect((await apologySince(scenario, sentBefore)).text).toContain('stopped from the console');
   }, 120_000);
 
   it('a hung agent is killed after the run limit and the user is told', async () => {

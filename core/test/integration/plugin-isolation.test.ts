@@ -31,7 +31,7 @@ beforeAll(async () => {
   await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
   upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/`;
   stack = await Stack.start({
-    plugins: ['echo', 'faulty', 'snoop', 'hostile'],
+    plugins: ['echo', 'faulty', 'snoop', 'hostile', 'offline'],
     env: { SNOOP_TOKEN },
     config: {
       groups: { family: {} },
@@ -108,6 +108,37 @@ describe('its network is its manifest', () => {
     expect(await snoop('fetch_url', { url: upstreamUrl })).toMatchObject({ ok: false });
     expect(hits).toBe(1);
     expect(stack.hostOutput).toMatch(/"plugin":"snoop","target":"127\.0\.0\.1:\d+","reason":"not in its manifest's network","msg":"egress refused"/);
+  });
+
+  it("cannot go out through another plugin's relay: each opens only with its own plugin's token", async () => {
+    const before = hits;
+    // Every loopback listener asked for a tunnel to the upstream, which hostile's list allows.
+    const answers = (await snoop('probe_relays', { target: new URL(upstreamUrl).host })) as { port: number; anonymous: string; own: string }[];
+    const refused = (a: { anonymous: string; own: string }): boolean => a.anonymous.startsWith('HTTP/1.1 407') && a.own.startsWith('HTTP/1.1 407');
+    // Relays are for plugins that name hosts: hostile's (and those of any other plugin host
+    // on this machine) refuses snoop's own token as it refuses none; its own says "not your host".
+    expect(answers.filter(refused).length).toBeGreaterThanOrEqual(1);
+    expect(answers.filter((a) => a.anonymous.startsWith('HTTP/1.1 407') && a.own.startsWith('HTTP/1.1 403'))).toHaveLength(1);
+    expect(answers.filter((a) => / 200 /.test(`${a.anonymous} ${a.own}`))).toEqual([]);
+    expect(hits).toBe(before);
+  });
+
+  it('a plugin that names no host has no way out, and its fetch says why', async () => {
+    const r = await stack.ipc(family, 'tool.invoke.fetch_offline', { url: upstreamUrl });
+    expect(r.out).toEqual({ ok: false, code: 'EGRESS_NOT_DECLARED', message: 'plugin "offline" declares no network host in its manifest' });
+    expect(stack.hostOutput).not.toContain('"plugin":"offline","target"');
+  });
+});
+
+describe('its requests are its own', () => {
+  it("a service call naming another plugin's request id is made without it (the host drops the id)", async () => {
+    const slow = stack.ipc(family, 'tool.invoke.slow', { ms: 3000 }, { timeoutMs: 30_000 });
+    // The id is random and never shown to a plugin; the test hands it over as if it had leaked.
+    const inFlight = (stack.core as unknown as { hostLink: { inFlight: Map<string, { plugin: string }> } }).hostLink.inFlight;
+    const rid = await until(() => [...inFlight].find(([, e]) => e.plugin === 'faulty')?.[0], 5000);
+    const answer = await snoop('service_as', { rid, method: 'getSessionInfo' });
+    expect(answer).toMatchObject({ t: 'service_result', ok: false, message: 'getSessionInfo is only available while handling a request' });
+    expect((await slow).code).toBe(0);
   });
 });
 

@@ -1,0 +1,8 @@
+// The SDK's calendar part (`#sdk/calendar`), apart from `#sdk` so that a plugin that does
+// not speak CalDAV does not load tsdav and ical.js (about 10 MB in each plugin process).
+/** iCalendar on ical.js: parse objects, read times in the right zone, write objects (reminders, calendar). */
+export { ICAL, componentsOf, dateValue, masterComponent, newCalendar, parseCalendar, propertyText, propertyTime, propertyZone, serializeCalendar, toCalendarTime, utcTime } from './ical.js';
+export type { CalendarTime, IcalComponent, IcalTime } from './ical.js';
+/** CalDAV on tsdav: discovery, collections by component type, objects with ETags, classified failures. */
+export { CalDavStore, davInitFailure, davRequest, DavAuthRejected, DavConflict, DavHttpError, DavUnreachable, inRequest } from './caldav.js';
+export type { DavCollection, DavComponent, DavTimeRange, RequestScope, StoredObject, StoreOptions } from './caldav.js';
