@@ -1,21 +1,26 @@
 // The bundled calendar plugin, end to end: the real core, the real plugin host process,
 // the real ipc binary and a real CalDAV server (Debian's Radicale) on 127.0.0.1. Events
 // another client wrote (time zones, recurrences, attendees) are put straight on the server.
+// A delete's prompt is read and answered where the person has it: the Telegram message.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { startAdminApi } from '../../src/admin/http-api.js';
 import { SOCKETS } from '../../src/plugins/host-protocol.js';
 import { formatIso } from '../../sdk/time.js';
-import { ROOT, Stack, type IpcResult } from '../harness.js';
+import { ROOT, Stack, until, type IpcResult } from '../harness.js';
 import { expectError, expectOk } from '../support/expect-ipc.js';
 import { Radicale } from '../support/radicale.js';
+import { TelegramStandIn } from '../support/telegram-standin.js';
 import type { Session } from '../../src/boundary/session-table.js';
 import type { PendingConfirmation } from '../../src/confirm/confirmations.js';
 
 const USER = 'carapace';
 const PASSWORD = 'Cal3ndar-s3cret-9Wv';
 const PLUGIN_DIR = join(ROOT, 'plugins/calendar');
+const BOT_TOKEN = '123456789:AAH-calendar_token-0123456789abcdefg';
+const MAIN_CHAT = 300;
+const OWNER = 42;
 
 const BERLIN_VTIMEZONE = [
   'BEGIN:VTIMEZONE',
@@ -44,6 +49,7 @@ function foreignEvent(lines: string[], vtimezone: string[] = []): string {
 
 describe('calendar plugin over CalDAV (Radicale)', () => {
   let radicale: Radicale;
+  let tg: TelegramStandIn;
   let stack: Stack;
   let main: Session;
   let other: Session;
@@ -63,14 +69,16 @@ describe('calendar plugin over CalDAV (Radicale)', () => {
     await radicale.makeCalendar('work', 'Work', ['VEVENT']);
     await radicale.makeCalendar('private', 'Private', ['VEVENT']);
     await radicale.makeCalendar('todo', 'Todo', ['VTODO']);
+    tg = await TelegramStandIn.start(BOT_TOKEN);
     stack = await Stack.start({
       plugins: [],
-      extraPluginDirs: { calendar: PLUGIN_DIR },
-      env: { CALENDAR_PASSWORD: PASSWORD },
+      extraPluginDirs: { calendar: PLUGIN_DIR, telegram: join(ROOT, 'plugins/telegram') },
+      env: { CALENDAR_PASSWORD: PASSWORD, TELEGRAM_BOT_TOKEN: BOT_TOKEN },
       config: {
         groups: { main: {}, other: {} },
         confirmation_timeout_ms: 20_000,
         plugins: {
+          telegram: { bot_token: '${TELEGRAM_BOT_TOKEN}', api_base_url: tg.url, chats: { [String(MAIN_CHAT)]: 'main' }, owners: [OWNER], poll_timeout_s: 5 },
           calendar: {
             server_url: radicale.url,
             username: USER,
@@ -90,6 +98,7 @@ describe('calendar plugin over CalDAV (Radicale)', () => {
 
   afterAll(async () => {
     await stack?.stop().catch(() => undefined);
+    await tg?.close();
     await radicale?.stop();
   });
 
@@ -236,8 +245,12 @@ describe('calendar plugin over CalDAV (Radicale)', () => {
         'Attendees: Ana <ana@example.org>, Ben Ode <ben@example.org>, carla@example.org',
         'Location: Lake house',
       ]);
+      // The Telegram message as sent: what would be deleted, in the words above, and the buttons.
+      const prompt = await until(() => tg.sentTo(MAIN_CHAT).find((m) => m.reply_markup !== undefined && m.text.includes('Team offsite')), 10_000);
+      for (const line of confirmation.description.state!) expect(prompt.text).toContain(line);
       expect(await radicale.getObject(`/${USER}/work/offsite.ics`)).not.toBeNull(); // nothing happens before the answer
-      expect(stack.core.confirmations.resolve(confirmation.id, true, 'test')).toBe(true);
+      const approve = prompt.reply_markup!.inline_keyboard!.flat().find((b) => b.text === 'Approve')!;
+      tg.queueCallback({ chatId: MAIN_CHAT, messageId: prompt.message_id, fromId: OWNER, data: approve.callback_data! });
       const r = await pending;
       expect(r.code).toBe(0);
       expect(r.out).toEqual({ event_id: 'offsite-42@laptop', status: 'deleted', calendar: 'Work', title: 'Team offsite' });
