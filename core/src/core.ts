@@ -395,7 +395,7 @@ export class Core extends EventEmitter<CoreEvents> {
       this.publish('plugin.ready', null, { plugin: message.plugin });
       this.releaseEarly(message.plugin);
     } else {
-      this.catalog.setState(message.plugin, 'failed', message.category);
+      this.catalog.setState(message.plugin, 'failed', message.category, this.current.scrub(message.detail));
       this.auditPluginFailure(message.plugin, message.category, message.detail);
       this.releaseEarly(message.plugin); // now dropped, each audited
     }
@@ -406,10 +406,10 @@ export class Core extends EventEmitter<CoreEvents> {
   private onPluginDown(message: Extract<HostToCore, { t: 'plugin_down' }>): void {
     if (this.catalog.state(message.plugin) === undefined) return;
     if (message.restarting) {
-      this.catalog.setState(message.plugin, 'starting');
+      this.catalog.setState(message.plugin, 'starting', undefined, `its process ended (${this.current.scrub(message.detail)}); starting it again`);
       this.audit.record({ group: null, session: null, source: message.plugin, topic: null, correlation: null, stage: 'plugin', outcome: 'error', reason: `the process of plugin "${message.plugin}" ended (${message.detail}); its tools are unavailable until it is started again`, detail: message.detail });
     } else {
-      this.catalog.setState(message.plugin, 'failed', 'INTERNAL_ERROR');
+      this.catalog.setState(message.plugin, 'failed', 'INTERNAL_ERROR', this.current.scrub(message.detail));
       this.auditPluginFailure(message.plugin, 'INTERNAL_ERROR', message.detail);
     }
   }

@@ -34,8 +34,8 @@ export interface ConsoleDeps {
   model?: () => ModelHealthReport;
   /** Files agents sent (checked and kept by the core), for download. */
   files?: FileStore;
-  /** Folders whose size the overview shows (logs, workspaces). */
-  folders?: { name: string; path: string }[];
+  /** Folders whose size the Overview shows; `claims`: what may still be allocated on its disk (the workspaces). */
+  folders?: { name: string; path: string; claims?: () => number }[];
   /** Plugins with a panel, and where their sockets are. */
   panels?: () => Panel[];
   /** The first-run checks (doctor). */

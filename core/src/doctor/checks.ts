@@ -26,6 +26,8 @@ export interface PluginState {
   name: string;
   state: string | undefined;
   category: string | null;
+  /** Why it failed or is starting again, when known. */
+  detail?: string | null;
 }
 
 export interface DoctorDeps {
@@ -81,17 +83,17 @@ async function docker(deps: DoctorDeps): Promise<Check[]> {
 }
 
 function plugins(deps: DoctorDeps): Check[] {
-  return deps.plugins().map(({ name, state, category }): Check => {
+  return deps.plugins().map(({ name, state, category, detail }): Check => {
     const base = { id: `plugin-${name}`, title: `Plugin ${name}` };
     if (state === 'healthy') return { ...base, status: 'ok', detail: 'Running.' };
     if (category === 'NOT_CONFIGURED') return { ...base, status: 'warn', detail: 'Not set up, so off.', fix: name === 'telegram' ? `to use Telegram, put your bot's token in TELEGRAM_BOT_TOKEN; ${FIX_ENV}` : `add its settings to volumes/config/carapace.json (see carapace.example.json), then restart` };
-    if (state === 'starting') return { ...base, status: 'warn', detail: 'Starting, or the plugin host is away.', fix: 'wait a minute; if it stays, see `docker compose logs plugins`' };
+    if (state === 'starting') return { ...base, status: 'warn', detail: detail ? `Starting again: ${detail}.` : 'Starting, or the plugin host is away.', fix: 'wait a minute; if it stays, see `docker compose logs plugins`' };
     const fixes: Record<string, string> = {
       AUTH_ERROR: name === 'telegram' ? `Telegram refused the bot token: copy it again from @BotFather into TELEGRAM_BOT_TOKEN; ${FIX_ENV}` : `its server refused the credentials: check them in .env; ${FIX_ENV}`,
       NETWORK_ERROR: 'its server could not be reached: check the address in carapace.json and the internet connection',
       CONFIG_ERROR: 'its settings in carapace.json are wrong: see `docker compose logs plugins` for which one',
     };
-    return { ...base, status: 'fail', detail: `Failed to start (${category ?? 'unknown'}).`, fix: fixes[category ?? ''] ?? 'see `docker compose logs plugins`' };
+    return { ...base, status: 'fail', detail: `Failed to start (${category ?? 'unknown'})${detail ? `: ${detail}` : ''}.`, fix: fixes[category ?? ''] ?? 'see `docker compose logs plugins`' };
   });
 }
 

@@ -22,6 +22,8 @@ interface PluginRecord {
   plugin: DiscoveredPlugin | null;
   state: PluginState;
   category?: InitFailureCategory;
+  /** Why it failed, or why it is starting again (its process ended): for the person. */
+  detail?: string;
 }
 
 export class ToolCatalog {
@@ -34,7 +36,7 @@ export class ToolCatalog {
       this.plugins.set(plugin.name, { plugin, state: 'starting' });
       for (const tool of plugin.tools) this.tools.set(tool.name, tool);
     }
-    for (const bad of rejected) this.plugins.set(bad.name, { plugin: null, state: 'failed', category: 'CONFIG_ERROR' });
+    for (const bad of rejected) this.plugins.set(bad.name, { plugin: null, state: 'failed', category: 'CONFIG_ERROR', detail: bad.reason });
   }
 
   /** The tool for a name, unless its plugin failed to initialize. */
@@ -48,16 +50,18 @@ export class ToolCatalog {
     return this.plugins.get(plugin)?.state;
   }
 
-  setState(plugin: string, state: PluginState, category?: InitFailureCategory): void {
+  setState(plugin: string, state: PluginState, category?: InitFailureCategory, detail?: string): void {
     const record = this.plugins.get(plugin);
     if (!record) return;
     record.state = state;
     record.category = state === 'failed' ? category ?? 'INTERNAL_ERROR' : undefined;
+    // Its first line (an error's message, not its stack: that is in the audit log).
+    record.detail = detail?.split('\n', 1)[0].slice(0, 300);
   }
 
-  /** Every plugin's state, with its failure's category (the console, the doctor). */
-  states(): { name: string; state: PluginState; category: InitFailureCategory | null }[] {
-    return [...this.plugins].map(([name, r]) => ({ name, state: r.state, category: r.state === 'failed' ? r.category ?? 'INTERNAL_ERROR' : null }));
+  /** Every plugin's state, with its failure's category and why (the console, the doctor). */
+  states(): { name: string; state: PluginState; category: InitFailureCategory | null; detail: string | null }[] {
+    return [...this.plugins].map(([name, r]) => ({ name, state: r.state, category: r.state === 'failed' ? r.category ?? 'INTERNAL_ERROR' : null, detail: r.detail ?? null }));
   }
 
   /** Healthy plugins with a console panel (manifest `panel`), and their menu titles. */

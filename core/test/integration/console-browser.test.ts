@@ -27,13 +27,14 @@ let evilBase: string;
 
 beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
-  stack = await Stack.start({ plugins: ['guarded'], config: { groups: { family: { tools: ['*'] } } } });
+  // crashinit fails as it starts: the Overview says why, not only that.
+  stack = await Stack.start({ plugins: ['guarded', 'crashinit'], config: { groups: { family: { tools: ['*'] } } } });
   // A day of model use: the Usage page shows what it cost (claude-haiku-4-5: 1000 in at $1/M, 30000 out at $5/M).
   const day = new Date().toISOString().slice(0, 10);
   const usageHistory = (): DayUsage[] => [{ group: 'family', day, input_tokens: 1000, output_tokens: 30_000, cost_micros: 151_000, requests: 1 }];
   // Today's budgets as the Overview shows them: $0.151 of a $1.00 day.
   const usage = (): GroupUsage[] => [{ group: 'family', day, input_tokens: 1000, output_tokens: 30_000, tokens: 31_000, requests: 1, cost_micros: 151_000, reserved_tokens: 0, reserved_micros: 0, tokens_per_day: 5_000_000, requests_per_minute: 60, requests_this_minute: 0, usd_per_day: 1 } as GroupUsage];
-  admin = await startAdminApi(stack.core, '127.0.0.1', 0, TOKEN, { usage, console: { folders: [{ name: 'audit logs', path: join(stack.dir, 'logs') }], usageHistory } });
+  admin = await startAdminApi(stack.core, '127.0.0.1', 0, TOKEN, { usage, console: { folders: [{ name: 'audit logs', path: join(stack.dir, 'logs') }, { name: 'workspaces', path: stack.dir, claims: () => 2 ** 44 }], usageHistory } });
   base = `http://127.0.0.1:${(admin.server.address() as AddressInfo).port}`;
   // Another origin on the same host (other port: same site, so SameSite does not stop its
   // requests carrying the cookie; only the CSRF token does): a page that tries to
@@ -180,6 +181,20 @@ describe('console in a browser', () => {
     const page = await loggedIn();
     await page.goto(`${base}/#/`);
     await page.waitForFunction(() => document.querySelector('main')?.textContent?.includes('$0.15 of $1.00'), { timeout: 5000 });
+    await page.browserContext().close();
+  });
+
+  it('the Overview says why a plugin failed, and when new workspaces may claim more than the disk has', async () => {
+    const page = await loggedIn();
+    await page.goto(`${base}/#/`);
+    await page.waitForFunction(() => document.querySelector('main')?.textContent?.includes('crashinit'), { timeout: 5000 });
+    const row = await page.$$eval('tr', (rows) => rows.map((r) => r.textContent ?? '').find((t) => t.startsWith('crashinit')));
+    expect(row).toContain('failed');
+    expect(row).toContain("Cannot read properties of undefined (reading 'value')");
+    // 16 TiB of quotas not yet allocated, on a disk with less: red, and the figure.
+    const claim = await page.$$eval('td', (cells) => cells.filter((c) => c.textContent?.includes('new workspaces may still claim')).map((c) => ({ text: c.textContent, bad: c.classList.contains('bad') })));
+    expect(claim).toEqual([{ text: expect.stringContaining('new workspaces may still claim 16384.0 GiB'), bad: true }]);
+    await shot(page, 'overview-problems');
     await page.browserContext().close();
   });
 

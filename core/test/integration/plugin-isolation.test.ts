@@ -156,6 +156,8 @@ describe("one plugin's trouble is its own", () => {
     const { pid } = await snoop('whoami');
     process.kill(pid, 'SIGKILL');
     await until(() => stack.core.catalog.state('snoop') === 'starting', 5000);
+    // What the Overview and the doctor show meanwhile.
+    expect(stack.core.catalog.states().find((p) => p.name === 'snoop')?.detail).toBe('its process ended (killed by SIGKILL); starting it again');
     const meanwhile = await stack.ipc(family, 'tool.invoke.whoami', {});
     expect(meanwhile.err).toMatchObject({ code: 'PLUGIN_UNAVAILABLE', retriable: true });
     expect((await stack.ipc(family, 'tool.invoke.echo', { text: 'still here' })).out?.echoed?.text).toBe('still here');
