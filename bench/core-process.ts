@@ -7,7 +7,8 @@
 //   {"sessions":[{"id","socketPath"}...],"pid","hostPid","dir","startupMs","plugins","pluginsReadyMs"}
 // Stops gracefully on SIGTERM/SIGINT, or (with BENCH_WATCH_STDIN=1) when stdin closes;
 // then a stdin line "mem" (or "memgc": after a full GC) gets one JSON line of memory figures back.
-// Extra node flags for the plugin host (e.g. --cpu-prof) come from BENCH_HOST_NODE_ARGS.
+// Extra node flags for the plugin host (e.g. --cpu-prof) come from BENCH_HOST_NODE_ARGS;
+// another host entry (bench/single-host.js, the baseline of plugin-processes.js) from BENCH_HOST_MAIN.
 // BENCH_EXTRA_PLUGINS_DIR: every folder in it is served too (bench/plugin-processes.ts);
 // the ready line waits for all plugins and says how long they took from the host's spawn.
 // BENCH_AUDIT_DIR puts the audit log elsewhere (a small tmpfs, a directory to measure),
@@ -118,7 +119,7 @@ async function main(): Promise<void> {
     if (process.env.BENCH_ADMIN_PORT) admin = await startAdminApi(core, '127.0.0.1', Number(process.env.BENCH_ADMIN_PORT));
     const hostArgs = (process.env.BENCH_HOST_NODE_ARGS ?? '').split(' ').filter(Boolean);
     const hostSpawnedAt = performance.now();
-    host = spawn(process.execPath, [...hostArgs, HOST_MAIN], {
+    host = spawn(process.execPath, [...hostArgs, process.env.BENCH_HOST_MAIN || HOST_MAIN], {
       env: {
         PATH: process.env.PATH,
         CARAPACE_RUN_DIR: runDir,

@@ -3,6 +3,8 @@
 //   a. a tool call that goes to a plugin (echo: core → plugin host → echo's process → back)
 //      against an intrinsic that stays in the core (get_session_info), same run, alternated
 //      on one connection: latency, then throughput, and their ratios (the plugin hop);
+//      and against the same echo inside the plugin host's own process (bench/single-host.ts,
+//      the host's shape before one process per plugin), same run;
 //   b. RSS of the plugin host and of each plugin process, next to an idle bare Node
 //      process; start-up from the host's spawn to every plugin initialized (as the core
 //      sees it), next to a bare Node start, for 1 plugin (echo) and for 6 (echo and five
@@ -20,6 +22,8 @@ import { stats, type Stats } from './stats.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const CORE_PROCESS = join(ROOT, 'dist/bench/core-process.js');
+/** The baseline: the same host with every plugin inside its own process (as before one process per plugin). */
+const SINGLE_HOST = join(ROOT, 'dist/bench/single-host.js');
 const PLUGIN_COUNTS = [1, 6];
 /** Start-ups per plugin count (the median is reported). */
 const STARTS = Number(process.env.BENCH_STARTS ?? 3);
@@ -113,8 +117,8 @@ interface Ready {
   pluginsReadyMs: number;
 }
 
-async function startCore(extraPluginsDir: string | null): Promise<{ child: ChildProcess; ready: Ready }> {
-  const env: NodeJS.ProcessEnv = { ...process.env, BENCH_WATCH_STDIN: '1', ...(extraPluginsDir ? { BENCH_EXTRA_PLUGINS_DIR: extraPluginsDir } : {}) };
+async function startCore(extraPluginsDir: string | null, hostMain?: string): Promise<{ child: ChildProcess; ready: Ready }> {
+  const env: NodeJS.ProcessEnv = { ...process.env, BENCH_WATCH_STDIN: '1', ...(extraPluginsDir ? { BENCH_EXTRA_PLUGINS_DIR: extraPluginsDir } : {}), ...(hostMain ? { BENCH_HOST_MAIN: hostMain } : {}) };
   const child = spawn(process.execPath, [CORE_PROCESS, '2'], { stdio: ['pipe', 'pipe', 'inherit'], env });
   const lines = createInterface({ input: child.stdout! });
   const ready = await new Promise<Ready>((resolveReady, rejectReady) => {
@@ -254,6 +258,15 @@ async function main(): Promise<void> {
   out();
 
   const summary: Record<string, unknown> = { bench: 'plugin-processes', machine, baseline };
+  // The baseline first: echo inside the plugin host's own process.
+  const single = await startCore(null, SINGLE_HOST);
+  let inHost: { latency: Awaited<ReturnType<typeof latency>>; load: Awaited<ReturnType<typeof throughput>>; hostMb: number };
+  try {
+    await sleep(1000);
+    inHost = { latency: await latency(single.ready.sessions[0].socketPath), load: await throughput(single.ready.sessions, PLUGIN_CALL), hostMb: rssMb(single.ready.hostPid) };
+  } finally {
+    await stopCore(single.child);
+  }
   const byCount: Record<string, unknown> = {};
   for (const count of PLUGIN_COUNTS) {
     const extra = templateCopies(count);
@@ -278,7 +291,11 @@ async function main(): Promise<void> {
             out(`   get_session_info (in core)  p50 ${lat.core.p50.toFixed(3)} ms  p99 ${lat.core.p99.toFixed(3)} ms  mean ${lat.core.mean.toFixed(3)} ms   ${loadCore.reqPerSec} req/s`);
             out(`   plugin / core: latency p50 ${ratio(lat.plugin.p50, lat.core.p50)}×, p99 ${ratio(lat.plugin.p99, lat.core.p99)}×; the hop adds ${(lat.plugin.p50 - lat.core.p50).toFixed(3)} ms at p50; throughput ${ratio(loadPlugin.reqPerSec, loadCore.reqPerSec)}×`);
             out(`   errors: ${lat.errors + loadPlugin.errors + loadCore.errors}`);
+            const base = inHost.latency.plugin;
+            out(`   baseline, echo inside the plugin host (its shape before one process per plugin): p50 ${base.p50.toFixed(3)} ms  p99 ${base.p99.toFixed(3)} ms   ${inHost.load.reqPerSec} req/s; host with echo ${inHost.hostMb} MB RSS`);
+            out(`   own process / inside the host: latency p50 ${ratio(lat.plugin.p50, base.p50)}×, p99 ${ratio(lat.plugin.p99, base.p99)}×; throughput ${ratio(loadPlugin.reqPerSec, inHost.load.reqPerSec)}×`);
             out();
+            summary.singleHost = { latency: base, reqPerSec: inHost.load.reqPerSec, hostMb: inHost.hostMb, p50Ratio: ratio(lat.plugin.p50, base.p50), p99Ratio: ratio(lat.plugin.p99, base.p99), throughputRatio: ratio(loadPlugin.reqPerSec, inHost.load.reqPerSec) };
             summary.hop = {
               latency: { plugin: lat.plugin, core: lat.core, p50Ratio: ratio(lat.plugin.p50, lat.core.p50), p99Ratio: ratio(lat.plugin.p99, lat.core.p99), addedP50Ms: r2(lat.plugin.p50 - lat.core.p50) },
               throughput: { pluginReqPerSec: loadPlugin.reqPerSec, coreReqPerSec: loadCore.reqPerSec, ratio: ratio(loadPlugin.reqPerSec, loadCore.reqPerSec), pluginP50Ms: loadPlugin.latency.p50, coreP50Ms: loadCore.latency.p50 },

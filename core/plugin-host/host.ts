@@ -37,6 +37,8 @@ export interface HostOptions {
   coreLostAfterMs?: number;
   /** The egress service's socket (the appliance); unset, plugins' tunnels connect from here. */
   egressSocket?: string | null;
+  /** The benchmark's baseline only (bench/single-host.ts): every plugin inside this process, unisolated. */
+  inProcessPlugins?: boolean;
 }
 
 /** The default bound on a core's absence: far longer than a restart takes. */
@@ -165,6 +167,7 @@ export class PluginHost {
       start: { plugin: name, handlerFile, config, dataDir, initTimeoutMs: this.options.config.handler_timeout_ms, panelSocket: hasPanel ? join(dataDir, PRIVATE_PANEL) : null, egressProxy: relay?.url ?? null },
       ids: pluginIds,
       env: pluginEnv(this.options.env ?? process.env, dataDir),
+      inProcess: this.options.inProcessPlugins === true,
       events: {
         init: (result) => {
           if (result.ok && hasPanel) void this.publicPanel(name, join(dataDir, PRIVATE_PANEL));

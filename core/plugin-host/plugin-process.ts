@@ -9,6 +9,7 @@ import type { HandlerOutcome } from '../src/plugins/host-protocol.js';
 import type { EventEnvelope, RequestEnvelope } from '../src/protocol/envelope.js';
 import type { InitFailureCategory } from '../src/protocol/errors.js';
 import type { HookMessage, RunnerToSupervisor, StartMessage, StopOutcome, SupervisorToRunner } from './child-protocol.js';
+import { InProcessChild } from './in-process-child.js';
 
 const RUNNER_MAIN = join(dirname(fileURLToPath(import.meta.url)), 'runner/main.js');
 
@@ -41,6 +42,8 @@ export interface PluginProcessOptions {
   ids: { uid: number; gid: number } | null;
   env: NodeJS.ProcessEnv;
   events: PluginProcessEvents;
+  /** The benchmark's baseline only: the plugin inside the host's process (in-process-child.ts). */
+  inProcess?: boolean;
 }
 
 type State = 'starting' | 'ready' | 'waiting' | 'failed' | 'stopped';
@@ -76,12 +79,14 @@ export class PluginProcess {
   start(): void {
     this.state = 'starting';
     const { ids, env } = this.options;
-    const child = spawn(process.execPath, [`--max-old-space-size=${HEAP_MB}`, RUNNER_MAIN], {
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      env,
-      cwd: '/',
-      ...(ids ? { uid: ids.uid, gid: ids.gid } : {}),
-    });
+    const child = this.options.inProcess
+      ? (new InProcessChild() as unknown as ChildProcess)
+      : spawn(process.execPath, [`--max-old-space-size=${HEAP_MB}`, RUNNER_MAIN], {
+          stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+          env,
+          cwd: '/',
+          ...(ids ? { uid: ids.uid, gid: ids.gid } : {}),
+        });
     this.child = child;
     child.on('message', (message: RunnerToSupervisor) => this.receive(message));
     child.on('error', (err) => this.ended(child, `could not be started: ${err.message}`));
