@@ -18,6 +18,8 @@ export type { CalendarTime, IcalComponent, IcalTime } from './ical.js';
 export { CalDavStore, davInitFailure, davRequest, DavAuthRejected, DavConflict, DavHttpError, DavUnreachable, inRequest } from './caldav.js';
 export type { DavCollection, DavComponent, DavTimeRange, RequestScope, StoredObject, StoreOptions } from './caldav.js';
 export { truncate } from './text.js';
+/** A plugin panel's page files, JSON answers and small JSON bodies (servePanel). */
+export { bundledPanelFolder, panelPages, readJsonBody, replyJson } from './panel.js';
 /** A file replaced whole or not at all (temp file, fsync, rename): what a plugin keeps in its data folder. */
 export { writeAtomically } from '../src/state/atomic-write.js';
 
