@@ -14,6 +14,8 @@ export type { EventEnvelope, JsonObject, RequestEnvelope, InitFailureCategory, A
 export { formatIso, isKnownTimeZone, wallClock, zoneOffsetMs, zonedToUtc } from './time.js';
 // iCalendar and CalDAV are `#sdk/calendar`: only the plugins that use them load tsdav and ical.js.
 export { truncate } from './text.js';
+/** A plugin panel's page files, JSON answers and small JSON bodies (servePanel). */
+export { bundledPanelFolder, panelPages, readJsonBody, replyJson } from './panel.js';
 /** A file replaced whole or not at all (temp file, fsync, rename): what a plugin keeps in its data folder. */
 export { writeAtomically } from '../src/state/atomic-write.js';
 

@@ -3,6 +3,7 @@
 import { EventEmitter } from 'node:events';
 import { chmodSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { replyOf, type ReplyTarget } from './agents/replies.js';
 import { AuditLog } from './audit/audit-log.js';
 import { quarantineNotice, SessionGuard, type Abuse } from './boundary/session-guard.js';
 import { SessionSocket } from './boundary/session-socket.js';
@@ -42,19 +43,11 @@ const MAX_EARLY_EVENTS = 1000;
 /** Event keys remembered to refuse repeats: far more than a plugin replays after a crash. */
 const MAX_EVENT_KEYS = 10_000;
 
-/** A channel plugin's send_* tool: its success means the person got what the agent wrote. */
-function isReplyTool(catalog: ToolCatalog, name: string): boolean {
-  const tool = catalog.lookup(name);
-  return tool !== undefined && tool.name.startsWith('send_') && tool.owner !== 'core' && catalog.isChannel(tool.owner);
-}
-
 /** A reply that reached a person (the `replied` event). */
-export interface Reply {
+export interface Reply extends ReplyTarget {
   session: string;
   group: string;
   tool: string;
-  /** The channel plugin that delivered it. */
-  plugin: string;
   arguments: JsonObject;
 }
 
@@ -80,7 +73,7 @@ export interface CoreEvents {
   quarantined: [{ session: string; group: string; abuse: Abuse }];
   /** The plugin host's plugins have all answered their init: what they subscribe to reaches them. */
   'plugins-settled': [];
-  /** A channel's send tool (send_telegram, send_webchat) delivered what a session's agent wrote: these arguments, through this plugin. */
+  /** A channel's reply tool (send_telegram, send_webchat, reply_email: manifest `reply`) delivered what a session's agent wrote: these arguments, through this plugin. */
   replied: [Reply];
 }
 
@@ -154,8 +147,8 @@ export class Core extends EventEmitter<CoreEvents> {
       succeeded: (session, tool, args) => {
         // What the tool answered is external content: it is in the agent's context now.
         if (this.catalog.lookup(tool)?.untrusted_output) this.sessions.markUntrustedInput(session.id);
-        const owner = this.catalog.lookup(tool)?.owner;
-        if (owner && isReplyTool(this.catalog, tool)) this.emit('replied', { session: session.id, group: session.group, tool, plugin: owner, arguments: args });
+        const reply = replyOf(this.catalog, tool, args);
+        if (reply) this.emit('replied', { session: session.id, group: session.group, tool, arguments: args, ...reply });
       },
       route: {
         catalog: this.catalog,

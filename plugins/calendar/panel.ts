@@ -1,9 +1,7 @@
 // The calendar plugin's console page (its panel): per group, the calendars it may use and
 // its coming events. Read only; reached only through the console (session and CSRF checked).
-import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { bundledPanelFolder, panelPages, replyJson as reply } from '#sdk';
 
 /** What the page needs from the plugin. */
 export interface PanelSource {
@@ -11,26 +9,12 @@ export interface PanelSource {
   panelOverview(group: string, days: number): Promise<unknown>;
 }
 
-const PAGE_DIR = join(dirname(fileURLToPath(import.meta.url)), '../../../plugins/calendar/panel');
-const PAGES: Record<string, { file: string; type: string }> = {
-  '/': { file: 'index.html', type: 'text/html; charset=utf-8' },
-  '/calendar.js': { file: 'calendar.js', type: 'text/javascript; charset=utf-8' },
-};
-
-function reply(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' });
-  res.end(JSON.stringify(body));
-}
+const pages = panelPages(bundledPanelFolder(import.meta.url, 'calendar'), ['calendar.js']);
 
 export async function serveCalendarPanel(source: PanelSource, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://panel');
-  const page = PAGES[url.pathname];
   if (req.method !== 'GET') return reply(res, 405, { code: 'METHOD_NOT_ALLOWED', message: 'the calendar page is read only' });
-  if (page) {
-    res.writeHead(200, { 'content-type': page.type, 'cache-control': 'no-store' });
-    res.end(readFileSync(join(PAGE_DIR, page.file)));
-    return;
-  }
+  if (pages(req, res)) return;
   if (url.pathname === '/api/groups') return reply(res, 200, { groups: source.panelGroups() });
   if (url.pathname === '/api/overview') {
     const group = url.searchParams.get('group') ?? '';

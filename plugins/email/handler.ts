@@ -1,13 +1,18 @@
 // The email channel: authenticated mail from listed senders in a group's folders starts
 // that group's agent (watcher.ts); tools search, read, file, send and reply, each checked
 // against the calling group's configuration (tools.ts). Which sends need a person's yes is
-// decided by the core from the manifest (low_risk_recipients), never here.
+// decided by the core from the manifest (low_risk_recipients), never here. The console's
+// email page (panel.ts) lists what reached each group's agent and what it sent (recent-mail.ts).
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import pino from 'pino';
 import { InitError, ToolError, type CoreServices, type JsonObject, type PluginConfig, type PluginHandler, type RequestContext, type RequestEnvelope } from '#sdk';
+import { approvalOf } from './approval.js';
+import { serveEmailPanel } from './panel.js';
+import { RecentMail } from './recent-mail.js';
 import { parseSettings, type Settings } from './settings.js';
 import { SyncState } from './sync-state.js';
 import { describeSend, markEmail, readEmail, replyEmail, searchEmail, sendEmail, type ToolContext } from './tools.js';
-import { Watcher } from './watcher.js';
+import { Watcher, type Seen } from './watcher.js';
 
 const log = pino({ base: { service: 'plugin-host', plugin: 'email' } }, pino.destination(2));
 
@@ -24,10 +29,14 @@ export default class EmailChannel implements PluginHandler {
   private settings!: Settings;
   private services!: CoreServices;
   private watcher: Watcher | null = null;
+  private recent!: RecentMail;
 
   async initialize(config: PluginConfig, services: CoreServices): Promise<void> {
     this.services = services;
     this.settings = parseSettings(config);
+    this.recent = new RecentMail(services.dataDir);
+    const lost = this.recent.load(this.settings.mailboxes.keys()).movedAside;
+    if (lost) log.warn({ moved_to: lost }, 'the console\'s list of recent mail was corrupt; moved aside: it starts empty');
     const state = new SyncState(services.dataDir);
     const moved = state.load().movedAside;
     if (moved) {
@@ -38,7 +47,13 @@ export default class EmailChannel implements PluginHandler {
       if (!this.settings.mailboxes.has(group)) log.warn({ group }, `a listed sender's group has no mailbox configured: its mail is ignored`);
       void sender;
     }
-    this.watcher = new Watcher(this.settings, state, services.egressProxy, (group, payload, key) => services.publish('message.inbound', group, payload, { key }));
+    this.watcher = new Watcher(
+      this.settings,
+      state,
+      services.egressProxy,
+      (group, payload, key) => services.publish('message.inbound', group, payload, { key }),
+      (seen) => this.noteReceived(seen, true),
+    );
     try {
       await this.watcher.start();
     } catch (err) {
@@ -51,8 +66,13 @@ export default class EmailChannel implements PluginHandler {
     const tool = envelope.topic.slice('tool.invoke.'.length);
     const run = Object.hasOwn(TOOLS, tool) ? TOOLS[tool] : undefined;
     if (!run) throw new ToolError({ message: `unknown tool ${tool}`, retriable: false });
+    const ctx: ToolContext = {
+      ...this.context(envelope.group, context?.signal),
+      onRead: (folder, uid, view) => this.noteReceived({ group: envelope.group, folder, uid, view }, false),
+      onSent: (sent, mail, result) => this.noteSent(envelope, sent, mail.to, mail.cc, mail.bcc, mail.subject, result.message_id),
+    };
     try {
-      return await run(this.context(envelope.group, context?.signal), envelope.payload.arguments);
+      return await run(ctx, envelope.payload.arguments);
     } catch (err) {
       throw toolError(err, context?.signal);
     }
@@ -65,6 +85,29 @@ export default class EmailChannel implements PluginHandler {
 
   async shutdown(): Promise<void> {
     await this.watcher?.stop();
+  }
+
+  servePanel(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    return serveEmailPanel(() => [...this.settings.mailboxes.keys()], this.recent, req, res);
+  }
+
+  /** For the console's page only: a failure to note it costs the page a line, never the mail. */
+  private noteReceived({ group, folder, uid, view }: Seen, started: boolean): void {
+    try {
+      this.recent.received(group, { folder, uid, from: view.from ?? '', subject: view.subject, date: view.date, started, read: !started });
+    } catch (err) {
+      log.warn({ err: (err as Error).message }, 'could not note the mail for the console\'s page');
+    }
+  }
+
+  private async noteSent(envelope: RequestEnvelope, tool: 'send_email' | 'reply_email', to: string[], cc: string[], bcc: string[], subject: string, messageId: string): Promise<void> {
+    const at = new Date().toISOString();
+    try {
+      const approval = await approvalOf(this.services, envelope);
+      this.recent.sent(envelope.group, { tool, to, cc, bcc, subject, message_id: messageId, at, ...approval });
+    } catch (err) {
+      log.warn({ err: (err as Error).message }, 'could not note the sent mail for the console\'s page');
+    }
   }
 
   private context(group: string, signal: AbortSignal | undefined): ToolContext {

@@ -15,7 +15,13 @@ export interface Outgoing {
   references?: string[];
 }
 
-export async function sendMail(server: Server, proxy: string | undefined, mail: Outgoing, signal: AbortSignal | undefined): Promise<{ message_id: string; accepted: string[]; rejected: string[] }> {
+export interface SendResult {
+  message_id: string;
+  accepted: string[];
+  rejected: string[];
+}
+
+export async function sendMail(server: Server, proxy: string | undefined, mail: Outgoing, signal: AbortSignal | undefined): Promise<SendResult> {
   if (signal?.aborted) throw new AbortedBeforeActing();
   const transport = nodemailer.createTransport({
     host: server.host,

@@ -1,8 +1,9 @@
 // New mail in the watched folders becomes message.inbound for its group. One connection:
 // every folder is synced by UID (everything above the last UID handled, under the same
-// UIDVALIDITY), then the first folder stays selected so imapflow IDLEs on it (or polls,
-// on a server without IDLE); the others are synced again every poll interval, and all of
-// them when the connection comes back. Progress is saved after every mail (sync-state.ts).
+// UIDVALIDITY), then the first folder stays selected and the connection IDLEs on it (or
+// imapflow polls, on a server without IDLE): new mail there wakes the watcher at once; the
+// others are synced again every poll interval, and all of them when the connection comes
+// back. Progress is saved after every mail (sync-state.ts).
 import { createHash } from 'node:crypto';
 import pino from 'pino';
 import type { ImapFlow } from 'imapflow';
@@ -35,7 +36,9 @@ export class Watcher {
     private readonly settings: Settings,
     private readonly state: SyncState,
     private readonly proxy: string | undefined,
-    private readonly publish: (group: string, payload: JsonObject, key: string) => void,
+    /** Resolves once the plugin host holds the event: only then is progress saved past it. */
+    private readonly publish: (group: string, payload: JsonObject, key: string) => Promise<void>,
+    /** A mail was handed to its group's agent (the console's page lists it). */
     private readonly onSeen: (seen: Seen) => void = () => undefined,
   ) {}
 
@@ -81,6 +84,9 @@ export class Watcher {
           if (this.stopping) return;
           await this.sync(this.client, folder);
         }
+        // IDLE now: imapflow would start it by itself only after 15 s of quiet, and mail
+        // arriving meanwhile would wait that long. New mail in the folder wakes us (`exists`).
+        void this.client.idle({ whenFree: true }).catch(() => undefined);
         await this.idle(this.settings.pollIntervalMs);
       } catch (err) {
         if (this.stopping) return;
@@ -145,9 +151,9 @@ export class Watcher {
       log.info({ folder, uid, reason: admission.reason }, 'mail starts no agent');
       return;
     }
-    this.onSeen({ group: admission.group, folder, uid, view });
     const folderId = createHash('sha256').update(folder).digest('hex').slice(0, 16);
-    this.publish(admission.group, inboundPayload(view, folder, uid), `mail ${folderId} ${uidvalidity}:${uid}`);
+    await this.publish(admission.group, inboundPayload(view, folder, uid), `mail ${folderId} ${uidvalidity}:${uid}`);
+    this.onSeen({ group: admission.group, folder, uid, view });
   }
 }
 

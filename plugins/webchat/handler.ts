@@ -7,11 +7,8 @@
 // the person writes and what send_webchat delivers are exactly what the core keeps, and
 // when the conversation is cleared (core: conversation.cleared) the chat is emptied too.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pino from 'pino';
-import { ToolError, type CoreServices, type EventEnvelope, type FileRef, type PluginConfig, type PluginHandler, type RequestEnvelope } from '#sdk';
+import { bundledPanelFolder, panelPages, readJsonBody, replyJson as reply, ToolError, type CoreServices, type EventEnvelope, type FileRef, type PluginConfig, type PluginHandler, type RequestEnvelope } from '#sdk';
 import { ChatHistory } from './history.js';
 
 const log = pino({ base: { service: 'plugin-host', plugin: 'webchat' } }, pino.destination(2));
@@ -20,11 +17,7 @@ const SENDER = 'console';
 const MAX_TEXT = 8000;
 const MAX_BODY_BYTES = 16 * 1024;
 const GROUP = /^[a-z0-9][a-z0-9_-]{0,63}$/;
-const PAGE_DIR = join(dirname(fileURLToPath(import.meta.url)), '../../../plugins/webchat/panel');
-const PAGES: Record<string, { file: string; type: string }> = {
-  '/': { file: 'index.html', type: 'text/html; charset=utf-8' },
-  '/chat.js': { file: 'chat.js', type: 'text/javascript; charset=utf-8' },
-};
+const pages = panelPages(bundledPanelFolder(import.meta.url, 'webchat'), ['chat.js']);
 
 export default class WebChat implements PluginHandler {
   private services!: CoreServices;
@@ -67,12 +60,7 @@ export default class WebChat implements PluginHandler {
   async servePanel(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://panel');
     const group = url.searchParams.get('group') ?? '';
-    const page = PAGES[url.pathname];
-    if (req.method === 'GET' && page) {
-      res.writeHead(200, { 'content-type': page.type, 'cache-control': 'no-store' });
-      res.end(readFileSync(join(PAGE_DIR, page.file)));
-      return;
-    }
+    if (pages(req, res)) return;
     if (url.pathname.startsWith('/api/') && !GROUP.test(group)) return reply(res, 400, { code: 'INVALID_INPUT', message: 'group is a group name' });
     if (req.method === 'GET' && url.pathname === '/api/history') return reply(res, 200, { messages: this.history.list(group) });
     if (req.method === 'GET' && url.pathname === '/api/stream') {
@@ -82,7 +70,7 @@ export default class WebChat implements PluginHandler {
       return;
     }
     if (req.method === 'POST' && url.pathname === '/api/send') {
-      const body = await readJson(req);
+      const body = await readJsonBody(req, MAX_BODY_BYTES);
       const text = typeof body?.text === 'string' ? body.text.trim() : '';
       if (!text || text.length > MAX_TEXT) return reply(res, 400, { code: 'INVALID_INPUT', message: `text: 1 to ${MAX_TEXT} characters` });
       const message = this.history.add(group, 'user', text);
@@ -92,26 +80,3 @@ export default class WebChat implements PluginHandler {
     reply(res, 404, { code: 'NOT_FOUND', message: 'no such page' });
   }
 }
-
-function reply(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(JSON.stringify(body));
-}
-
-/** The request's JSON body, or null (too big, not JSON). */
-async function readJson(req: IncomingMessage): Promise<Record<string, unknown> | null> {
-  let size = 0;
-  const chunks: Buffer[] = [];
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY_BYTES) return null;
-    chunks.push(chunk);
-  }
-  try {
-    const value = JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
-  } catch {
-    return null;
-  }
-}
-

@@ -17,11 +17,12 @@ import { chownSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AgentSettings } from '../config.js';
-import type { Core } from '../core.js';
+import type { Core, Reply } from '../core.js';
 import type { LlmProxy } from '../llm/llm-proxy.js';
 import type { EventEnvelope } from '../protocol/envelope.js';
 import { renderInstructions } from './memory-brief.js';
 import { promptFor } from './prompt.js';
+import { answersTurn } from './replies.js';
 import { carriesUntrustedInput } from '../pipeline/untrusted-input.js';
 import { ApiClient } from './api-client.js';
 import { CLAUDE_COMMAND, ClaudeSession, type TurnRunner } from './claude-session.js';
@@ -142,17 +143,18 @@ export class AgentManager {
     private readonly earlier: EarlierConversation | null = null,
   ) {
     core.on('quarantined', ({ session, group }) => this.onQuarantined(session, group));
-    core.on('replied', ({ session, group }) => this.onReplied(session, group));
+    core.on('replied', (reply) => this.onReplied(reply));
     if (storage.fsErrors) {
       this.fsCheck = setInterval(() => void this.checkFileSystems(), FS_CHECK_MS);
       this.fsCheck.unref();
     }
   }
 
-  /** A send tool delivered what the agent wrote: the turn has answered its person (and a crash now must not say otherwise). */
-  private onReplied(session: string, group: string): void {
+  /** A reply tool delivered what the agent wrote to the turn's person: the turn has answered (and a crash now must not say otherwise). */
+  private onReplied(reply: Reply): void {
+    const { session, group } = reply;
     const turn = this.agents.get(group)?.session === session ? this.agents.get(group)?.turn : undefined;
-    if (!turn || turn.replied) return;
+    if (!turn || turn.replied || !answersTurn(reply, turn.causes)) return;
     turn.replied = true;
     for (const cause of turn.causes) this.unfinished?.replied(cause.id);
   }

@@ -67,7 +67,8 @@ export class ConversationKeeper {
     const { body, recipient, file } = reply.arguments as { body?: unknown; recipient?: unknown; file?: { name?: unknown } };
     if (typeof body !== 'string') return;
     const attached = typeof file?.name === 'string' ? ` [file: ${file.name}]` : '';
-    this.store.add({ group: reply.group, direction: 'out', channel: reply.plugin, party: typeof recipient === 'string' ? recipient : 'unknown', text: body + attached });
+    const party = typeof recipient === 'string' ? recipient : reply.to?.length ? reply.to.join(', ') : 'unknown';
+    this.store.add({ group: reply.group, direction: 'out', channel: reply.plugin, party, text: body + attached });
   }
 
   /** The group's kept conversation, oldest first (the console). */

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import semver from 'semver';
 import { StartupError } from '../protocol/errors.js';
 import type { JsonObject } from '../protocol/envelope.js';
-import { manifestSchema, PLUGIN_NAME_PATTERN, type Manifest, type RecipientRule } from './manifest.js';
+import { manifestSchema, PLUGIN_NAME_PATTERN, type Manifest, type RecipientRule, type ReplyRule } from './manifest.js';
 import { createAjv, describeFailure, type Ajv, type ValidateFunction } from './schema-compiler.js';
 
 export interface ToolEntry {
@@ -19,6 +19,7 @@ export interface ToolEntry {
   describe?: boolean;
   low_risk_recipients?: RecipientRule;
   untrusted_output?: boolean;
+  reply?: ReplyRule;
   arguments_schema: JsonObject;
   /** Plugin directory name, or "core" for intrinsics. */
   owner: string;
@@ -47,7 +48,7 @@ const validateManifest = defaultAjv.compile(manifestSchema);
 
 /** Compiles a tool's schema. Each discovery passes its own ajv, so schema $ids never collide across runs. */
 export function compileTool(
-  decl: Pick<ToolEntry, 'name' | 'description' | 'risk_level' | 'task_run_risk_level' | 'file_arguments' | 'describe' | 'low_risk_recipients' | 'untrusted_output' | 'arguments_schema'>,
+  decl: Pick<ToolEntry, 'name' | 'description' | 'risk_level' | 'task_run_risk_level' | 'file_arguments' | 'describe' | 'low_risk_recipients' | 'untrusted_output' | 'reply' | 'arguments_schema'>,
   owner: string,
   ajv: Ajv = defaultAjv,
 ): ToolEntry {

@@ -29,8 +29,18 @@ export interface ToolDeclaration {
   low_risk_recipients?: RecipientRule;
   /** The tool's answer is external content (a mail someone sent): its session counts as having read untrusted input. */
   untrusted_output?: boolean;
+  /**
+   * A channel plugin's tool whose success means what the agent wrote reached a person: a
+   * turn that makes such a call has answered (no "no answer" notice; the group's kept
+   * conversation holds it). `true`: any successful call (a chat's send tool); `{ to }`:
+   * only when one of the addresses these arguments name sent a message the turn answers
+   * (mail to someone else answers nobody). Unset: `send_*` tools count as `true`.
+   */
+  reply?: ReplyRule;
   arguments_schema: JsonObject;
 }
+
+export type ReplyRule = boolean | { to: string[] };
 
 export interface RecipientRule {
   /** Argument names holding an address or an array of addresses. */
@@ -114,6 +124,17 @@ export const manifestSchema = {
                 },
               },
               untrusted_output: { type: 'boolean' },
+              reply: {
+                anyOf: [
+                  { type: 'boolean' },
+                  {
+                    type: 'object',
+                    required: ['to'],
+                    additionalProperties: false,
+                    properties: { to: { type: 'array', items: { type: 'string', pattern: TOOL_NAME_PATTERN }, minItems: 1, maxItems: 8, uniqueItems: true } },
+                  },
+                ],
+              },
               // Every tool takes a JSON object and rejects undeclared fields.
               arguments_schema: {
                 type: 'object',

@@ -253,6 +253,58 @@ describe('sending', () => {
   }, 60_000);
 });
 
+describe('a turn started by mail, answered by mail', () => {
+  /** What the core told the group's people (user.notify), as published. */
+  const notices: string[] = [];
+  beforeAll(() => {
+    const publish = stack.core.publish.bind(stack.core);
+    stack.core.publish = (topic, group, payload, ...rest) => {
+      if (topic === 'user.notify' && typeof payload.text === 'string') notices.push(payload.text);
+      return publish(topic, group, payload, ...rest);
+    };
+  });
+  const completed = () => stack.core.audit.query({ group: 'main' }).filter((e) => e.reason === 'agent run completed').length;
+
+  /** Delivers a mail whose turn runs `act` (with the mail's uid), approves the send it makes, and waits for the turn to end. */
+  async function answeredTurn(subject: string, text: string, tool: string, act: (socket: string, uid: number) => Promise<string>): Promise<string> {
+    const before = completed();
+    let answer: string | undefined;
+    actions.set(subject, async (socket) => {
+      const prompt = prompts.find((p) => p.includes(subject))!;
+      answer = await act(socket, Number(/uid: "(\d+)"/.exec(prompt)![1]));
+    });
+    await deliver({ envelopeFrom: ALICE.address, subject, text });
+    // In a turn a mail started, every send waits for a person (untrusted_turns): approved here.
+    await stack.answerConfirmation('main', (p) => p.tool === tool && (p.arguments.body as string).includes(subject), true);
+    await until(() => answer !== undefined && completed() > before, 20_000);
+    actions.delete(subject);
+    return answer!;
+  }
+
+  it('a reply with reply_email to the mail\'s sender answers the turn: the person is not told "no answer"', async () => {
+    const answer = await answeredTurn('Table for two?', 'Can you book a table for two', 'reply_email', (socket, uid) =>
+      agentIpc(socket, 'tool.invoke.reply_email', { folder: 'INBOX', uid, to: [ALICE.address], body: 'Booked, re Table for two?' }));
+    expect(JSON.parse(answer)).toMatchObject({ accepted: [ALICE.address] });
+    await eventually(async () => (await mailboxOf(ALICE)).find((m) => m.subject === 'Re: Table for two?'), 20_000);
+    expect(notices.filter((n) => n.includes('Can you book a table for two'))).toEqual([]);
+  }, 60_000);
+
+  it('a new mail with send_email to the sender answers it too', async () => {
+    const answer = await answeredTurn('Send me the list', 'Please mail me the shopping list', 'send_email', (socket) =>
+      agentIpc(socket, 'tool.invoke.send_email', { to: [ALICE.address], subject: 'The list', body: 'Milk, bread; re Send me the list' }));
+    expect(JSON.parse(answer)).toMatchObject({ accepted: [ALICE.address] });
+    expect(notices.filter((n) => n.includes('Please mail me the shopping list'))).toEqual([]);
+  }, 60_000);
+
+  it('a mail only to someone else answers nobody: the person is told the turn ended without an answer', async () => {
+    const answer = await answeredTurn('Tell Carol', 'Tell Carol we are late', 'send_email', (socket) =>
+      agentIpc(socket, 'tool.invoke.send_email', { to: [CAROL.address], subject: 'Late', body: 'We are late; re Tell Carol' }));
+    expect(JSON.parse(answer)).toMatchObject({ accepted: [CAROL.address] });
+    const notice = await until(() => notices.find((n) => n.includes('Tell Carol we are late')), 5000);
+    expect(notice).toContain('without an answer reaching you');
+  }, 60_000);
+});
+
 describe('the group\'s folders and addresses', () => {
   it('another group, a folder not the group\'s, or a filing folder not configured are refused', async () => {
     const family = await stack.openSession('family');

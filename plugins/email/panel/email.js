@@ -1,0 +1,73 @@
+// The email page (served by the email plugin, mounted by the console at /plugins/email/):
+// per group, the latest mails that reached its agent and the latest it sent. Read only.
+// Every field is a text child of the template (htm escapes it): a subject is whatever a
+// sender wrote, and must never become markup here.
+import { html, render, useEffect, useState } from '/assets/vendor/preact-htm.js';
+
+async function call(path) {
+  const res = await fetch(path, { credentials: 'same-origin' });
+  if (res.status === 401) location.assign('/login');
+  const body = await res.json().catch(() => ({}));
+  if (!res.ok) throw new Error(body.message || `the core answered ${res.status}`);
+  return body;
+}
+
+const when = (iso) => (iso ? new Date(iso).toLocaleString() : '—');
+const list = (addresses) => (addresses && addresses.length ? addresses.join(', ') : '');
+
+function Received({ mails }) {
+  if (mails.length === 0) return html`<p class="muted">No mail has reached this group's agent yet.</p>`;
+  return html`<div class="scroll"><table id="received" class="wide"><thead><tr><th>Arrived</th><th>From</th><th>Subject</th><th>Folder</th><th>Started a turn</th></tr></thead>
+    <tbody>${mails.map((m) => html`<tr data-uid=${m.uid}>
+      <td title=${m.date ? `Date: ${when(m.date)}` : ''}>${when(m.at)}</td>
+      <td class="mono">${m.from}</td>
+      <td class="subject">${m.subject || '(no subject)'}</td>
+      <td>${m.folder}</td>
+      <td class="started">${m.started ? 'yes' : 'no'}${m.read ? html` <span class="muted">(read by the agent)</span>` : ''}</td>
+    </tr>`)}</tbody></table></div>`;
+}
+
+function Sent({ mails }) {
+  if (mails.length === 0) return html`<p class="muted">The agent has sent no mail for this group yet.</p>`;
+  return html`<div class="scroll"><table id="sent" class="wide"><thead><tr><th>Sent</th><th>To</th><th>Subject</th><th>How</th><th>Approved</th></tr></thead>
+    <tbody>${mails.map((m) => html`<tr>
+      <td>${when(m.at)}</td>
+      <td class="mono recipients">${list(m.to)}${m.cc.length ? ` · cc ${list(m.cc)}` : ''}${m.bcc.length ? ` · bcc ${list(m.bcc)}` : ''}</td>
+      <td class="subject">${m.subject}</td>
+      <td>${m.tool === 'reply_email' ? 'reply' : 'new mail'}</td>
+      <td class="approved">${m.approved === true ? html`<span class="ok">yes</span>${m.approved_by ? ` (${m.approved_by})` : ''}` : m.approved === false ? html`<span class="muted">not asked (listed recipients)</span>` : html`<span class="warn">unknown</span>`}</td>
+    </tr>`)}</tbody></table></div>`;
+}
+
+function Email() {
+  const [groups, setGroups] = useState([]);
+  const [group, setGroup] = useState('');
+  const [recent, setRecent] = useState(null);
+  const [error, setError] = useState(null);
+
+  useEffect(() => {
+    call('./api/groups').then((g) => {
+      setGroups(g.groups);
+      setGroup((current) => current || g.groups[0] || '');
+    }, (err) => setError(err.message));
+  }, []);
+  const load = () => group && call(`./api/recent?group=${encodeURIComponent(group)}`).then((r) => (setRecent(r), setError(null)), (err) => setError(err.message));
+  useEffect(() => void load(), [group]);
+
+  return html`<main class="page">
+    <div class="row"><a href="/">← Console</a><h1 style="margin:0 12px">Email</h1>
+      <select id="group" value=${group} onChange=${(e) => setGroup(e.target.value)}>${groups.map((g) => html`<option value=${g}>${g}</option>`)}</select>
+      <button id="refresh" onClick=${() => load()}>Refresh</button></div>
+    ${error && html`<div class="error" role="alert">${error}</div>`}
+    ${groups.length === 0 && html`<p class="muted">No group has a mailbox configured.</p>`}
+    ${recent && html`<section>
+      <h2>Mail the agent saw</h2>
+      <p class="muted">Only mail from senders listed for this group, authenticated by the receiving server. Mail from anyone else never reaches the agent and is not shown here.</p>
+      <${Received} mails=${recent.received} />
+      <h2>Mail the agent sent</h2>
+      <${Sent} mails=${recent.sent} />
+    </section>`}
+  </main>`;
+}
+
+render(html`<${Email} />`, document.getElementById('email'));
