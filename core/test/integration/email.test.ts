@@ -9,6 +9,7 @@ import nodemailer from 'nodemailer';
 import { eventually, ROOT, sleep, Stack, until } from '../harness.js';
 import { expectError } from '../support/expect-ipc.js';
 import { AUTHSERV_ID, MailServers } from '../support/mail-servers.js';
+import { TelegramStandIn } from '../support/telegram-standin.js';
 import { agentIpc, scriptedManager, scriptedRuntime } from '../support/scripted-runtime.js';
 import type { AgentManager } from '../../src/agents/agent-manager.js';
 import type { Session } from '../../src/boundary/session-table.js';
@@ -22,6 +23,10 @@ const CAROL = { address: 'carol@example.test', password: 'carol-pw' };
 let mail: MailServers;
 let stack: Stack;
 let manager: AgentManager;
+let tg: TelegramStandIn;
+const BOT_TOKEN = '123456789:AAH-email_test_token-0123456789abcdef';
+const MAIN_CHAT = 400;
+const OWNER = 42;
 const events: EventEnvelope[] = [];
 const prompts: string[] = [];
 /** What the scripted agent does in a turn whose prompt contains the key. */
@@ -36,6 +41,8 @@ function config(): Record<string, unknown> {
     groups: { main: {}, family: {} },
     confirmation_timeout_ms: 30_000,
     plugins: {
+      // Where the person answers a send's prompt.
+      telegram: { bot_token: '${TELEGRAM_BOT_TOKEN}', api_base_url: tg.url, chats: { [String(MAIN_CHAT)]: 'main' }, owners: [OWNER], poll_timeout_s: 5 },
       email: {
         imap: server(mail.imapPort),
         smtp: server(mail.smtpPort),
@@ -90,7 +97,8 @@ async function mailboxOf(user: { address: string; password: string }): Promise<A
 
 beforeAll(async () => {
   mail = await MailServers.start([AGENT, ALICE, BOB, CAROL]);
-  stack = await Stack.start({ plugins: [], extraPluginDirs: { email: join(ROOT, 'plugins/email') }, env: { EMAIL_PASSWORD: AGENT.password }, config: config() });
+  tg = await TelegramStandIn.start(BOT_TOKEN);
+  stack = await Stack.start({ plugins: [], extraPluginDirs: { email: join(ROOT, 'plugins/email'), telegram: join(ROOT, 'plugins/telegram') }, env: { EMAIL_PASSWORD: AGENT.password, TELEGRAM_BOT_TOKEN: BOT_TOKEN }, config: config() });
   stack.core.on('event', (e) => events.push(e));
   const runtime = scriptedRuntime(async (prompt, socket) => {
     prompts.push(prompt);
@@ -104,6 +112,7 @@ afterAll(async () => {
   if (process.env.EMAIL_TEST_DEBUG) require_debug(stack, mail);
   await manager?.stop();
   await stack?.stop();
+  await tg?.close();
   await mail?.stop();
 });
 
@@ -207,7 +216,11 @@ describe('sending', () => {
     expect(pending.description.state).toEqual(expect.arrayContaining([`To: ${CAROL.address}`, 'Subject: For Carol', `Not on this group's recipient list: ${CAROL.address}`]));
     expect((pending.description.state ?? []).join('\n')).toContain('end of body');
     expect(shown).toContain('the whole body');
-    stack.core.confirmations.resolve(pending.id, true, 'test');
+    // The Telegram message as sent says the same, the whole body included; the person approves there.
+    const prompt = await until(() => tg.sentTo(MAIN_CHAT).find((m) => m.reply_markup !== undefined && m.text.includes('For Carol')), 10_000);
+    for (const line of pending.description.state!) expect(prompt.text).toContain(line);
+    const approve = prompt.reply_markup!.inline_keyboard!.flat().find((b) => b.text === 'Approve')!;
+    tg.queueCallback({ chatId: MAIN_CHAT, messageId: prompt.message_id, fromId: OWNER, data: approve.callback_data! });
     const r = await call;
     expect(r.stderr).toBe('');
     expect(r.out.accepted).toEqual([CAROL.address]);
