@@ -71,15 +71,16 @@ async function otherGroupCalls(n: number): Promise<void> {
 /**
  * Runs the attacker in the family container as its agent would (uid 1000) and waits for
  * the core to quarantine the session, checking another group along the way. Bounded: on
- * code without the guard nothing is quarantined and this fails after 30 s.
+ * code without the guard nothing is quarantined and this fails after 60 s (a loaded
+ * machine gets that long to send its attack).
  */
 async function attackFromInside(mode: AttackMode, env: Record<string, string | number>): Promise<{ result: AttackResult | null; kind: Abuse['kind']; session: string; container: string }> {
   const family = manager.live('family')!;
   const name = `attack-${mode}-${family.session}.json`;
-  const vars = Object.entries({ ATTACK_MODE: mode, ATTACK_OUT: `/workspace/group/${name}`, ATTACK_DURATION_MS: 25_000, ...env }).map(([k, v]) => `${k}=${v}`);
-  const attack = runtime.exec(family.container, ['env', ...vars, 'node', '-e', ATTACKER_SOURCE], 40_000).catch(() => null);
+  const vars = Object.entries({ ATTACK_MODE: mode, ATTACK_OUT: `/workspace/group/${name}`, ATTACK_DURATION_MS: 50_000, ...env }).map(([k, v]) => `${k}=${v}`);
+  const attack = runtime.exec(family.container, ['env', ...vars, 'node', '-e', ATTACKER_SOURCE], 70_000).catch(() => null);
   await otherGroupCalls(2);
-  await eventually(() => quarantines.some((q) => q.session === family.session), 30_000);
+  await eventually(() => quarantines.some((q) => q.session === family.session), 60_000);
   await attack;
   const file = join(stack.dir, 'groups', 'family', name);
   const result = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as AttackResult) : null;
