@@ -18,6 +18,8 @@ export { truncate } from './text.js';
 export { bundledPanelFolder, panelPages, readJsonBody, replyJson } from './panel.js';
 /** A file replaced whole or not at all (temp file, fsync, rename): what a plugin keeps in its data folder. */
 export { writeAtomically } from '../src/state/atomic-write.js';
+/** A JSON state file as an earlier run left it: missing, loaded, or (not JSON, not its shape) moved aside for a person. */
+export { readJsonState, type SavedState } from '../src/state/json-state.js';
 
 /** Throw for an intentional, agent-facing error. Anything else thrown is a crash. */
 export class ToolError extends Error {

@@ -3,9 +3,8 @@
 // policy admitted is ever recorded (a stranger's mail is neither shown nor logged). Kept
 // in the plugin's data folder, a bounded list per group, replaced whole on each change
 // (writeAtomically), so that the page survives restarts.
-import { readFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeAtomically } from '#sdk';
+import { readJsonState, writeAtomically } from '#sdk';
 
 export interface ReceivedMail {
   folder: string;
@@ -60,29 +59,18 @@ export class RecentMail {
    * aside (its new name returned) and the lists start empty: they are a view, not a record.
    */
   load(groups: Iterable<string>): { movedAside?: string } {
-    let text: string;
-    try {
-      text = readFileSync(this.file, 'utf8');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return {};
-      throw err;
+    const state = readJsonState(this.file, (json) => (json as { groups?: Record<string, Partial<GroupMail>> }).groups ?? {});
+    if (state.kind === 'moved') return { movedAside: state.movedAside };
+    if (state.kind === 'missing') return {};
+    for (const group of groups) {
+      const saved = state.value[group];
+      if (!saved) continue;
+      this.groups.set(group, {
+        received: (Array.isArray(saved.received) ? saved.received : []).slice(0, this.cap),
+        sent: (Array.isArray(saved.sent) ? saved.sent : []).slice(0, this.cap),
+      });
     }
-    try {
-      const parsed = JSON.parse(text) as { groups?: Record<string, Partial<GroupMail>> };
-      for (const group of groups) {
-        const saved = parsed.groups?.[group];
-        if (!saved) continue;
-        this.groups.set(group, {
-          received: (Array.isArray(saved.received) ? saved.received : []).slice(0, this.cap),
-          sent: (Array.isArray(saved.sent) ? saved.sent : []).slice(0, this.cap),
-        });
-      }
-      return {};
-    } catch {
-      const movedAside = `${this.file}.corrupt-${Date.now()}`;
-      renameSync(this.file, movedAside);
-      return { movedAside };
-    }
+    return {};
   }
 
   /** A mail reached the group's agent; the same mail again (a replay, a later read) updates its entry. */

@@ -2,9 +2,8 @@
 // plugin's data folder, replaced whole after every mail (writeAtomically). A crash between
 // publishing a mail and saving this replays that one mail, which the core recognises by
 // its event key; a mail is never skipped.
-import { readFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeAtomically } from '#sdk';
+import { readJsonState, writeAtomically } from '#sdk';
 
 export interface FolderState {
   uidvalidity: string;
@@ -23,24 +22,12 @@ export class SyncState {
 
   /** Reads the file; a corrupt one is moved aside (its new name returned) and every folder starts afresh. */
   load(): { movedAside?: string } {
-    let text: string;
-    try {
-      text = readFileSync(this.file, 'utf8');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return {};
-      throw err;
+    const saved = readJsonState(this.file, (json) => Object.entries((json as { folders?: Record<string, FolderState> }).folders ?? {}));
+    if (saved.kind === 'moved') return { movedAside: saved.movedAside };
+    for (const [folder, s] of saved.kind === 'loaded' ? saved.value : []) {
+      if (typeof s?.uidvalidity === 'string' && Number.isSafeInteger(s.last_uid) && s.last_uid >= 0) this.folders.set(folder, { uidvalidity: s.uidvalidity, last_uid: s.last_uid });
     }
-    try {
-      const parsed = JSON.parse(text) as { folders?: Record<string, FolderState> };
-      for (const [folder, s] of Object.entries(parsed.folders ?? {})) {
-        if (typeof s?.uidvalidity === 'string' && Number.isSafeInteger(s.last_uid) && s.last_uid >= 0) this.folders.set(folder, { uidvalidity: s.uidvalidity, last_uid: s.last_uid });
-      }
-      return {};
-    } catch {
-      const movedAside = `${this.file}.corrupt-${Date.now()}`;
-      renameSync(this.file, movedAside);
-      return { movedAside };
-    }
+    return {};
   }
 
   get(folder: string): FolderState | undefined {

@@ -1,17 +1,16 @@
 // The next getUpdates offset, kept in the plugin's data directory so that a restart
 // neither replays confirmed updates nor skips unconfirmed ones. Written atomically.
-import { readFile, rename, writeFile } from 'node:fs/promises';
+import { rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { readJsonState } from '#sdk';
 
 const FILE = 'offset.json';
 
-function parseOffset(text: string): number | null {
-  try {
-    const value = (JSON.parse(text) as { offset?: unknown } | null)?.offset;
-    return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : null;
-  } catch {
-    return null;
-  }
+/** The saved offset; throws on anything else (the file is then moved aside). */
+function parseOffset(json: unknown): number {
+  const value = (json as { offset?: unknown } | null)?.offset;
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return value;
+  throw new Error('no offset');
 }
 
 export class OffsetStore {
@@ -28,21 +27,11 @@ export class OffsetStore {
    * a person to look at) and its new name returned: the caller must not replay.
    */
   async load(): Promise<number | { movedAside: string }> {
-    let text: string;
-    try {
-      text = await readFile(this.file, 'utf8');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0;
-      throw err;
-    }
-    const value = parseOffset(text);
-    if (value !== null) {
-      this.saved = value;
-      return value;
-    }
-    const movedAside = `${this.file}.corrupt-${Date.now()}`;
-    await rename(this.file, movedAside);
-    return { movedAside };
+    const saved = readJsonState(this.file, parseOffset);
+    if (saved.kind === 'missing') return 0;
+    if (saved.kind === 'moved') return { movedAside: saved.movedAside };
+    this.saved = saved.value;
+    return saved.value;
   }
 
   /** Serialized; a write of an unchanged offset is skipped. */

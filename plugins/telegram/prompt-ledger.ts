@@ -2,9 +2,8 @@
 // data directory: a prompt outlives the process that sent it (and the core that asked),
 // so after any restart each one can still be edited to say how its request ended,
 // instead of keeping live buttons for a request nobody waits for. Bounded; the oldest go first.
-import { readFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeAtomically } from '#sdk';
+import { readJsonState, writeAtomically } from '#sdk';
 
 const FILE = 'prompts.json';
 
@@ -36,25 +35,16 @@ export class PromptLedger {
 
   /** What an earlier run left open. A corrupt file is moved aside (its name returned); a missing one is a first run. */
   load(): { movedAside?: string } {
-    let text: string;
-    try {
-      text = readFileSync(this.file, 'utf8');
-    } catch {
-      return {};
+    const saved = readJsonState(this.file, (json) => {
+      if (!Array.isArray(json)) throw new Error('not a list');
+      return json as unknown[];
+    });
+    if (saved.kind === 'moved') return { movedAside: saved.movedAside };
+    for (const entry of saved.kind === 'loaded' ? saved.value : []) {
+      const [id, prompts] = Array.isArray(entry) ? entry : [];
+      if (typeof id === 'string' && Array.isArray(prompts) && prompts.every(isPrompt)) this.open.set(id, prompts);
     }
-    try {
-      const saved = JSON.parse(text) as unknown;
-      if (!Array.isArray(saved)) throw new Error('not a list');
-      for (const entry of saved as unknown[]) {
-        const [id, prompts] = Array.isArray(entry) ? entry : [];
-        if (typeof id === 'string' && Array.isArray(prompts) && prompts.every(isPrompt)) this.open.set(id, prompts);
-      }
-      return {};
-    } catch {
-      const movedAside = `${this.file}.corrupt-${Date.now()}`;
-      renameSync(this.file, movedAside);
-      return { movedAside };
-    }
+    return {};
   }
 
   ids(): string[] {

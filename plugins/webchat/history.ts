@@ -5,10 +5,9 @@
 // goes out with its id; a page that reconnects with the last id it had gets what came
 // after it, so it sees every message once.
 import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync, renameSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { join } from 'node:path';
-import { writeAtomically, type FileRef } from '#sdk';
+import { readJsonState, writeAtomically, type FileRef } from '#sdk';
 
 export interface ChatMessage {
   id: string;
@@ -46,15 +45,9 @@ export class ChatHistory {
       for (const stream of this.streams) this.write(stream, ': keep-alive\n\n');
     }, KEEPALIVE_MS);
     this.keepalive.unref();
-    if (!existsSync(this.file)) return;
-    try {
-      const saved = JSON.parse(readFileSync(this.file, 'utf8')) as Record<string, ChatMessage[]>;
-      for (const [group, list] of Object.entries(saved)) if (Array.isArray(list)) this.byGroup.set(group, list.slice(-perGroup));
-    } catch {
-      const movedTo = `${this.file}.corrupt-${Date.now()}`;
-      renameSync(this.file, movedTo);
-      problems.corrupt(movedTo);
-    }
+    const saved = readJsonState(this.file, (json) => Object.entries(json as Record<string, ChatMessage[]>));
+    if (saved.kind === 'moved') problems.corrupt(saved.movedAside);
+    for (const [group, list] of saved.kind === 'loaded' ? saved.value : []) if (Array.isArray(list)) this.byGroup.set(group, list.slice(-perGroup));
   }
 
   list(group: string): ChatMessage[] {

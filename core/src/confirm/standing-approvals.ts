@@ -7,10 +7,11 @@
 // or resurrect an expired one; a file that cannot be read is moved aside: nothing is
 // approved that a person did not approve.
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import stringify from 'safe-stable-stringify';
 import { writeAtomically } from '../state/atomic-write.js';
+import { readJsonState } from '../state/json-state.js';
 import type { StoreProblem } from '../state/sqlite-file.js';
 
 /** The longest a standing approval may last: a week. */
@@ -68,17 +69,15 @@ export class StandingApprovals {
     private readonly onExpired: (approval: StandingApproval) => void = () => undefined,
     private readonly now: () => number = Date.now,
   ) {
-    if (!file || !existsSync(file)) return;
-    try {
-      const data = JSON.parse(readFileSync(file, 'utf8')) as { approvals?: unknown };
-      if (!Array.isArray(data.approvals)) throw new Error('no "approvals" array');
+    if (!file) return;
+    const saved = readJsonState(file, (json) => {
+      const approvals = (json as { approvals?: unknown } | null)?.approvals;
+      if (!Array.isArray(approvals)) throw new Error('no "approvals" array');
       // Approvals made before uses per hour existed: once an hour, the default.
-      this.entries = data.approvals.filter(isApproval).map((a) => ({ ...a, uses_per_hour: Number.isInteger(a.uses_per_hour) ? a.uses_per_hour : DEFAULT_USES_PER_HOUR, used_at: Array.isArray(a.used_at) ? a.used_at.filter((t) => typeof t === 'string') : [] }));
-    } catch (err) {
-      const movedTo = `${file}.corrupt-${new Date().toISOString().replace(/[:.]/g, '-')}`;
-      renameSync(file, movedTo);
-      onProblem({ file, movedTo, error: (err as Error).message });
-    }
+      return approvals.filter(isApproval).map((a) => ({ ...a, uses_per_hour: Number.isInteger(a.uses_per_hour) ? a.uses_per_hour : DEFAULT_USES_PER_HOUR, used_at: Array.isArray(a.used_at) ? a.used_at.filter((t) => typeof t === 'string') : [] }));
+    });
+    if (saved.kind === 'loaded') this.entries = saved.value;
+    if (saved.kind === 'moved') onProblem({ file, movedTo: saved.movedAside, error: saved.error });
   }
 
   grant(input: Grant): StandingApproval | GrantRefusal {

@@ -6,6 +6,7 @@
 import Database from 'better-sqlite3';
 import { existsSync, mkdirSync, renameSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { asideName } from './json-state.js';
 
 export interface StoreProblem {
   file: string;
@@ -36,7 +37,7 @@ export function openSqliteFile(file: string | null, schema: string, onProblem: (
     return open(file, schema);
   } catch (err) {
     if (!file || !existsSync(file)) throw err;
-    const movedTo = `${file}.corrupt-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+    const movedTo = asideName(file);
     renameSync(file, movedTo);
     for (const suffix of ['-wal', '-shm']) if (existsSync(file + suffix)) renameSync(file + suffix, movedTo + suffix);
     onProblem({ file, movedTo, error: (err as Error).message });

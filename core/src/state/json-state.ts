@@ -1,0 +1,29 @@
+// A JSON state file as an earlier run left it. Missing: a first run. Not JSON, or not the
+// shape its owner reads (a crash of an older version mid-write, a disk fault, a hand
+// edit): moved aside, kept for a person to look at and said, never silently replaced.
+import { readFileSync, renameSync } from 'node:fs';
+
+export type SavedState<T> = { kind: 'missing' } | { kind: 'loaded'; value: T } | { kind: 'moved'; movedAside: string; error: string };
+
+/** The name a broken state file is kept under: `<file>.corrupt-<time>`, sortable. */
+export function asideName(file: string): string {
+  return `${file}.corrupt-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+}
+
+/** Reads `file` with `read`, which throws on a shape it does not take. Other I/O errors are thrown. */
+export function readJsonState<T>(file: string, read: (json: unknown) => T): SavedState<T> {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { kind: 'missing' };
+    throw err;
+  }
+  try {
+    return { kind: 'loaded', value: read(JSON.parse(text) as unknown) };
+  } catch (err) {
+    const movedAside = asideName(file);
+    renameSync(file, movedAside);
+    return { kind: 'moved', movedAside, error: (err as Error).message };
+  }
+}
