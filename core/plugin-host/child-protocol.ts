@@ -1,5 +1,6 @@
 // Messages between the plugin host (the supervisor) and one plugin's own process (the
-// runner), over Node's IPC channel. The supervisor is trusted, the runner is not: the
+// runner), JSON lines over a socket pair (runner-channel.ts bounds what a runner sends; Node's own
+// IPC channel let one line of garbage end the host). The supervisor is trusted, the runner is not: the
 // supervisor says which plugin every message from a runner is about, never the runner.
 import type { HandlerOutcome, ServiceMethod } from '../src/plugins/host-protocol.js';
 import type { EventEnvelope, JsonObject, RequestEnvelope } from '../src/protocol/envelope.js';

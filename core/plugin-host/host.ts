@@ -21,7 +21,7 @@ import { panelSocket, relayTo, servePanel } from './panel-server.js';
 import { BusPublisher } from './bus-publisher.js';
 import { CorePresence } from './core-presence.js';
 import { EgressRelay } from './egress-relay.js';
-import { PluginIds, pluginEnv, prepareDataDir } from './isolation.js';
+import { endEverythingOf, PluginIds, pluginEnv, prepareDataDir } from './isolation.js';
 import { AllowList } from './network-allow-list.js';
 import { PluginProcess } from './plugin-process.js';
 import { pluginSection, resolvePluginConfig } from './plugin-config.js';
@@ -185,6 +185,11 @@ export class PluginHost {
           void this.send({ t: 'response', rid, outcome }).catch(() => undefined);
         },
         hookResult: (message) => void this.send(message).catch(() => undefined),
+        // Audited as a fault of the plugin's (a CRITICAL entry); its plugin_down says the same.
+        fault: (detail) => {
+          log.warn({ plugin: name, detail }, 'plugin at fault');
+          void this.send({ t: 'service', sid: randomUUID(), plugin: name, rid: null, group: null, method: 'reportFault', args: { message: detail } }).catch(() => undefined);
+        },
         service: (message) => {
           const sid = randomUUID();
           this.calls.set(sid, { process: child, sid: message.sid });
@@ -201,6 +206,8 @@ export class PluginHost {
     });
     this.processes.set(name, child);
     for (const prefix of plugin.manifest.subscribes) this.sub.subscribe(`${name} ${prefix}`);
+    // What an earlier host's run of it left (a host killed with -9 ends no grandchild).
+    if (!this.options.inProcessPlugins) await endEverythingOf(pluginIds, undefined);
     child.start();
   }
 

@@ -13,11 +13,15 @@ export class InProcessChild extends EventEmitter {
   signalCode: NodeJS.Signals | null = null;
   private readonly runner = new PluginRunner((message: RunnerToSupervisor) => queueMicrotask(() => this.emit('message', message)));
 
-  send(message: SupervisorToRunner, callback?: (err: Error | null) => void): boolean {
+  send(message: SupervisorToRunner): boolean {
     if (!this.connected) return false;
     queueMicrotask(() => this.runner.receive(message));
-    callback?.(null);
     return true;
+  }
+
+  /** The channel's end: the exit (kill) says the rest. */
+  close(): void {
+    this.connected = false;
   }
 
   /** Ends the channel (the handler's code cannot be stopped: it shares this process). */

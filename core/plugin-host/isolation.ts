@@ -6,8 +6,11 @@ import { chmodSync, existsSync, lchownSync, mkdirSync, readdirSync, readFileSync
 import { dirname, join } from 'node:path';
 import { writeAtomically } from '../src/state/atomic-write.js';
 
-/** Plugin uids start here: far above the image's users (node is 1000) and Debian's. */
-const FIRST_UID = 20_001;
+/**
+ * Plugin uids start here: far above the image's users (node is 1000) and Debian's. The
+ * tests give each stack a range of its own: a uid is swept whole (endEverythingOf).
+ */
+const FIRST_UID = Number(process.env.CARAPACE_PLUGIN_FIRST_UID) || 20_001;
 const UIDS_FILE = '.uids.json';
 
 export type Ids = { uid: number; gid: number };
@@ -71,4 +74,54 @@ export function pluginEnv(from: NodeJS.ProcessEnv, dataDir: string): NodeJS.Proc
   const env: NodeJS.ProcessEnv = { HOME: dataDir, TMPDIR: dataDir, SQLITE_TMPDIR: dataDir, PATH: from.PATH ?? '/usr/local/bin:/usr/bin:/bin' };
   for (const name of ['NODE_ENV', 'TZ', 'LANG', 'LC_ALL'] as const) if (from[name] !== undefined) env[name] = from[name];
   return env;
+}
+
+/** Rounds of the sweep: a process forking as fast as it can is caught within a few. */
+const SWEEP_ROUNDS = 50;
+
+/**
+ * Ends every process a plugin left (a detached grandchild, a double fork): each process of
+ * its uid (its alone, when the host is root), else its process group. Runs until none is left.
+ */
+export async function endEverythingOf(ids: Ids | null, pid: number | undefined): Promise<void> {
+  if (!ids) {
+    if (pid === undefined) return;
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      // the group is gone already
+    }
+    return;
+  }
+  for (let round = 0; round < SWEEP_ROUNDS; round++) {
+    const left = processesOf(ids.uid);
+    if (left.length === 0) return;
+    for (const p of left) {
+      try {
+        process.kill(p, 'SIGKILL');
+      } catch {
+        // ended meanwhile
+      }
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** Running processes whose real, effective or saved uid is `uid` (from /proc, as root sees it). */
+export function processesOf(uid: number): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let status: string;
+    try {
+      status = readFileSync(`/proc/${entry}/status`, 'utf8');
+    } catch {
+      continue;
+    }
+    // A zombie has ended already; only its parent (or init) can take it away.
+    if (/^State:\s+Z/m.test(status)) continue;
+    const uids = /^Uid:\s+(\d+)\s+(\d+)\s+(\d+)/m.exec(status);
+    if (uids && uids.slice(1, 4).some((u) => Number(u) === uid)) found.push(Number(entry));
+  }
+  return found;
 }

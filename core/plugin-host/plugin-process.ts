@@ -3,6 +3,8 @@
 // request, and starts it again with back-off. A plugin that keeps dying, or stops
 // answering its heartbeat (a busy loop), is killed; one that dies too often is failed.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomInt } from 'node:crypto';
+import type { Socket } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { HandlerOutcome } from '../src/plugins/host-protocol.js';
@@ -10,6 +12,8 @@ import type { EventEnvelope, RequestEnvelope } from '../src/protocol/envelope.js
 import type { InitFailureCategory } from '../src/protocol/errors.js';
 import type { HookMessage, RunnerToSupervisor, StartMessage, StopOutcome, SupervisorToRunner } from './child-protocol.js';
 import { InProcessChild } from './in-process-child.js';
+import { endEverythingOf } from './isolation.js';
+import { MESSAGES_PER_SECOND, RunnerChannel } from './runner-channel.js';
 
 const RUNNER_MAIN = join(dirname(fileURLToPath(import.meta.url)), 'runner/main.js');
 
@@ -22,6 +26,14 @@ const HEARTBEAT_MS = 5000;
 const STUCK_AFTER_MS = 15_000;
 /** Each plugin's JavaScript heap: one plugin's leak ends its own process, not the machine's memory. */
 const HEAP_MB = 384;
+/**
+ * All its memory (heap, Buffers, native), as RLIMIT_DATA: the heap's bound alone lets a
+ * plugin take the machine's memory outside V8 (Buffer.alloc). Past it an allocation fails
+ * in the plugin's own process, and nothing else's.
+ */
+export const DATA_LIMIT_MB = 1024;
+/** A throttled plugin is reported (the audit log) at most once in this long. */
+const THROTTLE_REPORT_MS = 60_000;
 
 export type InitResult = { ok: true } | { ok: false; category: InitFailureCategory; detail: string };
 
@@ -31,6 +43,8 @@ export interface PluginProcessEvents {
   down(detail: string, restartInMs: number | null): void;
   response(rid: string, outcome: HandlerOutcome): void;
   hookResult(message: Extract<RunnerToSupervisor, { t: 'hook_result' }>): void;
+  /** It broke the channel's rules or floods it: for the audit log (reportFault on its behalf). */
+  fault(detail: string): void;
   /** A service call; `rid` is kept only when it names a request or describe_call this process holds. */
   service(message: Extract<RunnerToSupervisor, { t: 'service' }>): void;
   publish(message: Extract<RunnerToSupervisor, { t: 'publish' }>): void;
@@ -48,8 +62,18 @@ export interface PluginProcessOptions {
 
 type State = 'starting' | 'ready' | 'waiting' | 'failed' | 'stopped';
 
+/** Its end of the channel: a socket pair (runner-channel.ts), or the benchmark's in-process runner. */
+interface Link {
+  send(message: SupervisorToRunner): boolean;
+  close(): void;
+}
+
 export class PluginProcess {
   private child: ChildProcess | null = null;
+  private link: Link | null = null;
+  /** Why the host ended its process, when it did (said in plugin_down rather than "killed by SIGKILL"). */
+  private killedFor: string | null = null;
+  private throttleReportedAt = 0;
   private state: State = 'starting';
   /** Requests and describe_call hooks with this process: answered for it if it dies. */
   private readonly requests = new Set<string>();
@@ -59,7 +83,9 @@ export class PluginProcess {
   private heartbeat: NodeJS.Timeout | null = null;
   private restartTimer: NodeJS.Timeout | null = null;
   private lastPong = 0;
-  private pings = 0;
+  /** The latest two pings' numbers (random: a plugin cannot answer one it did not read). */
+  private pinged = -1;
+  private pingedBefore = -1;
   private stopped: ((outcome: StopOutcome) => void) | null = null;
 
   constructor(private readonly options: PluginProcessOptions) {}
@@ -78,23 +104,55 @@ export class PluginProcess {
 
   start(): void {
     this.state = 'starting';
+    this.killedFor = null;
     const { ids, env } = this.options;
-    const child = this.options.inProcess
-      ? (new InProcessChild() as unknown as ChildProcess)
-      : spawn(process.execPath, [`--max-old-space-size=${HEAP_MB}`, RUNNER_MAIN], {
-          stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-          env,
-          cwd: '/',
-          ...(ids ? { uid: ids.uid, gid: ids.gid } : {}),
-        });
+    let child: ChildProcess;
+    if (this.options.inProcess) {
+      const inProcess = new InProcessChild();
+      inProcess.on('message', (message: RunnerToSupervisor) => this.receive(message));
+      child = inProcess as unknown as ChildProcess;
+      this.link = inProcess;
+    } else {
+      // fd 3 is a socket pair the host reads itself (runner-channel.ts), not Node's IPC
+      // channel, whose parser a plugin could end the host with. Its own process group, and
+      // its memory bounded as a whole (prlimit, util-linux), not only its heap.
+      child = spawn('prlimit', [`--data=${DATA_LIMIT_MB * 1024 * 1024}`, '--', process.execPath, `--max-old-space-size=${HEAP_MB}`, RUNNER_MAIN], {
+        stdio: ['ignore', 'inherit', 'inherit', 'pipe'],
+        env,
+        cwd: '/',
+        detached: true,
+        ...(ids ? { uid: ids.uid, gid: ids.gid } : {}),
+      });
+      const channel = new RunnerChannel(child.stdio[3] as Socket, {
+        message: (message) => this.receive(message),
+        fault: (fault) => this.kill(child, `${fault.code}: ${fault.detail}`),
+        throttled: (pausedMs) => this.throttled(pausedMs),
+      });
+      this.link = channel;
+    }
     this.child = child;
-    child.on('message', (message: RunnerToSupervisor) => this.receive(message));
     child.on('error', (err) => this.ended(child, `could not be started: ${err.message}`));
     child.on('exit', (code, signal) => this.ended(child, signal ? `killed by ${signal}` : `exited with code ${code}`));
     this.lastPong = Date.now();
     this.heartbeat = setInterval(() => this.beat(child), HEARTBEAT_MS);
     this.heartbeat.unref();
     this.send({ t: 'start', ...this.options.start });
+  }
+
+  /** The host ends a process that broke the rules, and says why when it is down. */
+  private kill(child: ChildProcess, why: string): void {
+    if (this.child !== child) return;
+    this.killedFor ??= why;
+    process.stderr.write(`${JSON.stringify({ level: 50, service: 'plugin-host', plugin: this.name, msg: `killed: ${why}` })}\n`);
+    this.options.events.fault(`plugin "${this.name}" was killed: ${why}`);
+    child.kill('SIGKILL');
+  }
+
+  private throttled(pausedMs: number): void {
+    const now = Date.now();
+    if (now - this.throttleReportedAt < THROTTLE_REPORT_MS) return;
+    this.throttleReportedAt = now;
+    this.options.events.fault(`plugin "${this.name}" sends more than ${MESSAGES_PER_SECOND} messages a second: throttled (reading paused ${pausedMs} ms)`);
   }
 
   request(rid: string, envelope: RequestEnvelope): boolean {
@@ -148,16 +206,19 @@ export class PluginProcess {
       });
     }
     child.kill('SIGKILL');
+    await this.sweep(child);
     return outcome;
   }
 
+  /** Nothing of the plugin's may outlive its process: every process of its uid (or its group). */
+  private sweep(child: ChildProcess): Promise<void> {
+    if (this.options.inProcess) return Promise.resolve();
+    return endEverythingOf(this.options.ids, child.pid);
+  }
+
   private send(message: SupervisorToRunner): void {
-    const child = this.child;
-    if (!child?.connected) return;
-    child.send(message, (err) => {
-      // A closing channel: the exit handler answers for what was in flight.
-      if (err) return;
-    });
+    // A closed channel: the exit handler answers for what was in flight.
+    this.link?.send(message);
   }
 
   private receive(message: RunnerToSupervisor): void {
@@ -193,7 +254,8 @@ export class PluginProcess {
         this.options.events.publish(message);
         return;
       case 'pong':
-        this.lastPong = Date.now();
+        // Only an answer to a ping it read counts: a plugin that reads nothing cannot keep itself alive.
+        if (message.n === this.pinged || message.n === this.pingedBefore) this.lastPong = Date.now();
         return;
       case 'stopped':
         this.stopped?.({ outcome: message.outcome, ...(message.detail === undefined ? {} : { detail: message.detail }) });
@@ -207,12 +269,18 @@ export class PluginProcess {
       child.kill('SIGKILL');
       return;
     }
-    this.send({ t: 'ping', n: ++this.pings });
+    this.pingedBefore = this.pinged;
+    this.pinged = randomInt(2 ** 31);
+    this.send({ t: 'ping', n: this.pinged });
   }
 
-  private ended(child: ChildProcess, detail: string): void {
+  private ended(child: ChildProcess, exitDetail: string): void {
     if (this.child !== child) return;
+    const detail = this.killedFor ? `${this.killedFor}; ${exitDetail}` : exitDetail;
     this.child = null;
+    this.link?.close();
+    this.link = null;
+    const swept = this.sweep(child);
     if (this.heartbeat) clearInterval(this.heartbeat);
     // It may have acted on these before it died: only "unknown" is true.
     for (const rid of this.requests) this.options.events.response(rid, { kind: 'lost' });
@@ -235,7 +303,7 @@ export class PluginProcess {
     const delay = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** (this.crashes.length - 1));
     this.state = 'waiting';
     if (!wasStarting) this.options.events.down(detail, delay);
-    this.restartTimer = setTimeout(() => this.start(), delay);
+    this.restartTimer = setTimeout(() => void swept.then(() => this.state === 'waiting' && this.start()), delay);
     this.restartTimer.unref();
   }
 }

@@ -1,6 +1,7 @@
 // Test harness: a real core in this process, a real plugin host process, the real ipc
 // binary. Each stack gets its own temporary directory for sockets, logs and data.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { randomInt } from 'node:crypto';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -51,6 +52,8 @@ export class Stack {
   readonly pluginsDir = join(this.dir, 'plugins');
   readonly auditFile = join(this.dir, 'logs', 'audit.jsonl');
   readonly configFile = join(this.dir, 'carapace.json');
+  /** The first of this stack's plugin uids (as root): a range of its own, since a plugin's uid is swept whole. */
+  readonly firstUid = 100_000 + randomInt(0, 100_000) * 100;
   private rawConfig: Record<string, unknown>;
 
   constructor(private readonly options: StackOptions) {
@@ -89,6 +92,7 @@ export class Stack {
         CARAPACE_CONFIG: this.configFile,
         CARAPACE_DATA_DIR: join(this.dir, 'data'),
         FAULTY_TOKEN,
+        CARAPACE_PLUGIN_FIRST_UID: String(this.firstUid),
         ...this.options.env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,30 +1,36 @@
 // A plugin's own process, started by the plugin host with nothing but its own
-// configuration (sent over the IPC channel, never in the environment), its own data
+// configuration (sent over its channel on fd 3, never in the environment), its own data
 // folder and, when the host runs as root, its own uid. It ends with the host.
+import { fstatSync } from 'node:fs';
+import { Socket } from 'node:net';
+import { createInterface } from 'node:readline';
 import pino from 'pino';
 import type { RunnerToSupervisor, SupervisorToRunner } from '../child-protocol.js';
 import { StrayErrors } from '../stray-errors.js';
 import { PluginRunner } from './plugin-runner.js';
 
-if (!process.send) {
-  process.stderr.write('carapace plugin runner: started without an IPC channel (the plugin host starts it)\n');
+/** The host's channel: JSON lines on a socket pair at fd 3 (runner-channel.ts is the host's end). */
+const CHANNEL_FD = 3;
+
+try {
+  if (!fstatSync(CHANNEL_FD).isSocket()) throw new Error('not a socket');
+} catch {
+  process.stderr.write('carapace plugin runner: started without its channel on fd 3 (the plugin host starts it)\n');
   process.exit(2);
 }
+const channel = new Socket({ fd: CHANNEL_FD, readable: true, writable: true });
 
 // The host is gone (or going): nothing this process does can reach anyone, and it must
 // not go on as if it had (a plugin saving its progress past an event that was lost).
 const send = (message: RunnerToSupervisor): void => {
-  if (!process.connected) process.exit(0);
-  try {
-    process.send!(message, (err: Error | null) => {
-      if (err) process.exit(0);
-    });
-  } catch {
-    process.exit(0);
-  }
+  if (channel.destroyed || !channel.writable) process.exit(0);
+  channel.write(`${JSON.stringify(message)}\n`, (err) => {
+    if (err) process.exit(0);
+  });
 };
 const runner = new PluginRunner(send);
-process.on('disconnect', () => process.exit(0));
+channel.on('close', () => process.exit(0));
+channel.on('error', () => process.exit(0));
 // The host's SIGTERM is for the host: it shuts each plugin down in turn.
 process.on('SIGTERM', () => undefined);
 process.on('SIGINT', () => undefined);
@@ -55,7 +61,8 @@ async function prepare(message: Extract<SupervisorToRunner, { t: 'start' }>): Pr
 
 // In order, each once the start is prepared.
 let prepared: Promise<void> = Promise.resolve();
-process.on('message', (message: SupervisorToRunner) => {
+createInterface({ input: channel, crlfDelay: Infinity }).on('line', (line: string) => {
+  const message = JSON.parse(line) as SupervisorToRunner;
   if (message.t === 'start') {
     prepared = prepare(message).catch((err: unknown) => {
       process.stderr.write(`carapace plugin runner: could not prepare ${message.plugin}: ${String(err)}\n`);
