@@ -2,7 +2,7 @@
 // process runs as a uid of its own (kept in a small file, so it stays the same across
 // restarts and never passes to another plugin), its data folder is its own (0700) and
 // nothing else of the data volume is open to it; its environment holds no secret.
-import { chmodSync, existsSync, lchownSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, lchownSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { writeAtomically } from '../src/state/atomic-write.js';
 
@@ -107,11 +107,16 @@ export async function endEverythingOf(ids: Ids | null, pid: number | undefined):
   }
 }
 
-/** Running processes whose real, effective or saved uid is `uid` (from /proc, as root sees it). */
+/**
+ * Running processes whose real, effective or saved uid is `uid` (from /proc, as root sees it),
+ * in this process's PID namespace only: a plugin host running outside a container (the
+ * tests, a bench) must not reach into containers, whose plugins may have the same uids.
+ */
 export function processesOf(uid: number): number[] {
   const found: number[] = [];
+  const ours = pidNamespace('self');
   for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
+    if (!/^\d+$/.test(entry) || pidNamespace(entry) !== ours) continue;
     let status: string;
     try {
       status = readFileSync(`/proc/${entry}/status`, 'utf8');
@@ -124,4 +129,12 @@ export function processesOf(uid: number): number[] {
     if (uids && uids.slice(1, 4).some((u) => Number(u) === uid)) found.push(Number(entry));
   }
   return found;
+}
+
+function pidNamespace(pid: string): string | null {
+  try {
+    return readlinkSync(`/proc/${pid}/ns/pid`);
+  } catch {
+    return null;
+  }
 }

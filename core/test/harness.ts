@@ -43,6 +43,11 @@ export interface StackOptions {
   extraPluginDirs?: Record<string, string>;
 }
 
+/** The first uid of a range of 100 for one plugin host's plugins (CARAPACE_PLUGIN_FIRST_UID): its own, since each plugin's uid is swept whole when it ends. */
+export function pluginUidRange(): number {
+  return 100_000 + randomInt(0, 100_000) * 100;
+}
+
 export class Stack {
   core!: Core;
   host: ChildProcess | null = null;
@@ -53,7 +58,7 @@ export class Stack {
   readonly auditFile = join(this.dir, 'logs', 'audit.jsonl');
   readonly configFile = join(this.dir, 'carapace.json');
   /** The first of this stack's plugin uids (as root): a range of its own, since a plugin's uid is swept whole. */
-  readonly firstUid = 100_000 + randomInt(0, 100_000) * 100;
+  readonly firstUid = pluginUidRange();
   private rawConfig: Record<string, unknown>;
 
   constructor(private readonly options: StackOptions) {

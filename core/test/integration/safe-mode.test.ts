@@ -9,7 +9,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, wri
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { eventually, freePort, HOST_MAIN, ROOT, sleep, until } from '../harness.js';
+import { eventually, freePort, HOST_MAIN, pluginUidRange, ROOT, sleep, until } from '../harness.js';
 import { launchBrowser, logIn } from '../support/browser.js';
 
 const TOKEN = 'safe-mode-admin-token-0123456789';
@@ -47,6 +47,7 @@ beforeAll(async () => {
     CARAPACE_PLUGINS_DIR: join(dir, 'plugins'),
     CARAPACE_HANDLERS_DIR: join(ROOT, 'dist/plugins'),
     CARAPACE_DATA_DIR: join(dir, 'data'),
+    CARAPACE_PLUGIN_FIRST_UID: String(pluginUidRange()),
   };
   mkdirSync(env.CARAPACE_RUN_DIR);
   // A fixed port, as in the appliance: the core serves the safe mode and then itself on it.
