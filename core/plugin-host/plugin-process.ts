@@ -4,6 +4,7 @@
 // answering its heartbeat (a busy loop), is killed; one that dies too often is failed.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomInt } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -32,6 +33,9 @@ const HEAP_MB = 384;
  * in the plugin's own process, and nothing else's.
  */
 export const DATA_LIMIT_MB = 1024;
+/** util-linux's prlimit (in the image, and on every Debian): without it, only the heap is bounded, and the host says so once. */
+const PRLIMIT = ['/usr/bin/prlimit', '/bin/prlimit'].find((path) => existsSync(path)) ?? null;
+if (!PRLIMIT) process.stderr.write(`${JSON.stringify({ level: 40, service: 'plugin-host', msg: 'prlimit (util-linux) not found: each plugin\'s memory is bounded only by its heap limit' })}\n`);
 /** A throttled plugin is reported (the audit log) at most once in this long. */
 const THROTTLE_REPORT_MS = 60_000;
 
@@ -116,7 +120,9 @@ export class PluginProcess {
       // fd 3 is a socket pair the host reads itself (runner-channel.ts), not Node's IPC
       // channel, whose parser a plugin could end the host with. Its own process group, and
       // its memory bounded as a whole (prlimit, util-linux), not only its heap.
-      child = spawn('prlimit', [`--data=${DATA_LIMIT_MB * 1024 * 1024}`, '--', process.execPath, `--max-old-space-size=${HEAP_MB}`, RUNNER_MAIN], {
+      const node = [process.execPath, `--max-old-space-size=${HEAP_MB}`, RUNNER_MAIN];
+      const [command, ...args] = PRLIMIT ? [PRLIMIT, `--data=${DATA_LIMIT_MB * 1024 * 1024}`, '--', ...node] : node;
+      child = spawn(command, args, {
         stdio: ['ignore', 'inherit', 'inherit', 'pipe'],
         env,
         cwd: '/',
