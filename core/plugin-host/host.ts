@@ -13,7 +13,7 @@ import { SendQueue } from '../src/boundary/send-queue.js';
 import type { CoreConfig } from '../src/config.js';
 import { INTRINSIC_NAMES } from '../src/intrinsics/intrinsics.js';
 import { discoverPlugins, type DiscoveredPlugin } from '../src/plugins/discovery.js';
-import { SOCKETS, type CoreToHost, type HostToCore } from '../src/plugins/host-protocol.js';
+import { BUS_DRAINED, SOCKETS, type CoreToHost, type HostToCore } from '../src/plugins/host-protocol.js';
 import { PROTOCOL_VERSION, type EventEnvelope, type JsonObject } from '../src/protocol/envelope.js';
 import { APP_VERSION } from '../src/version.js';
 import { handlerPath } from './load-handler.js';
@@ -41,6 +41,8 @@ export interface HostOptions {
   inProcessPlugins?: boolean;
 }
 
+/** How long a shutdown from the core waits for the core's last events (BUS_DRAINED). */
+const BUS_DRAINED_WAIT_MS = 2000;
 /** The default bound on a core's absence: far longer than a restart takes. */
 const CORE_LOST_AFTER_MS = 120_000;
 /** Plugin events held for an absent core, kept here when the host gives up waiting. */
@@ -58,6 +60,8 @@ export function pluginDataRoot(dataDir: string): string {
 export class PluginHost {
   private readonly dealer = new zmq.Dealer({ linger: 0, heartbeatInterval: 1000, heartbeatTimeout: 5000, reconnectInterval: 100 });
   private readonly sub = new zmq.Subscriber({ linger: 0 });
+  private drainedSeen!: () => void;
+  private readonly drainedMarker = new Promise<void>((resolve) => (this.drainedSeen = resolve));
   private readonly bus = new BusPublisher(() => log.warn({ count: 1 }, 'core away too long: oldest held events dropped'));
   private readonly dealerQueue = new SendQueue((frames) => this.dealer.send(frames));
   private readonly toCore = new FrameBatch((frames) => this.dealerQueue.push(frames));
@@ -103,6 +107,7 @@ export class PluginHost {
     this.loops.push(this.receiveCore(), this.receiveEvents(), this.watchCore());
     this.dealer.connect(`ipc://${join(runDir, SOCKETS.pluginHost)}`);
     this.sub.connect(`ipc://${join(runDir, SOCKETS.busOut)}`);
+    this.sub.subscribe(BUS_DRAINED);
     this.bus.connect(`ipc://${join(runDir, SOCKETS.busIn)}`);
     mkdirSync(this.dataRoot, { recursive: true });
     const restored = this.bus.restoreHeld(join(this.dataRoot, HELD_EVENTS_FILE));
@@ -293,7 +298,7 @@ export class PluginHost {
           if (message.t === 'request') this.onRequest(message);
           else if (message.t === 'hook') this.onHook(message);
           else if (message.t === 'service_result') this.onServiceResult(message);
-          else if (message.t === 'shutdown') void this.stop(message.drain_ms, message.shutdown_ms);
+          else if (message.t === 'shutdown') void this.busDrained().then(() => this.stop(message.drain_ms, message.shutdown_ms));
           else if (message.t === 'register') this.register();
           else if (message.t === 'cancel') this.requestOwner.get(message.rid)?.cancel(message.rid);
           else if (message.t === 'refused') log.fatal({ code: message.code, speaks: message.speaks }, `the core refused this plugin host: ${message.message}`);
@@ -307,6 +312,10 @@ export class PluginHost {
   private async receiveEvents(): Promise<void> {
     try {
       for await (const [address, body] of this.sub) {
+        if (address.toString('utf8') === BUS_DRAINED) {
+          this.drainedSeen();
+          continue;
+        }
         const plugin = address.toString('utf8').split(' ', 1)[0];
         try {
           this.processes.get(plugin)?.event(JSON.parse(body.toString('utf8')) as EventEnvelope);
@@ -317,6 +326,15 @@ export class PluginHost {
     } catch (err) {
       if (!this.sub.closed) throw err;
     }
+  }
+
+  /**
+   * Until the core's marker after its last events has come over the bus (bounded: an older
+   * core sends none), so that a shutdown does not overtake what the core published just
+   * before it (the link and the bus are two sockets, with no order between them).
+   */
+  private busDrained(): Promise<void> {
+    return Promise.race([this.drainedMarker, new Promise<void>((r) => setTimeout(r, BUS_DRAINED_WAIT_MS).unref())]);
   }
 
   private send(message: HostToCore): Promise<void> {

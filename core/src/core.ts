@@ -470,6 +470,7 @@ export class Core extends EventEmitter<CoreEvents> {
     this.confirmations.withdrawAll('core: shutting down');
     const deadline = Date.now() + drainMs;
     while (live.some((n) => this.hostLink.inFlightFor(n) > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    await this.bus.drained().catch(() => undefined);
     const report = await this.hostLink.shutdown(0, shutdownMs);
     for (const name of live) {
       const result = report?.results.find((r) => r.plugin === name);

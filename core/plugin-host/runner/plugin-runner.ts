@@ -42,6 +42,8 @@ export class PluginRunner {
   private readonly controllers = new Map<string, AbortController>();
   private panel: Server | null = null;
   private stopping = false;
+  /** Events being handled now. */
+  private readonly events = new Set<Promise<void>>();
   private published = 0;
   private readonly publishing = new Map<number, () => void>();
 
@@ -188,19 +190,28 @@ export class PluginRunner {
   private async handleEvent(envelope: EventEnvelope): Promise<void> {
     const handler = this.handler;
     if (!handler || this.stopping || typeof handler.handleEvent !== 'function') return;
+    const handling = this.scope.run({ rid: null, group: envelope.group }, () => handler.handleEvent!(envelope));
+    this.events.add(handling);
     try {
-      await this.scope.run({ rid: null, group: envelope.group }, () => handler.handleEvent!(envelope));
+      await handling;
     } catch (err) {
       process.stderr.write(`${JSON.stringify({ level: 50, msg: 'handleEvent failed', topic: envelope.topic, err: String((err as Error)?.message ?? err) })}\n`);
+    } finally {
+      this.events.delete(handling);
     }
   }
 
-  /** The handler's shutdown(), bounded. Requests in flight were drained by the supervisor. */
+  /**
+   * The handler's shutdown(), bounded; first the events it is still handling (a stopping
+   * core's last words, such as a withdrawn prompt's edit). Requests in flight were drained
+   * by the supervisor.
+   */
   private async shutdown(ms: number): Promise<StopOutcome> {
     this.stopping = true;
     this.panel?.close();
     try {
-      await withTimeout(this.handler?.shutdown?.() ?? Promise.resolve(), ms, 'shutdown()');
+      const events = Promise.allSettled([...this.events]);
+      await withTimeout(events.then(() => this.handler?.shutdown?.()), ms, 'shutdown()');
       return { outcome: 'clean' };
     } catch (err) {
       return { outcome: err instanceof TimeoutError ? 'timeout' : 'error', detail: String((err as Error)?.message ?? err) };

@@ -8,7 +8,7 @@
 import * as zmq from 'zeromq';
 import { SendQueue } from '../boundary/send-queue.js';
 import type { EventEnvelope } from '../protocol/envelope.js';
-import type { PublishedEvent } from '../plugins/host-protocol.js';
+import { BUS_DRAINED, type PublishedEvent } from '../plugins/host-protocol.js';
 
 export type PublishedHandler = (topic: string, event: PublishedEvent) => void;
 
@@ -84,6 +84,11 @@ export class EventBus {
     if (held.length > MAX_HELD_PER_PLUGIN) held.shift();
     this.held.set(plugin, held);
     return Promise.resolve();
+  }
+
+  /** The marker after everything delivered so far (BUS_DRAINED), for the plugin host. */
+  drained(): Promise<void> {
+    return this.queue.push([Buffer.from(BUS_DRAINED), Buffer.from('{}')]);
   }
 
   async close(): Promise<void> {

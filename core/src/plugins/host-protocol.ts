@@ -65,3 +65,10 @@ export const SOCKETS = {
   /** Not a socket: the plugin host's health file, fresh while it is linked to the core. */
   pluginHostHealth: 'plugin-host.health',
 } as const;
+
+/**
+ * The bus address of the core's last event before it asks the host to shut down (no plugin
+ * name starts with "."): the bus keeps order, so a host that has seen it has every event
+ * published before (a withdrawn prompt's edit), whatever its link to the core delivered first.
+ */
+export const BUS_DRAINED = '.host drained';
