@@ -227,10 +227,11 @@ export class PluginProcess {
     this.link?.send(message);
   }
 
-  private receive(message: RunnerToSupervisor): void {
+  /** True when the message answers something this host asked of it. */
+  private receive(message: RunnerToSupervisor): boolean {
     switch (message.t) {
       case 'init':
-        if (this.state !== 'starting') return;
+        if (this.state !== 'starting') return false;
         if (message.ok) {
           this.state = 'ready';
           this.options.events.init({ ok: true });
@@ -240,32 +241,34 @@ export class PluginProcess {
           this.options.events.init({ ok: false, category: message.category, detail: message.detail });
           this.child?.kill('SIGKILL');
         }
-        return;
+        return true;
       case 'response':
-        if (!this.requests.delete(message.rid)) return;
+        if (!this.requests.delete(message.rid)) return false;
         this.options.events.response(message.rid, message.outcome);
-        return;
+        return true;
       case 'hook_result':
-        if (!this.hooks.delete(message.hid)) return;
+        if (!this.hooks.delete(message.hid)) return false;
         this.describing.delete(message.hid);
         this.options.events.hookResult(message);
-        return;
+        return true;
       case 'service': {
         // The process may only speak for requests it holds: any other id is dropped.
         const rid = message.rid !== null && (this.requests.has(message.rid) || this.describing.has(message.rid)) ? message.rid : null;
         this.options.events.service({ ...message, rid });
-        return;
+        return false;
       }
       case 'publish':
         this.options.events.publish(message);
-        return;
+        return false;
       case 'pong':
         // Only an answer to a ping it read counts: a plugin that reads nothing cannot keep itself alive.
-        if (message.n === this.pinged || message.n === this.pingedBefore) this.lastPong = Date.now();
-        return;
+        if (message.n !== this.pinged && message.n !== this.pingedBefore) return false;
+        this.lastPong = Date.now();
+        return true;
       case 'stopped':
-        this.stopped?.({ outcome: message.outcome, ...(message.detail === undefined ? {} : { detail: message.detail }) });
-        return;
+        if (!this.stopped) return false;
+        this.stopped({ outcome: message.outcome, ...(message.detail === undefined ? {} : { detail: message.detail }) });
+        return true;
     }
   }
 

@@ -14,14 +14,15 @@ export const MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
 export const MAX_DEPTH = 64;
 /** What may wait for a plugin to read (beyond the kernel's own buffer) before it counts as not reading. */
 export const MAX_UNREAD_BYTES = 16 * 1024 * 1024;
-/** Messages a plugin may send per second, after a burst: more, and the host stops reading it for a while. */
+/** Messages a plugin may send of its own accord per second, after a burst: more, and the host stops reading it for a while. */
 export const MESSAGES_PER_SECOND = 500;
 export const MESSAGE_BURST = 1000;
 
 export type ChannelFault = { code: 'MESSAGE_TOO_LARGE' | 'MALFORMED_MESSAGE' | 'UNREAD_BACKLOG'; detail: string };
 
 export interface ChannelEvents {
-  message(message: RunnerToSupervisor): void;
+  /** True when it answered something the host asked (a request, a hook, a ping): that costs it no rate. */
+  message(message: RunnerToSupervisor): boolean;
   /** The plugin broke the channel's rules: the channel is closed, the process must end. */
   fault(fault: ChannelFault): void;
   /** The plugin sends faster than the rate: reading paused for `pausedMs` (said once per pause). */
@@ -170,8 +171,9 @@ export class RunnerChannel {
     }
     const why = refusal(value);
     if (why) return this.fail({ code: 'MALFORMED_MESSAGE', detail: `it sent a malformed message (${why})` });
-    this.events.message(value as RunnerToSupervisor);
-    this.spend();
+    // Answers are bounded by what the host asks; only what a plugin sends of its own
+    // accord (publish, service calls, answers to nothing) is held to the rate.
+    if (!this.events.message(value as RunnerToSupervisor)) this.spend();
   }
 
   /** A token per message; none left: stop reading until one is back (the plugin's writes wait in its own memory). */
