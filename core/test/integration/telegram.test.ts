@@ -360,7 +360,9 @@ describe('restarts', () => {
     await stack.killHost();
     const beforeKill = texts.filter((t) => inbound(t).length > 0).length;
     stack.startHost();
-    await until(() => texts.every((t) => inbound(t).length > 0), 15_000);
+    await until(() => texts.every((t) => inbound(t).length > 0), 15_000).catch((err: unknown) => {
+      throw new Error(`${String(err)}: ${texts.filter((t) => inbound(t).length === 0).length} of ${texts.length} missing (${beforeKill} before the kill)\n${stack.hostOutput.slice(-4000)}`);
+    });
     expect(beforeKill).toBeLessThan(texts.length);
     expect(texts.filter((t) => inbound(t).length !== 1)).toEqual([]);
   });
