@@ -40,6 +40,9 @@ const MAX_LIST = 100;
 
 const capped = <T>(list: T[]): T[] => list.slice(0, MAX_LIST);
 
+/** One parse of one mail; past it the mail is skipped (watcher.ts) or unreadable (tools.ts). */
+export const PARSE_MS = 10_000;
+
 export type ParseOutcome = { ok: true; view: MailView } | { ok: false; code: 'PARSE_FAILED' | 'PARSE_TIMEOUT'; reason: string };
 
 /**

@@ -14,7 +14,7 @@ import pino from 'pino';
 import type { ImapFlow } from 'imapflow';
 import type { JsonObject } from '#sdk';
 import { imapClient } from './imap.js';
-import { parseMailWithin, type MailView } from './mail.js';
+import { PARSE_MS, parseMailWithin, type MailView } from './mail.js';
 import { startsAgent } from './policy.js';
 import { watchedFolders, type Settings } from './settings.js';
 import type { SyncState } from './sync-state.js';
@@ -25,8 +25,6 @@ const log = pino({ base: { service: 'plugin-host', plugin: 'email' } }, pino.des
 const BATCH = 100;
 /** The first bytes of each mail fetched: its header must end within them. */
 export const HEAD_BYTES = 256 * 1024;
-/** One parse of one mail; past it the mail is skipped. */
-export const PARSE_MS = 10_000;
 /** Times the process may end while handling one mail before the mail is skipped. */
 const MAX_TRIES = 2;
 

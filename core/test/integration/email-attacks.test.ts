@@ -137,6 +137,10 @@ describe('a poison mail', () => {
     expect(stack.core.catalog.state('email')).toBe('healthy');
     expect(events.filter((e) => e.topic === 'message.inbound' && e.payload.sender === BOB.address)).toEqual([]);
     expect(stack.hostOutput).not.toContain('POISONWORD');
+    // The agent's search reads every mail's header: the strangers' poison neither breaks it nor shows.
+    const found = await stack.ipc(await stack.openSession('main'), 'tool.invoke.search_email', { limit: 50 });
+    expect(found.stderr).toBe('');
+    expect(found.out.mails.map((m: { subject: string }) => m.subject)).toEqual(['After the stranger\'s poison']);
   }, 180_000);
 
   it('from a listed sender: a mail the parser refuses is skipped and logged (UID and reason), and the mail after it arrives', async () => {
@@ -162,6 +166,16 @@ describe('a poison mail', () => {
     // Progress saved past it: the marker is gone.
     expect(JSON.parse(readFileSync(join(dataDir(), 'sync.json'), 'utf8')).folders.INBOX.handling).toBeUndefined();
   }, 180_000);
+});
+
+describe('a poison mail that arrives while the plugin host is down', () => {
+  it('does not fail the plugin\'s start: it is skipped, and the mail after it arrives', async () => {
+    await stack.killHost();
+    await deliverAll(ALICE.address, [POISONS['10 000 MIME parts'](ALICE.address), head(ALICE.address, 'After the restart', 'Content-Type: text/plain\r\n\r\nhello\r\n')]);
+    stack.startHost();
+    await until(() => inbound('After the restart')[0], 60_000);
+    expect(stack.core.catalog.state('email')).toBe('healthy');
+  }, 120_000);
 });
 
 describe('what a mail puts into events and files', () => {
