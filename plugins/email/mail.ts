@@ -37,6 +37,7 @@ function addresses(field: AddressObject | AddressObject[] | undefined): string[]
 /** Bounds on what a mail may put into an event, the console's list and the audit log. */
 const MAX_ID_CHARS = 998; // RFC 5322's line limit
 const MAX_LIST = 100;
+const MAX_HTML_CHARS = 1_000_000;
 
 const capped = <T>(list: T[]): T[] => list.slice(0, MAX_LIST);
 
@@ -70,7 +71,9 @@ export async function parseMailWithin(source: Buffer, maxBodyChars: number, cut:
 
 export async function parseMail(source: Buffer, maxBodyChars: number, cut = false): Promise<MailView> {
   // Attachments are not kept: their names and sizes are enough, and their bytes would cost memory.
-  const parsed: ParsedMail = await simpleParser(source, { skipImageLinks: true, skipTextLinks: true, keepCidLinks: false });
+  // HTML longer than MAX_HTML_CHARS is not turned into text: the conversion's memory grows
+  // many times the HTML's size (9 MB of <br> exhausts a 384 MB heap), and anyone can send it.
+  const parsed: ParsedMail = await simpleParser(source, { skipImageLinks: true, skipTextLinks: true, keepCidLinks: false, maxHtmlLengthToParse: MAX_HTML_CHARS });
   const from = addresses(parsed.from);
   const text = (parsed.text ?? '').replace(/\r\n/g, '\n').trim();
   const references = parsed.references === undefined ? [] : Array.isArray(parsed.references) ? parsed.references : [parsed.references];
@@ -85,7 +88,7 @@ export async function parseMail(source: Buffer, maxBodyChars: number, cut = fals
     message_id: parsed.messageId === undefined ? null : truncate(parsed.messageId, MAX_ID_CHARS),
     references: capped(references).map((r) => truncate(r, MAX_ID_CHARS)),
     body: truncate(text, maxBodyChars),
-    truncated: cut || text.length > maxBodyChars,
+    truncated: cut || text.length > maxBodyChars || (typeof parsed.html === 'string' && parsed.html.length > MAX_HTML_CHARS),
     attachments: capped(parsed.attachments).map((a) => ({ filename: truncate(a.filename ?? '(unnamed)', 200), size: a.size, content_type: a.contentType })),
     headerLines: parsed.headerLines,
   };

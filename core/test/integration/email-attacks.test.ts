@@ -4,6 +4,7 @@
 // limits: 10 MB a mail, 100 KB of header, MIME nesting 100), to the real plugin host
 // (its own process, heap bounded, restarted after a crash, failed for good after 6).
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ImapFlow } from 'imapflow';
@@ -83,6 +84,33 @@ async function deliverAll(envelopeFrom: string, raws: string[]): Promise<string[
   return refused;
 }
 
+/** The highest UID in the agent's INBOX. */
+async function lastUid(): Promise<number> {
+  const client = new ImapFlow({ host: '127.0.0.1', port: mail.imapPort, secure: false, auth: { user: AGENT.address, pass: AGENT.password }, logger: false });
+  await client.connect();
+  try {
+    const status = await client.status('INBOX', { uidNext: true });
+    return status ? (status.uidNext ?? 1) - 1 : 0;
+  } finally {
+    await client.logout();
+  }
+}
+
+/** The INBOX's "being handled" marker in the plugin's saved sync state. */
+function handling(): { uid: number; tries: number } | undefined {
+  try {
+    return JSON.parse(readFileSync(join(dataDir(), 'sync.json'), 'utf8')).folders.INBOX.handling;
+  } catch {
+    return undefined; // replaced just now
+  }
+}
+
+/** The email plugin's processes: the only ones running as this stack's plugin uids. */
+function pluginPids(): number[] {
+  const ps = execFileSync('ps', ['-eo', 'pid=,uid='], { encoding: 'utf8' });
+  return ps.trim().split('\n').map((l) => l.trim().split(/\s+/).map(Number)).filter(([, u]) => u >= stack.firstUid && u < stack.firstUid + 100).map(([pid]) => pid);
+}
+
 const head = (from: string, subject: string, extra = ''): string =>
   `From: ${from}\r\nTo: ${AGENT.address}\r\nSubject: ${subject}\r\nMessage-ID: <${subject.replace(/\W/g, '')}.${Date.now()}@example.test>\r\nMIME-Version: 1.0\r\n${extra}`;
 
@@ -154,17 +182,33 @@ describe('a poison mail', () => {
     expect(stack.hostOutput).not.toContain('POISONWORD');
   }, 120_000);
 
-  it('from a listed sender, a mail that ends the plugin\'s process is tried twice, then skipped: the plugin is not failed for good', async () => {
-    const before = outOfHeap();
+  it('from a listed sender, an HTML bomb (9 MB of <br>) reaches the agent without its text, marked cut, and ends nothing', async () => {
+    const before = ends();
     await deliverAll(ALICE.address, [POISONS['an HTML bomb of 9 MB'](ALICE.address)]);
-    await deliverRaw(ALICE.address, head(ALICE.address, 'After the bomb', 'Content-Type: text/plain\r\n\r\nhello\r\n'));
-    await until(() => inbound('After the bomb')[0], 120_000);
-    expect(outOfHeap() - before).toBe(2);
-    expect(stack.hostOutput).toMatch(/"uid":\d+,"reason":"the plugin ended 2 times while handling it".*mail skipped/);
-    await until(() => stack.core.catalog.state('email') === 'healthy', 10_000);
-    expect(inbound('an HTML bomb of 9 MB')).toEqual([]);
-    // Progress saved past it: the marker is gone.
-    expect(JSON.parse(readFileSync(join(dataDir(), 'sync.json'), 'utf8')).folders.INBOX.handling).toBeUndefined();
+    const event = await until(() => inbound('an HTML bomb of 9 MB')[0], 60_000);
+    expect(event.payload.body).toBe('');
+    expect((event.payload.metadata as { truncated: boolean }).truncated).toBe(true);
+    const read = await stack.ipc(await stack.openSession('main'), 'tool.invoke.read_email', { folder: 'INBOX', uid: (event.payload.metadata as { uid: number }).uid });
+    expect(read.stderr).toBe('');
+    expect(ends() - before).toBe(0);
+    expect(outOfHeap()).toBe(0);
+  }, 120_000);
+
+  it('a mail the plugin\'s process dies on while handling it (killed twice) is skipped on the third start: the plugin is not failed for good', async () => {
+    // A 9 MB mail of a listed sender: about a second to fetch and parse, long enough to be killed in.
+    const big = head(ALICE.address, 'Killed on', 'Content-Type: text/plain; format=flowed; delsp=yes\r\n\r\n') + 'a \r\n'.repeat(2_200_000);
+    await deliverAll(ALICE.address, [big]);
+    const uid = await lastUid();
+    for (const tries of [1, 2]) {
+      await until(() => handling()?.uid === uid && handling()?.tries === tries, 60_000);
+      for (const pid of pluginPids()) process.kill(pid, 'SIGKILL');
+    }
+    await deliverAll(ALICE.address, [head(ALICE.address, 'After the kills', 'Content-Type: text/plain\r\n\r\nhello\r\n')]);
+    await until(() => inbound('After the kills')[0], 60_000);
+    expect(inbound('Killed on')).toEqual([]);
+    expect(stack.hostOutput).toMatch(new RegExp(`"uid":${uid},"reason":"the plugin ended 2 times while handling it".*mail skipped`));
+    expect(stack.core.catalog.state('email')).toBe('healthy');
+    expect(handling()).toBeUndefined();
   }, 180_000);
 });
 
