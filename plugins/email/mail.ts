@@ -34,25 +34,62 @@ function addresses(field: AddressObject | AddressObject[] | undefined): string[]
   return out;
 }
 
+/** Bounds on what a mail may put into an event, the console's list and the audit log. */
+const MAX_ID_CHARS = 998; // RFC 5322's line limit
+const MAX_LIST = 100;
+const MAX_HTML_CHARS = 1_000_000;
+
+const capped = <T>(list: T[]): T[] => list.slice(0, MAX_LIST);
+
+/** One parse of one mail; past it the mail is skipped (watcher.ts) or unreadable (tools.ts). */
+export const PARSE_MS = 10_000;
+
+export type ParseOutcome = { ok: true; view: MailView } | { ok: false; code: 'PARSE_FAILED' | 'PARSE_TIMEOUT'; reason: string };
+
+/**
+ * parseMail as a value, within `timeoutMs`: anyone can send the mail, so a mail mailparser
+ * refuses (too many MIME parts, a header too large) or cannot finish in time is an
+ * outcome to log and skip, never an exception that stops the sync. The reason names the
+ * failure only, never the mail's content. (A timed-out parse is left to end by itself: its
+ * memory is bounded by the fetched size.)
+ */
+export async function parseMailWithin(source: Buffer, maxBodyChars: number, cut: boolean, timeoutMs: number): Promise<ParseOutcome> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<ParseOutcome>((resolve) => {
+    timer = setTimeout(() => resolve({ ok: false, code: 'PARSE_TIMEOUT', reason: `not parsed within ${timeoutMs} ms` }), timeoutMs);
+  });
+  const parsed = parseMail(source, maxBodyChars, cut).then(
+    (view): ParseOutcome => ({ ok: true, view }),
+    (err: unknown): ParseOutcome => ({ ok: false, code: 'PARSE_FAILED', reason: truncate(String((err as Error)?.message ?? err), 200) }),
+  );
+  try {
+    return await Promise.race([parsed, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export async function parseMail(source: Buffer, maxBodyChars: number, cut = false): Promise<MailView> {
   // Attachments are not kept: their names and sizes are enough, and their bytes would cost memory.
-  const parsed: ParsedMail = await simpleParser(source, { skipImageLinks: true, skipTextLinks: true, keepCidLinks: false });
+  // HTML longer than MAX_HTML_CHARS is not turned into text: the conversion's memory grows
+  // many times the HTML's size (9 MB of <br> exhausts a 384 MB heap), and anyone can send it.
+  const parsed: ParsedMail = await simpleParser(source, { skipImageLinks: true, skipTextLinks: true, keepCidLinks: false, maxHtmlLengthToParse: MAX_HTML_CHARS });
   const from = addresses(parsed.from);
   const text = (parsed.text ?? '').replace(/\r\n/g, '\n').trim();
   const references = parsed.references === undefined ? [] : Array.isArray(parsed.references) ? parsed.references : [parsed.references];
   return {
     from: from.length === 1 ? from[0] : null,
     fromCount: from.length,
-    reply_to: addresses(parsed.replyTo),
-    to: addresses(parsed.to),
-    cc: addresses(parsed.cc),
+    reply_to: capped(addresses(parsed.replyTo)),
+    to: capped(addresses(parsed.to)),
+    cc: capped(addresses(parsed.cc)),
     subject: truncate(parsed.subject ?? '', 500),
     date: parsed.date ? parsed.date.toISOString() : null,
-    message_id: parsed.messageId ?? null,
-    references,
+    message_id: parsed.messageId === undefined ? null : truncate(parsed.messageId, MAX_ID_CHARS),
+    references: capped(references).map((r) => truncate(r, MAX_ID_CHARS)),
     body: truncate(text, maxBodyChars),
-    truncated: cut || text.length > maxBodyChars,
-    attachments: parsed.attachments.map((a) => ({ filename: truncate(a.filename ?? '(unnamed)', 200), size: a.size, content_type: a.contentType })),
+    truncated: cut || text.length > maxBodyChars || (typeof parsed.html === 'string' && parsed.html.length > MAX_HTML_CHARS),
+    attachments: capped(parsed.attachments).map((a) => ({ filename: truncate(a.filename ?? '(unnamed)', 200), size: a.size, content_type: a.contentType })),
     headerLines: parsed.headerLines,
   };
 }

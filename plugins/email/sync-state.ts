@@ -1,13 +1,18 @@
 // Where each watched folder's sync stands: its UIDVALIDITY and the last UID handled, in the
 // plugin's data folder, replaced whole after every mail (writeAtomically). A crash between
 // publishing a mail and saving this replays that one mail, which the core recognises by
-// its event key; a mail is never skipped.
+// its event key. Before a mail is fetched and parsed its UID is noted as being handled
+// (with how many times that began): a mail that ends the plugin's process (a crash, or a
+// busy loop the host kills) is tried once more after the restart and then skipped, so one
+// stranger's mail cannot end the plugin for good (watcher.ts).
 import { join } from 'node:path';
 import { readJsonState, writeAtomically } from '#sdk';
 
 export interface FolderState {
   uidvalidity: string;
   last_uid: number;
+  /** The mail being handled, and how many times its handling began: present only while it is. */
+  handling?: { uid: number; tries: number };
 }
 
 const FILE = 'sync.json';
@@ -25,13 +30,28 @@ export class SyncState {
     const saved = readJsonState(this.file, (json) => Object.entries((json as { folders?: Record<string, FolderState> }).folders ?? {}));
     if (saved.kind === 'moved') return { movedAside: saved.movedAside };
     for (const [folder, s] of saved.kind === 'loaded' ? saved.value : []) {
-      if (typeof s?.uidvalidity === 'string' && Number.isSafeInteger(s.last_uid) && s.last_uid >= 0) this.folders.set(folder, { uidvalidity: s.uidvalidity, last_uid: s.last_uid });
+      if (typeof s?.uidvalidity !== 'string' || !Number.isSafeInteger(s.last_uid) || s.last_uid < 0) continue;
+      const h = s.handling;
+      const handling = h && Number.isSafeInteger(h.uid) && Number.isSafeInteger(h.tries) ? { uid: h.uid, tries: h.tries } : undefined;
+      this.folders.set(folder, { uidvalidity: s.uidvalidity, last_uid: s.last_uid, ...(handling ? { handling } : {}) });
     }
     return {};
   }
 
   get(folder: string): FolderState | undefined {
     return this.folders.get(folder);
+  }
+
+  /**
+   * Notes that handling `uid` begins, saved before the mail is fetched; returns how many
+   * times it began before (a process ended while handling it each time).
+   */
+  begin(folder: string, uid: number): number {
+    const current = this.folders.get(folder);
+    if (!current) return 0;
+    const before = current.handling?.uid === uid ? current.handling.tries : 0;
+    this.set(folder, { uidvalidity: current.uidvalidity, last_uid: current.last_uid, handling: { uid, tries: before + 1 } });
+    return before;
   }
 
   set(folder: string, state: FolderState): void {

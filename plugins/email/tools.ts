@@ -5,7 +5,7 @@
 import type { ImapFlow } from 'imapflow';
 import { ToolError, truncate, type JsonObject } from '#sdk';
 import { withImap } from './imap.js';
-import { parseMail, type MailView } from './mail.js';
+import { PARSE_MS, parseMailWithin, type MailView } from './mail.js';
 import { admit } from './policy.js';
 import { normalAddress, type Mailbox, type Settings } from './settings.js';
 import { sendMail, type Outgoing, type SendResult } from './smtp.js';
@@ -48,7 +48,10 @@ async function fetchAdmitted(client: ImapFlow, ctx: ToolContext, folder: string,
   const max = ctx.settings.maxMessageBytes;
   const message = await client.fetchOne(String(uid), { uid: true, size: true, source: { maxLength: max } }, { uid: true });
   if (!message || !message.source) throw notFound();
-  const view = await parseMail(message.source, ctx.settings.maxBodyChars, (message.size ?? 0) > max);
+  const parsed = await parseMailWithin(message.source, ctx.settings.maxBodyChars, (message.size ?? 0) > max, PARSE_MS);
+  // Unparsable: whose it is cannot be known, so it is one the group cannot see (nothing told about it).
+  if (!parsed.ok) throw notFound();
+  const view = parsed.view;
   if (!admit(ctx.settings, view, folder, ctx.group).ok) throw notFound();
   return view;
 }
@@ -71,7 +74,10 @@ export async function searchEmail(ctx: ToolContext, args: JsonObject): Promise<u
       if (uids.length === 0) return { folder, mails };
       // Headers only (Authentication-Results, From): enough to leave out what the group may not see.
       for await (const m of client.fetch(uids.join(','), { uid: true, flags: true, size: true, headers: true }, { uid: true })) {
-        const view = await parseMail(m.headers ?? Buffer.alloc(0), 200);
+        // A header the parser refuses (anyone can send one) is a mail the group cannot see, not a failed search.
+        const parsed = await parseMailWithin(m.headers ?? Buffer.alloc(0), 200, false, PARSE_MS);
+        if (!parsed.ok) continue;
+        const view = parsed.view;
         if (!admit(ctx.settings, view, folder, ctx.group).ok) continue;
         mails.push({ uid: m.uid, from: view.from, subject: view.subject, date: view.date, seen: m.flags?.has('\\Seen') ?? false, size: m.size ?? 0 });
       }
