@@ -5,7 +5,7 @@ IPC_BIN := dist/bin/ipc
 CARGO := RUSTC=/usr/bin/rustc /usr/bin/cargo
 IPC_TARGET := x86_64-unknown-linux-gnu
 
-.PHONY: all build ipc images test bench soak chaos logs doctor token up down ps e2e clean plugin check-plugin
+.PHONY: all build ipc images test bench soak soak-appliance chaos logs doctor token up down ps e2e clean plugin check-plugin
 
 all: build
 
@@ -82,6 +82,17 @@ chaos: build images
 # RSS per minute and its slope, latency per minute and its drift. Not part of `make bench`.
 soak: build
 	node dist/bench/soak.js
+
+# The appliance's soak (issue 22): compose.yaml with real agent containers and Claude Code,
+# three groups on the Telegram stand-in (one also on the web chat), a scripted model, ~36
+# messages a minute with memories and approvals, for SOAK_MINUTES (default 60). Per minute:
+# core / plugin host / plugins RSS, the core's heap, replies and their p50/p99; at the end
+# each half's slope (MB/min). SOAK_FORGET_MINUTES=10: each group's conversation cleared that
+# often (its agent ends; the next message starts a fresh session). SOAK_HEAP_SNAPSHOTS=5,15:
+# the core's heap after those minutes, into dist/soak/ (dist/bench/heap-diff.js compares
+# two). Needs Docker; not part of `make test` or `make bench`.
+soak-appliance: build images
+	DOCKER=$(DOCKER) node dist/bench/soak-appliance.js
 
 # Plugin authors. `make plugin NAME=<name>`: a new plugin from plugins/_template in the
 # drop-in folder volumes/plugins/<name>/ (refuses a bad name or an existing folder).

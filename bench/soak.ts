@@ -7,12 +7,13 @@
 //
 //   SOAK_MINUTES=1 node dist/bench/soak.js
 import { execFile, spawn } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { r3, stats } from './stats.js';
+import { rssMb } from './proc.js';
+import { r3, slope, stats } from './stats.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const IPC_BIN = join(ROOT, 'dist/bin/ipc');
@@ -37,26 +38,6 @@ interface Ready {
 
 const out = (line = ''): void => void process.stdout.write(`${line}\n`);
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-function rssMb(pid: number | null): number {
-  if (!pid) return NaN;
-  try {
-    return Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
-  } catch {
-    return NaN;
-  }
-}
-
-/** Least-squares slope of y over x. */
-function slope(points: [number, number][]): number {
-  const n = points.length;
-  if (n < 2) return NaN;
-  const mx = points.reduce((s, [x]) => s + x, 0) / n;
-  const my = points.reduce((s, [, y]) => s + y, 0) / n;
-  const num = points.reduce((s, [x, y]) => s + (x - mx) * (y - my), 0);
-  const den = points.reduce((s, [x]) => s + (x - mx) ** 2, 0);
-  return num / den;
-}
 
 function ipcCall(socketPath: string, topic: string, args: string): Promise<{ ms: number; ok: boolean }> {
   const t0 = performance.now();

@@ -22,3 +22,14 @@ export function stats(samples: number[]): Stats {
   for (const v of s) sum += v;
   return { n, p50: at(0.5), p90: at(0.9), p95: at(0.95), p99: at(0.99), mean: r3(sum / n), min: r3(s[0]), max: r3(s[n - 1]) };
 }
+
+/** Least-squares slope of y over x. */
+export function slope(points: [number, number][]): number {
+  const n = points.length;
+  if (n < 2) return NaN;
+  const mx = points.reduce((s, [x]) => s + x, 0) / n;
+  const my = points.reduce((s, [, y]) => s + y, 0) / n;
+  const num = points.reduce((s, [x, y]) => s + (x - mx) * (y - my), 0);
+  const den = points.reduce((s, [x]) => s + (x - mx) ** 2, 0);
+  return num / den;
+}

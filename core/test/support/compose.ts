@@ -38,6 +38,8 @@ export class ComposeProject {
     /** The project name (-p), also CARAPACE_INSTANCE: the label of the agents its core starts. */
     readonly name: string,
     readonly file: string,
+    /** Compose files laid over `file` (-f after -f), e.g. a service's extra environment. */
+    private readonly overrides: string[],
     /** CARAPACE_VOLUMES: config/carapace.json, data, logs and groups. */
     readonly volumes: string,
     /** CARAPACE_ADMIN_PORT. */
@@ -46,11 +48,11 @@ export class ComposeProject {
   ) {}
 
   /** A volumes folder with `config` as carapace.json (none: a first start), and a free admin port. Nothing runs yet. */
-  static async create(options: { name: string; file: string; config?: unknown; env: Record<string, string> }): Promise<ComposeProject> {
+  static async create(options: { name: string; file: string; overrides?: string[]; config?: unknown; env: Record<string, string> }): Promise<ComposeProject> {
     const volumes = mkdtempSync(join(tmpdir(), `${options.name}-`));
     for (const d of ['config', 'data', 'logs', 'groups', 'plugins']) mkdirSync(join(volumes, d));
     if (options.config !== undefined) writeFileSync(join(volumes, 'config', 'carapace.json'), JSON.stringify(options.config));
-    return new ComposeProject(options.name, options.file, volumes, await freePort(), options.env);
+    return new ComposeProject(options.name, options.file, options.overrides ?? [], volumes, await freePort(), options.env);
   }
 
   /** One compose command from the repository root; its stdout. */
@@ -68,7 +70,8 @@ export class ComposeProject {
   private command(args: string[]): [string, string[], { cwd: string; env: NodeJS.ProcessEnv; encoding: 'utf8' }] {
     const [cmd, pre] = existsSync('/usr/bin/docker-compose') ? ['docker-compose', []] : ['docker', ['compose']];
     const env = { ...process.env, CARAPACE_INSTANCE: this.name, CARAPACE_VOLUMES: this.volumes, CARAPACE_ADMIN_PORT: String(this.port), ...this.env };
-    return [cmd, [...pre, '-p', this.name, '-f', this.file, ...args], { cwd: ROOT, env, encoding: 'utf8' }];
+    const files = [this.file, ...this.overrides].flatMap((f) => ['-f', f]);
+    return [cmd, [...pre, '-p', this.name, ...files, ...args], { cwd: ROOT, env, encoding: 'utf8' }];
   }
 
   /** /health, or null while the core does not answer. */
