@@ -271,10 +271,18 @@ export class CalDavStore {
     return this.query(collection, componentFilter(component, inner), 'reading the collection');
   }
 
-  /** The objects of a collection whose `component`'s UID contains `uid` (the caller checks equality). */
+  /**
+   * The objects of a collection whose `component`'s UID contains `uid` (the caller checks
+   * equality); from a server without prop-filter support (a 4xx), the whole collection.
+   */
   async findByUid(collection: DavCollection, component: DavComponent, uid: string): Promise<StoredObject[]> {
     const inner = { 'prop-filter': { _attributes: { name: 'UID' }, 'text-match': { _attributes: { collation: 'i;octet' }, _text: uid } } };
-    return this.query(collection, componentFilter(component, inner), 'searching the collection');
+    try {
+      return await this.query(collection, componentFilter(component, inner), 'searching the collection');
+    } catch (err) {
+      if (!(err instanceof DavHttpError) || err.status >= 500) throw err;
+      return this.objects(collection, component);
+    }
   }
 
   async get(url: string): Promise<StoredObject | null> {

@@ -16,7 +16,7 @@ import {
   type RequestContext,
   type RequestEnvelope,
 } from '#sdk';
-import { CalDavStore, DavConflict, davInitFailure, davRequest, DavHttpError, type CalendarTime, type DavCollection, type StoredObject } from '#sdk/calendar';
+import { CalDavStore, DavConflict, davInitFailure, davRequest, type CalendarTime, type DavCollection, type StoredObject } from '#sdk/calendar';
 import { allowedCalendars, notAllowed, pickCalendar } from './access.js';
 import { toolError } from './errors.js';
 import { buildEvent, editEvent, occurrencesIn, readEvent, type EventChanges, type Occurrence } from './events.js';
@@ -341,15 +341,7 @@ export default class CalendarPlugin implements PluginHandler, PanelSource {
     }
     this.seen.delete(key);
     for (const calendar of scope.calendars) {
-      let objects: StoredObject[];
-      try {
-        objects = await this.store.findByUid(calendar, 'VEVENT', uid);
-      } catch (err) {
-        // A server without prop-filter support: read the whole calendar instead.
-        if (!(err instanceof DavHttpError) || err.status >= 500) throw err;
-        objects = await this.store.objects(calendar, 'VEVENT');
-      }
-      for (const object of objects) {
+      for (const object of await this.store.findByUid(calendar, 'VEVENT', uid)) {
         const event = readEvent(object.data, scope.zone);
         if (event?.uid === uid) {
           this.seen.set(key, object.url);

@@ -301,15 +301,7 @@ export default class RemindersPlugin implements PluginHandler {
   }
 
   private async searchList(list: ReminderList, uid: string): Promise<Located | null> {
-    let objects: StoredObject[];
-    try {
-      objects = await this.store.findByUid(list, 'VTODO', uid);
-    } catch (err) {
-      // A server without prop-filter support: read the whole list instead.
-      if (!(err instanceof DavHttpError) || err.status >= 500) throw err;
-      objects = await this.store.objects(list, 'VTODO');
-    }
-    for (const object of objects) {
+    for (const object of await this.store.findByUid(list, 'VTODO', uid)) {
       const todo = parseTodo(object.data, this.settings.timezone);
       if (todo?.uid === uid) return { list, object, todo };
     }
