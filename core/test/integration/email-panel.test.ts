@@ -8,7 +8,6 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { ImapFlow } from 'imapflow';
-import nodemailer from 'nodemailer';
 import type { Browser, Page } from 'puppeteer-core';
 import { startAdminApi } from '../../src/admin/http-api.js';
 import { SOCKETS } from '../../src/plugins/host-protocol.js';
@@ -35,14 +34,9 @@ const events: Array<{ at: number; event: EventEnvelope }> = [];
 
 const inbound = (subject: string) => events.find((e) => e.event.topic === 'message.inbound' && (e.event.payload.metadata as Record<string, unknown>)?.subject === subject);
 
-async function deliver(opts: { envelopeFrom: string; from?: string; subject: string; text: string; headers?: Record<string, string> }): Promise<number> {
-  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: mail.smtpPort, secure: false, ignoreTLS: true });
-  try {
-    await transport.sendMail({ envelope: { from: opts.envelopeFrom, to: [AGENT.address] }, from: opts.from ?? opts.envelopeFrom, to: AGENT.address, subject: opts.subject, text: opts.text, headers: opts.headers ?? {} });
-    return Date.now();
-  } finally {
-    transport.close();
-  }
+async function deliver(opts: Parameters<MailServers['deliver']>[1]): Promise<number> {
+  await mail.deliver(AGENT.address, opts);
+  return Date.now();
 }
 
 async function uidOf(subject: string): Promise<number> {

@@ -5,7 +5,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { join } from 'node:path';
 import { ImapFlow } from 'imapflow';
-import nodemailer from 'nodemailer';
 import { eventually, ROOT, sleep, Stack, until } from '../harness.js';
 import { expectError } from '../support/expect-ipc.js';
 import { AUTHSERV_ID, MailServers } from '../support/mail-servers.js';
@@ -57,22 +56,7 @@ function config(): Record<string, unknown> {
 }
 
 /** A mail as the outside world sends it to the agent's mailbox: through the real SMTP server, as mail from `envelopeFrom`. */
-async function deliver(opts: { envelopeFrom: string; from?: string; subject: string; text?: string; html?: string; headers?: Record<string, string> }): Promise<void> {
-  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: mail.smtpPort, secure: false, ignoreTLS: true });
-  try {
-    await transport.sendMail({
-      envelope: { from: opts.envelopeFrom, to: [AGENT.address] },
-      from: opts.from ?? opts.envelopeFrom,
-      to: AGENT.address,
-      subject: opts.subject,
-      ...(opts.text !== undefined ? { text: opts.text } : {}),
-      ...(opts.html !== undefined ? { html: opts.html } : {}),
-      headers: opts.headers ?? {},
-    });
-  } finally {
-    transport.close();
-  }
-}
+const deliver = (opts: Parameters<MailServers['deliver']>[1]): Promise<void> => mail.deliver(AGENT.address, opts);
 
 /** The mails in `user`'s INBOX, as its own IMAP login sees them. */
 async function mailboxOf(user: { address: string; password: string }): Promise<Array<{ uid: number; subject: string; from: string; source: string }>> {

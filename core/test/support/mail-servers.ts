@@ -11,6 +11,7 @@ import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync,
 import { connect } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
+import nodemailer from 'nodemailer';
 import { freePort, sleep } from '../harness.js';
 
 export const AUTHSERV_ID = 'mx.example.test';
@@ -166,6 +167,24 @@ export class MailServers {
     };
     child.stdout?.on('data', keep);
     child.stderr?.on('data', keep);
+  }
+
+  /** A mail as the outside world sends it to `to`: through the real SMTP server, as mail from `envelopeFrom`. */
+  async deliver(to: string, opts: { envelopeFrom: string; from?: string; subject: string; text?: string; html?: string; headers?: Record<string, string> }): Promise<void> {
+    const transport = nodemailer.createTransport({ host: '127.0.0.1', port: this.smtpPort, secure: false, ignoreTLS: true });
+    try {
+      await transport.sendMail({
+        envelope: { from: opts.envelopeFrom, to: [to] },
+        from: opts.from ?? opts.envelopeFrom,
+        to,
+        subject: opts.subject,
+        ...(opts.text !== undefined ? { text: opts.text } : {}),
+        ...(opts.html !== undefined ? { html: opts.html } : {}),
+        headers: opts.headers ?? {},
+      });
+    } finally {
+      transport.close();
+    }
   }
 
   async stop(): Promise<void> {
