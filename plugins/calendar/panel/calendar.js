@@ -1,14 +1,8 @@
 // The calendar page (served by the calendar plugin, mounted by the console at /plugins/calendar/):
 // per group, the calendars it may use and its events of the coming days. Read only.
 import { html, render, useEffect, useState } from '/assets/vendor/preact-htm.js';
+import { get } from '/assets/api.js';
 
-async function call(path) {
-  const res = await fetch(path, { credentials: 'same-origin' });
-  if (res.status === 401) location.assign('/login');
-  const body = await res.json().catch(() => ({}));
-  if (!res.ok) throw new Error(body.message || `the core answered ${res.status}`);
-  return body;
-}
 
 function Calendar() {
   const [groups, setGroups] = useState([]);
@@ -18,14 +12,14 @@ function Calendar() {
   const [error, setError] = useState(null);
 
   useEffect(() => {
-    call('./api/groups').then((g) => {
+    get('./api/groups').then((g) => {
       setGroups(g.groups);
       setGroup((current) => current || g.groups[0] || '');
     }, (err) => setError(err.message));
   }, []);
   useEffect(() => {
     if (!group) return;
-    call(`./api/overview?group=${encodeURIComponent(group)}&days=${days}`).then((o) => (setOverview(o), setError(null)), (err) => setError(err.message));
+    get(`./api/overview?group=${encodeURIComponent(group)}&days=${days}`).then((o) => (setOverview(o), setError(null)), (err) => setError(err.message));
   }, [group, days]);
 
   return html`<main class="page">

@@ -3,14 +3,8 @@
 // Every field is a text child of the template (htm escapes it): a subject is whatever a
 // sender wrote, and must never become markup here.
 import { html, render, useEffect, useState } from '/assets/vendor/preact-htm.js';
+import { get } from '/assets/api.js';
 
-async function call(path) {
-  const res = await fetch(path, { credentials: 'same-origin' });
-  if (res.status === 401) location.assign('/login');
-  const body = await res.json().catch(() => ({}));
-  if (!res.ok) throw new Error(body.message || `the core answered ${res.status}`);
-  return body;
-}
 
 const when = (iso) => (iso ? new Date(iso).toLocaleString() : '—');
 const list = (addresses) => (addresses && addresses.length ? addresses.join(', ') : '');
@@ -46,12 +40,12 @@ function Email() {
   const [error, setError] = useState(null);
 
   useEffect(() => {
-    call('./api/groups').then((g) => {
+    get('./api/groups').then((g) => {
       setGroups(g.groups);
       setGroup((current) => current || g.groups[0] || '');
     }, (err) => setError(err.message));
   }, []);
-  const load = () => group && call(`./api/recent?group=${encodeURIComponent(group)}`).then((r) => (setRecent(r), setError(null)), (err) => setError(err.message));
+  const load = () => group && get(`./api/recent?group=${encodeURIComponent(group)}`).then((r) => (setRecent(r), setError(null)), (err) => setError(err.message));
   useEffect(() => void load(), [group]);
 
   return html`<main class="page">

@@ -1,17 +1,7 @@
 // The memory page (served by the memory plugin, mounted by the console at /plugins/memory/):
 // per group, search, read an entry with its provenance, delete.
 import { html, render, useEffect, useState } from '/assets/vendor/preact-htm.js';
-
-let csrf = null;
-async function call(path, options = {}) {
-  const headers = options.body ? { 'content-type': 'application/json' } : {};
-  if (options.method === 'POST') headers['x-csrf-token'] = csrf ??= (await call('/api/csrf')).token;
-  const res = await fetch(path, { ...options, headers, credentials: 'same-origin' });
-  if (res.status === 401) location.assign('/login');
-  const body = await res.json().catch(() => ({}));
-  if (!res.ok) throw new Error(body.message || `the core answered ${res.status}`);
-  return body;
-}
+import { get, post } from '/assets/api.js';
 
 function Memory() {
   const [groups, setGroups] = useState([]);
@@ -24,19 +14,19 @@ function Memory() {
   const q = (path) => `./api/${path}${path.includes('?') ? '&' : '?'}group=${encodeURIComponent(group)}`;
 
   useEffect(() => {
-    call('./api/groups').then((g) => {
+    get('./api/groups').then((g) => {
       setGroups(g.groups);
       setGroup((current) => current || g.groups[0] || '');
     }, (err) => setError(err.message));
   }, []);
-  const search = () => group && call(q(`search?q=${encodeURIComponent(query)}${superseded ? '&superseded=1' : ''}`)).then((r) => (setResults(r.results), setError(null)), (err) => setError(err.message));
+  const search = () => group && get(q(`search?q=${encodeURIComponent(query)}${superseded ? '&superseded=1' : ''}`)).then((r) => (setResults(r.results), setError(null)), (err) => setError(err.message));
   useEffect(() => void search(), [group, superseded]);
 
-  const show = (id) => call(q(`entry?id=${encodeURIComponent(id)}`)).then((r) => setOpen(r.entry), (err) => setError(err.message));
+  const show = (id) => get(q(`entry?id=${encodeURIComponent(id)}`)).then((r) => setOpen(r.entry), (err) => setError(err.message));
   const remove = async (id) => {
     if (!confirm('Delete this memory? The agent will no longer know it.')) return;
     try {
-      await call(q('delete'), { method: 'POST', body: JSON.stringify({ id }) });
+      await post(q('delete'), { id });
       setOpen(null);
       await search();
     } catch (err) {
