@@ -159,7 +159,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
         const chats = (settings as { chats?: unknown } | null)?.chats;
         return chats && typeof chats === 'object' ? Object.entries(chats as Record<string, unknown>).map(([chat, group]) => ({ plugin, chat, group: String(group) })) : [];
       }),
-      panels: (deps.panels?.() ?? []).map(({ name, title }) => ({ name, title })),
+      panels: (deps.panels?.() ?? []).filter((p) => !p.down).map(({ name, title }) => ({ name, title })),
     }));
 
     authed.get('/api/pairing', async () => ({ pending: core.pairing.list() }));

@@ -4,7 +4,7 @@
 // token or an Authorization header, and cannot set cookies or loosen the console's
 // security headers: those are removed from both directions.
 import replyFrom from '@fastify/reply-from';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { escape } from 'node:querystring';
 import type { IncomingHttpHeaders } from 'node:http';
 
@@ -12,6 +12,8 @@ export interface Panel {
   name: string;
   title: string;
   socket: string;
+  /** Why the panel cannot serve now (its plugin is starting, restarting, failed); null or absent: it can. */
+  down?: string | null;
 }
 
 const DROPPED_REQUEST_HEADERS = ['cookie', 'authorization', 'x-csrf-token', 'csrf-token', 'xsrf-token', 'x-xsrf-token'];
@@ -33,7 +35,8 @@ export async function registerPanelProxy(app: FastifyInstance, panels: () => Pan
   app.get<{ Params: { name: string } }>('/plugins/:name', (request, reply) => reply.redirect(`/plugins/${encodeURIComponent(request.params.name)}/`, 308));
   app.all<{ Params: { name: string; '*': string } }>('/plugins/:name/*', (request, reply) => {
     const panel = panels().find((p) => p.name === request.params.name);
-    if (!panel) return reply.code(404).send({ code: 'NOT_FOUND', message: `no plugin panel "${request.params.name}"` });
+    if (!panel) return notServed(request, reply, 404, { code: 'NOT_FOUND', message: `no plugin panel "${request.params.name}"` });
+    if (panel.down) return notServed(request, reply, 503, { code: 'UNAVAILABLE', message: `the ${panel.title} page is not available yet: ${panel.down}` });
     const query = request.url.includes('?') ? request.url.slice(request.url.indexOf('?')) : '';
     const path = `/${request.params['*']}${query}`;
     return reply.from(`unix+http://${escape(panel.socket)}${path}`, {
@@ -47,7 +50,29 @@ export async function registerPanelProxy(app: FastifyInstance, panels: () => Pan
         for (const name of DROPPED_RESPONSE_HEADERS) delete out[name];
         return out;
       },
-      onError: (r) => void r.code(502).send({ code: 'UNAVAILABLE', message: `the ${panel.name} panel is not answering (is the plugin running?)` }),
+      onError: () => void notServed(request, reply, 502, { code: 'UNAVAILABLE', message: `the ${panel.title} page is not answering (is the plugin running?)` }),
     });
   });
 }
+
+/**
+ * A panel that cannot answer. A person's browser gets a page that says why and tries
+ * again by itself (after a core restart the plugins report back within seconds: the
+ * page they were on must come back, not stay a JSON error); a script gets the error.
+ */
+function notServed(request: FastifyRequest, reply: FastifyReply, status: number, error: { code: string; message: string }): FastifyReply {
+  const retry = status === 404 ? null : 2;
+  if (retry) reply.header('retry-after', String(retry));
+  const wantsPage = request.method === 'GET' && (request.headers.accept ?? '').includes('text/html');
+  if (!wantsPage) return reply.code(status).send({ ...error, retriable: retry !== null });
+  const refresh = retry ? `<meta http-equiv="refresh" content="${retry}">` : '';
+  const then = retry ? 'This page tries again by itself.' : '';
+  return reply
+    .code(status)
+    .header('cache-control', 'no-store')
+    .type('text/html; charset=utf-8')
+    .send(`<!doctype html><html lang="en"><head><meta charset="utf-8">${refresh}<title>Carapace</title><link rel="stylesheet" href="/public/style.css"></head>` +
+      `<body><main class="page"><p><a href="/">← Console</a></p><p id="unavailable" role="status">${escapeHtml(error.message)}. ${then}</p></main></body></html>`);
+}
+
+const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);

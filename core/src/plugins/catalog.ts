@@ -64,9 +64,13 @@ export class ToolCatalog {
     return [...this.plugins].map(([name, r]) => ({ name, state: r.state, category: r.state === 'failed' ? r.category ?? 'INTERNAL_ERROR' : null, detail: r.detail ?? null }));
   }
 
-  /** Healthy plugins with a console panel (manifest `panel`), and their menu titles. */
-  panels(): { name: string; title: string }[] {
-    return [...this.plugins].flatMap(([name, r]) => (r.state === 'healthy' && r.plugin?.manifest.panel ? [{ name, title: r.plugin.manifest.panel.title }] : []));
+  /** Plugins with a console panel (manifest `panel`), their menu titles, and why one cannot serve now (null: it can). */
+  panels(): { name: string; title: string; down: string | null }[] {
+    return [...this.plugins].flatMap(([name, r]) => {
+      if (!r.plugin?.manifest.panel) return [];
+      const down = r.state === 'healthy' ? null : r.state === 'failed' ? `the plugin failed (${r.category ?? 'INTERNAL_ERROR'}${r.detail ? `: ${r.detail}` : ''})` : `the plugin is ${r.state}`;
+      return [{ name, title: r.plugin.manifest.panel.title, down }];
+    });
   }
 
   /** Does the plugin provide a channel (may it ask for a chat to be paired)? */

@@ -273,7 +273,7 @@ describe('calendar plugin over CalDAV (Radicale)', () => {
       console: { panels: () => stack.core.catalog.panels().map((p) => ({ ...p, socket: join(stack.runDir, SOCKETS.panels, `${p.name}.sock`) })) },
     });
     try {
-      expect(stack.core.catalog.panels()).toContainEqual({ name: 'calendar', title: 'Calendar' });
+      expect(stack.core.catalog.panels()).toContainEqual({ name: 'calendar', title: 'Calendar', down: null });
       const base = `http://127.0.0.1:${(admin.server.address() as AddressInfo).port}`;
       const login = await fetch(`${base}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token }) });
       const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0];

@@ -17,6 +17,7 @@ let base: string;
 let port: number;
 let panel: Server;
 const seenByPanel: { url: string; method: string; headers: IncomingHttpHeaders }[] = [];
+let fixtureDown: string | null = null; // what the catalog says while the fixture's plugin is not up
 
 beforeAll(async () => {
   stack = await Stack.start({ plugins: ['guarded'] });
@@ -30,7 +31,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => panel.listen(socket, r));
   admin = await startAdminApi(stack.core, '127.0.0.1', 0, TOKEN, {
-    console: { loginPerMinute: 25, panels: () => [{ name: 'fixture', title: 'Fixture', socket }, { name: 'gone', title: 'Gone', socket: join(stack.dir, 'none.sock') }] },
+    console: { loginPerMinute: 25, panels: () => [{ name: 'fixture', title: 'Fixture', socket, down: fixtureDown }, { name: 'gone', title: 'Gone', socket: join(stack.dir, 'none.sock') }] },
   });
   port = (admin.server.address() as AddressInfo).port;
   base = `http://127.0.0.1:${port}`;
@@ -228,6 +229,34 @@ describe('console: plugin panels', () => {
     const gone = await fetch(`${base}/plugins/gone/`, { headers: { cookie } });
     expect(gone.status).toBe(502);
     expect(((await gone.json()) as { code: string }).code).toBe('UNAVAILABLE');
+  });
+
+  it('a panel whose plugin is not up yet (a core restart): the browser gets a page that says so and tries again, then the panel', async () => {
+    const { cookie } = await session();
+    const asPage = { cookie, accept: 'text/html,application/xhtml+xml' };
+    fixtureDown = 'the plugin is starting';
+    try {
+      const waiting = await fetch(`${base}/plugins/fixture/?group=main`, { headers: asPage });
+      expect(waiting.status).toBe(503);
+      expect(waiting.headers.get('retry-after')).toBe('2');
+      const page = await waiting.text();
+      expect(page).toContain('<meta http-equiv="refresh" content="2">');
+      expect(page).toContain('the Fixture page is not available yet: the plugin is starting');
+      // A script is told in JSON, retriable.
+      const api = await fetch(`${base}/plugins/fixture/api/x`, { headers: { cookie } });
+      expect(await api.json()).toMatchObject({ code: 'UNAVAILABLE', retriable: true });
+      // Nor is it in the menu meanwhile.
+      const groups = (await (await fetch(`${base}/api/groups`, { headers: { cookie } })).json()) as { panels: { name: string }[] };
+      expect(groups.panels.map((p) => p.name)).not.toContain('fixture');
+    } finally {
+      fixtureDown = null;
+    }
+    const back = await fetch(`${base}/plugins/fixture/?group=main`, { headers: asPage });
+    expect(await back.text()).toBe('panel says GET /?group=main');
+    // A panel that does not exist is not retried.
+    const none = await fetch(`${base}/plugins/nope/`, { headers: asPage });
+    expect(none.status).toBe(404);
+    expect(await none.text()).not.toContain('refresh');
   });
 });
 

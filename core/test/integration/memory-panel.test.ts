@@ -42,7 +42,7 @@ const get = async (path: string) => {
 
 describe('the memory page', () => {
   it('is a panel of the memory plugin', () => {
-    expect(stack.core.catalog.panels()).toContainEqual({ name: 'memory', title: 'Memory' });
+    expect(stack.core.catalog.panels()).toContainEqual({ name: 'memory', title: 'Memory', down: null });
   });
 
   it('finds what the agent stored, and shows where each entry came from', async () => {

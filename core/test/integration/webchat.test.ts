@@ -44,7 +44,7 @@ const history = async (group = 'family') => ((await (await fetch(`${base}/plugin
 describe('web chat', () => {
   it('is a healthy plugin with a panel on a private socket', () => {
     expect(stack.core.catalog.state('webchat')).toBe('healthy');
-    expect(stack.core.catalog.panels()).toEqual([{ name: 'webchat', title: 'Web chat' }]);
+    expect(stack.core.catalog.panels()).toEqual([{ name: 'webchat', title: 'Web chat', down: null }]);
     const socket = join(stack.runDir, SOCKETS.panels, 'webchat.sock');
     expect(statSync(socket).mode & 0o777).toBe(0o600);
     expect(statSync(join(stack.runDir, SOCKETS.panels)).mode & 0o777).toBe(0o700);
