@@ -11,6 +11,8 @@ import { PluginRunner } from './plugin-runner.js';
 
 /** The host's channel: JSON lines on a socket pair at fd 3 (runner-channel.ts is the host's end). */
 const CHANNEL_FD = 3;
+/** fetch() connections a plugin keeps per host (the relay allows 64 tunnels a plugin). */
+const CONNECTIONS_PER_HOST = 16;
 
 try {
   if (!fstatSync(CHANNEL_FD).isSocket()) throw new Error('not a socket');
@@ -56,7 +58,9 @@ async function prepare(message: Extract<SupervisorToRunner, { t: 'start' }>): Pr
   const { ProxyAgent, setGlobalDispatcher } = await import('undici');
   const url = new URL(message.egressProxy);
   const token = `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}`;
-  setGlobalDispatcher(new ProxyAgent({ uri: `${url.protocol}//${url.host}`, token }));
+  // At most 16 connections per host, reused: a burst (a flood of strangers to answer) waits
+  // here for one instead of opening a tunnel each, past the relay's cap of 64 a plugin.
+  setGlobalDispatcher(new ProxyAgent({ uri: `${url.protocol}//${url.host}`, token, connections: CONNECTIONS_PER_HOST }));
 }
 
 // In order, each once the start is prepared.

@@ -24,9 +24,10 @@ let hits = 0;
 const dataRoot = (): string => join(stack.dir, 'data', 'plugins');
 
 beforeAll(async () => {
-  upstream = createServer((_req, res) => {
+  upstream = createServer((req, res) => {
     hits++;
-    res.end('upstream says hi');
+    if (req.url === '/slow') setTimeout(() => res.end('slowly'), 300);
+    else res.end('upstream says hi');
   });
   await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
   upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/`;
@@ -108,6 +109,13 @@ describe('its network is its manifest', () => {
     expect(await snoop('fetch_url', { url: upstreamUrl })).toMatchObject({ ok: false });
     expect(hits).toBe(1);
     expect(stack.hostOutput).toMatch(/"plugin":"snoop","target":"127\.0\.0\.1:\d+","reason":"not in its manifest's network","msg":"egress refused"/);
+  });
+
+  it('a burst of 100 requests at once all go through: the relay caps tunnels, so the plugin queues instead of being refused', async () => {
+    const before = hits;
+    const burst = await stack.ipc(family, 'tool.invoke.fetch_upstream', { url: `${upstreamUrl}slow`, method: 'GET', at_once: 100 });
+    expect(burst).toMatchObject({ code: 0, out: { statuses: [200] } });
+    expect(hits - before).toBe(100);
   });
 
   it("cannot go out through another plugin's relay: each opens only with its own plugin's token", async () => {
