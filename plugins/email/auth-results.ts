@@ -3,6 +3,12 @@
 // add theirs on top; anything lower, or under another id, may have come from the sender.
 // A pass counts when it speaks for the From domain: DMARC (which checked alignment), or
 // SPF or DKIM for exactly that domain (strict alignment: no public-suffix guessing).
+//
+// Some servers number the id by the machine that took the mail (`mx*.messagingengine.com`:
+// one `*` stands for one label's letters, digits and hyphens) and split the verdict over
+// a run of headers in a row (Fastmail: DKIM, DMARC and SPF in the fourth). With `split`,
+// the run under that one id is read whole; a method said in two of its headers (a sender's
+// header added just below the server's) makes the mail count as not authenticated.
 
 export interface AuthVerdict {
   authenticated: boolean;
@@ -84,16 +90,36 @@ export function parseAuthResults(value: string): { authservId: string; results: 
 
 const domainOf = (value: string): string => value.slice(value.lastIndexOf('@') + 1).toLowerCase();
 
+/** Where the receiving server's verdict is (settings `authserv_id`, `authserv_split`). */
+export interface Verifier {
+  /** The authserv-id, lower case; one `*` may stand for one label's [a-z0-9-]+. */
+  authservId: string;
+  /** The server writes its verdict over several headers in a row. */
+  split: boolean;
+}
+
+const idMatcher = (pattern: string): RegExp => new RegExp(`^${pattern.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('[a-z0-9-]+')}$`);
+
 /**
  * `headerLines`: the mail's raw header lines, topmost first (mailparser's headerLines).
  * `fromAddress`: the one From address.
  */
-export function verifySender(headerLines: ReadonlyArray<{ key: string; line: string }>, authservId: string, fromAddress: string): AuthVerdict {
+export function verifySender(headerLines: ReadonlyArray<{ key: string; line: string }>, verifier: Verifier, fromAddress: string): AuthVerdict {
   const fromDomain = domainOf(fromAddress);
-  const wanted = authservId.toLowerCase();
-  const header = headerLines.find((h) => h.key.toLowerCase() === 'authentication-results' && parseAuthResults(headerValue(h.line)).authservId === wanted);
-  if (!header) return { authenticated: false, reason: `no Authentication-Results from ${wanted}` };
-  const { results } = parseAuthResults(headerValue(header.line));
+  const wanted = idMatcher(verifier.authservId.toLowerCase());
+  const isResults = (h: { key: string }): boolean => h.key.toLowerCase() === 'authentication-results';
+  const top = headerLines.findIndex((h) => isResults(h) && wanted.test(parseAuthResults(headerValue(h.line)).authservId));
+  if (top < 0) return { authenticated: false, reason: `no Authentication-Results from ${verifier.authservId}` };
+  const first = parseAuthResults(headerValue(headerLines[top].line));
+  const run = [first];
+  for (let i = top + 1; verifier.split && i < headerLines.length && isResults(headerLines[i]); i++) {
+    const next = parseAuthResults(headerValue(headerLines[i].line));
+    if (next.authservId !== first.authservId) break;
+    run.push(next);
+  }
+  const said = run.flatMap((header) => [...new Set(header.results.map((r) => r.method))]);
+  if (new Set(said).size !== said.length) return { authenticated: false, reason: `a method's result appears in two headers from ${first.authservId}` };
+  const results = run.flatMap((header) => header.results);
   if (results.some((r) => r.method === 'dmarc' && r.result !== 'pass' && r.result !== 'none')) return { authenticated: false, reason: 'DMARC did not pass' };
   for (const r of results) {
     if (r.result !== 'pass') continue;

@@ -15,7 +15,7 @@ export function admit(settings: Settings, view: Pick<MailView, 'from' | 'fromCou
   if (owner === undefined) return { ok: false, reason: 'sender not listed' };
   if (group !== null && owner !== group) return { ok: false, reason: 'sender listed for another group' };
   if (!settings.mailboxes.get(owner)?.folders.includes(folder)) return { ok: false, reason: 'folder is not one of the group\'s' };
-  const verdict = verifySender(view.headerLines, settings.authservId, view.from);
+  const verdict = verifySender(view.headerLines, settings.verifier, view.from);
   if (!verdict.authenticated) return { ok: false, reason: `sender not authenticated (${verdict.reason})` };
   return { ok: true, group: owner };
 }

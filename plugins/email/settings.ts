@@ -1,6 +1,7 @@
 // The plugin's configuration as the handler uses it. The host validated it against the
 // manifest's config_schema (defaults applied); addresses are compared lower-cased.
 import type { PluginConfig } from '#sdk';
+import type { Verifier } from './auth-results.js';
 
 export interface Server {
   host: string;
@@ -22,7 +23,8 @@ export interface Settings {
   imap: Server;
   smtp: Server;
   address: string;
-  authservId: string;
+  /** Where the receiving server's verdict on a sender is. */
+  verifier: Verifier;
   /** sender address → group */
   senders: Map<string, string>;
   mailboxes: Map<string, Mailbox>;
@@ -64,7 +66,7 @@ export function parseSettings(config: PluginConfig): Settings {
     imap: server(config.imap, 993),
     smtp: server(config.smtp, 465),
     address: String(config.address),
-    authservId: String(config.authserv_id).toLowerCase(),
+    verifier: { authservId: String(config.authserv_id).toLowerCase(), split: config.authserv_split === true },
     senders,
     mailboxes,
     pollIntervalMs: (typeof config.poll_interval_s === 'number' ? config.poll_interval_s : 60) * 1000,
