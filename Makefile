@@ -44,7 +44,7 @@ images:
 # ipc's own unit tests (ZMTP framing, arguments), then every jest suite; agents run in
 # gVisor where the engine has runsc (agents.runtime auto). Then the agent suites (lockdown,
 # attacks from inside, end to end) once more under runc, so that both runtimes are tested.
-AGENT_SUITES := docker/agents docker/agent-files docker/e2e docker/api-mode docker/api-mode-isolation docker/llm-attacks docker/session-guard
+AGENT_SUITES := docker/agents docker/agent-files docker/e2e docker/email-agent docker/api-mode docker/api-mode-isolation docker/llm-attacks docker/session-guard
 test: build images
 	cd ipc && $(CARGO) test --locked --release
 	node --experimental-vm-modules node_modules/jest/bin/jest.js
@@ -54,10 +54,11 @@ test: build images
 	fi
 
 # The end-to-end scenarios alone: Telegram message → real agent container with the real
-# Claude Code CLI → ipc → plugins → Telegram, in both agent modes and with the appliance
-# itself (compose.yaml's core starting agents as sibling containers).
+# Claude Code CLI → ipc → plugins → Telegram (and a mail → the agent → its reply, approved),
+# in both agent modes and with the appliance itself (compose.yaml's core starting agents
+# as sibling containers).
 e2e: build images
-	node --experimental-vm-modules node_modules/jest/bin/jest.js dist/core/test/docker/e2e dist/core/test/docker/api-mode dist/core/test/docker/appliance
+	node --experimental-vm-modules node_modules/jest/bin/jest.js dist/core/test/docker/e2e dist/core/test/docker/email-agent dist/core/test/docker/api-mode dist/core/test/docker/appliance
 
 bench: build images
 	node dist/bench/run.js

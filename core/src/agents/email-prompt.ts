@@ -24,7 +24,8 @@ export function emailPrompt(payload: Record<string, unknown>, id = randomBytes(8
     `subject: ${field(meta.subject)}`,
     `date: ${field(meta.date)}`,
     `message_id: ${field(meta.message_id)}`,
-    `folder: ${field(meta.folder)} uid: ${field(meta.uid)}`,
+    // The uid as the number the tools take (the plugin's, from IMAP: not the mail's words).
+    `folder: ${field(meta.folder)} uid: ${Number.isSafeInteger(meta.uid) ? String(meta.uid) : field(meta.uid)}`,
     `attachments: ${field(attachments)}`,
     `body: ${field(payload.body)}`,
     ...(meta.truncated === true ? ['(the body was cut; read_email shows the rest)'] : []),

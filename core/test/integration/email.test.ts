@@ -268,7 +268,7 @@ describe('a turn started by mail, answered by mail', () => {
     let answer: string | undefined;
     actions.set(subject, async (socket) => {
       const prompt = prompts.find((p) => p.includes(subject))!;
-      answer = await act(socket, Number(/uid: "(\d+)"/.exec(prompt)![1]));
+      answer = await act(socket, Number(/uid: (\d+)\n/.exec(prompt)![1]));
     });
     await deliver({ envelopeFrom: ALICE.address, subject, text });
     // In a turn a mail started, every send waits for a person (untrusted_turns): approved here.
