@@ -6,7 +6,6 @@
 // and the reply lands in Alice's mailbox.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { join } from 'node:path';
-import { ImapFlow } from 'imapflow';
 import type { AgentManager } from '../../src/agents/agent-manager.js';
 import { eventually, ROOT, Stack, until } from '../harness.js';
 import { newAgentManager } from '../support/agents.js';
@@ -68,25 +67,6 @@ afterAll(async () => {
   await mail?.stop();
 });
 
-/** The subjects and text of the mails in Alice's INBOX, as her own IMAP login sees them. */
-async function alicesMail(): Promise<Array<{ subject: string; text: string }>> {
-  const client = new ImapFlow({ host: '127.0.0.1', port: mail.imapPort, secure: false, auth: { user: ALICE.address, pass: ALICE.password }, logger: false });
-  await client.connect();
-  try {
-    const lock = await client.getMailboxLock('INBOX');
-    try {
-      const out: Array<{ subject: string; text: string }> = [];
-      if (client.mailbox && client.mailbox.exists === 0) return out;
-      for await (const m of client.fetch('1:*', { envelope: true, source: true })) out.push({ subject: m.envelope?.subject ?? '', text: m.source?.toString().replace(/=\r?\n/g, '') ?? '' });
-      return out;
-    } finally {
-      lock.release();
-    }
-  } finally {
-    await client.logout();
-  }
-}
-
 describe('a mail, end to end', () => {
   it('Alice mails → the real agent reads it as marked content → reply_email, approved on Telegram → the reply in her mailbox', async () => {
     const runs = runAgentsOnEvents(stack, manager);
@@ -100,8 +80,8 @@ describe('a mail, end to end', () => {
     expect(prompt.text).toContain(`To: ${ALICE.address}`);
     const approve = prompt.reply_markup!.inline_keyboard!.flat().find((b) => b.text === 'Approve')!;
     tg.queueCallback({ chatId: CHAT, messageId: prompt.message_id, fromId: OWNER, data: approve.callback_data! });
-    const reply = await eventually(async () => (await alicesMail()).find((m) => m.subject === 'Re: Dinner on Friday'), 30_000);
-    expect(reply.text).toContain(REPLY);
+    const reply = await eventually(async () => (await mail.inbox(ALICE)).find((m) => m.subject === 'Re: Dinner on Friday'), 30_000);
+    expect(reply.source).toContain(REPLY);
     expect(((await Promise.all(runs)) as { ok: boolean }[]).every((r) => r.ok)).toBe(true);
     // What the real Claude Code sent the model: the mail between marked lines, said to be untrusted.
     const seen = JSON.stringify(model.requests.find((r) => hasTool(r, 'Bash'))!.body.messages);

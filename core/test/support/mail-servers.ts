@@ -11,6 +11,7 @@ import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync,
 import { connect } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
+import { ImapFlow } from 'imapflow';
 import nodemailer from 'nodemailer';
 import { freePort, sleep } from '../harness.js';
 
@@ -184,6 +185,27 @@ export class MailServers {
       });
     } finally {
       transport.close();
+    }
+  }
+
+  /** The mails in `user`'s INBOX, as their own IMAP login sees them (quoted-printable soft breaks joined in `source`). */
+  async inbox(user: MailUser): Promise<Array<{ uid: number; subject: string; from: string; source: string }>> {
+    const client = new ImapFlow({ host: '127.0.0.1', port: this.imapPort, secure: false, auth: { user: user.address, pass: user.password }, logger: false });
+    await client.connect();
+    try {
+      const lock = await client.getMailboxLock('INBOX');
+      try {
+        const out: Array<{ uid: number; subject: string; from: string; source: string }> = [];
+        if (client.mailbox && client.mailbox.exists === 0) return out;
+        for await (const m of client.fetch('1:*', { uid: true, envelope: true, source: true })) {
+          out.push({ uid: m.uid, subject: m.envelope?.subject ?? '', from: m.envelope?.from?.[0]?.address ?? '', source: m.source?.toString().replace(/=\r?\n/g, '') ?? '' });
+        }
+        return out;
+      } finally {
+        lock.release();
+      }
+    } finally {
+      await client.logout();
     }
   }
 
