@@ -5,10 +5,12 @@
 // (default 60): each is answered with send_telegram (send_webchat in the web chat); every
 // 10th first stores a memory, every 15th first schedules a recurring task, a high-risk
 // call the stand-in approves by pressing the prompt's button (then cancels it, so the
-// groups' task lists stay as they were). Agents stay warm throughout, unless
-// SOAK_FORGET_MINUTES clears each group's conversation ("/forget") that often: its agent
-// ends and the next message starts a fresh session, so the conversation the model gets
-// stays bounded (the stand-in never makes Claude Code compact it) and sessions turn over.
+// groups' task lists stay as they were). Agents stay warm throughout: the stand-in bills
+// each request as if SOAK_CONTEXT_KB (150) filled the model's window, so Claude Code
+// compacts the conversation near there, as it does with a real model near its window
+// (its summary request is answered with a summary). SOAK_FORGET_MINUTES clears each
+// group's conversation ("/forget") that often instead: its agent ends and the next
+// message starts a fresh session.
 //
 // Per minute: the RSS of the core, of the plugin host and of its plugin processes (host
 // /proc), the core's V8 heap (its /metrics), messages sent and answered, and the p50/p99
@@ -35,6 +37,10 @@ const MINUTES = Number(process.env.SOAK_MINUTES ?? 60);
 const PER_MINUTE = Number(process.env.SOAK_MESSAGES_PER_MINUTE ?? 36);
 /** Each group's conversation cleared ("/forget": its agent ends, the next message starts a fresh one) this often; 0: never. */
 const FORGET_MINUTES = Number(process.env.SOAK_FORGET_MINUTES ?? 0);
+/** The stand-in bills a request of this many KB as a full context window (Claude Code then compacts); 0: never. */
+const CONTEXT_KB = Number(process.env.SOAK_CONTEXT_KB ?? 150);
+/** The window Claude Code assumes for the configured model, in tokens. */
+const WINDOW_TOKENS = 1_000_000;
 const SNAPSHOT_AT = (process.env.SOAK_HEAP_SNAPSHOTS ?? '').split(',').filter(Boolean).map(Number);
 const DOCKER = process.env.DOCKER || 'docker';
 const OUT = join(ROOT, 'dist', 'soak');
@@ -63,7 +69,7 @@ interface Sent {
 }
 
 /** What the run counts, reset each minute where it says so. */
-const tally = { sent: 0, answered: 0, approved: 0, memories: 0, otherReplies: 0, heldBack: 0, lost: 0, cleared: 0, requestKb: 0 };
+const tally = { sent: 0, answered: 0, approved: 0, memories: 0, otherReplies: 0, heldBack: 0, lost: 0, cleared: 0, requestKb: 0, compactions: 0 };
 const waiting = new Map<number, Sent>();
 let latencies: number[] = [];
 const lastOthers: string[] = [];
@@ -84,9 +90,17 @@ function answered(id: number): void {
  */
 function policy(request: RecordedRequest): Block[] {
   if (!hasTool(request, 'Bash')) return [{ type: 'text', text: 'ok' }];
-  // The agent's conversation grows with every turn (Claude Code never compacted it in these runs): its size.
-  tally.requestKb = Math.max(tally.requestKb, Number(request.headers['content-length'] ?? 0) / 1024);
+  // The agent's conversation grows with every turn: its size. Billed as if CONTEXT_KB filled
+  // the model's window, so that Claude Code compacts it near there, as it does with a real model.
+  const bytes = Number(request.headers['content-length'] ?? 0);
+  tally.requestKb = Math.max(tally.requestKb, bytes / 1024);
+  model.usage = { input_tokens: CONTEXT_KB > 0 ? Math.round((bytes / (CONTEXT_KB * 1024)) * WINDOW_TOKENS) : 12, output_tokens: 7 };
   const messages = (request.body?.messages ?? []) as { role: string; content: unknown }[];
+  // Claude Code's compaction: it asks for a summary in text, no tools.
+  if (/Respond with TEXT ONLY/.test(JSON.stringify(messages.at(-1) ?? ''))) {
+    tally.compactions++;
+    return [{ type: 'text', text: '<analysis>A soak run.</analysis>\n<summary>The person sends numbered soak messages; each was answered.</summary>' }];
+  }
   const prompt = JSON.stringify(messages.filter((m) => m.role === 'user' && !JSON.stringify(m.content).includes('"tool_result"')).at(-1) ?? '');
   const marks = [...prompt.matchAll(MARK)].map((m) => ({ kind: m[1] as Kind, id: Number(m[2]), group: m[3], web: Boolean(m[4]) }));
   if (marks.length === 0) return [{ type: 'text', text: 'Nothing to do.' }];
@@ -154,15 +168,15 @@ function serviceProcess(project: ComposeProject, service: string, script: string
   return found.pid;
 }
 
-/** The core's V8 heap in use and its memory outside the heap (Buffers), from prom-client's default metrics, in MB. */
-async function coreHeap(project: ComposeProject): Promise<{ heap: number; external: number }> {
+/** The core's V8 heap in use, the heap V8 holds, and its memory outside the heap (Buffers), from prom-client's default metrics, in MB. */
+async function coreHeap(project: ComposeProject): Promise<{ heap: number; heapTotal: number; external: number }> {
   try {
     const res = await fetch(`http://127.0.0.1:${project.port}/metrics`, { headers: { authorization: `Bearer ${project.adminToken()}` }, signal: AbortSignal.timeout(5000) });
     const text = await res.text();
     const metric = (name: string): number => mb(Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN));
-    return { heap: metric('nodejs_heap_size_used_bytes'), external: metric('nodejs_external_memory_bytes') };
+    return { heap: metric('nodejs_heap_size_used_bytes'), heapTotal: metric('nodejs_heap_size_total_bytes'), external: metric('nodejs_external_memory_bytes') };
   } catch {
-    return { heap: NaN, external: NaN };
+    return { heap: NaN, heapTotal: NaN, external: NaN };
   }
 }
 
@@ -187,7 +201,9 @@ async function main(): Promise<void> {
   const modelUrl = await model.start(host);
   // Heap snapshots on a signal, written where the host can read them.
   const override = join(OUT, 'compose.soak.yaml');
-  writeFileSync(override, 'services:\n  core:\n    environment:\n      NODE_OPTIONS: "--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=/app/volumes/logs"\n');
+  // SOAK_CORE_ENV="NAME=value ...": more of the core's environment (e.g. malloc tuning, to compare).
+  const extra = (process.env.SOAK_CORE_ENV ?? '').split(/\s+/).filter(Boolean).map((pair) => `      ${pair.replace('=', ': "')}"\n`).join('');
+  writeFileSync(override, `services:\n  core:\n    environment:\n      NODE_OPTIONS: "--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=/app/volumes/logs"\n${extra}`);
   const name = `carapace-soak-${process.pid}`;
   const project = await ComposeProject.create({
     name,
@@ -196,6 +212,8 @@ async function main(): Promise<void> {
     config: {
       groups: Object.fromEntries(GROUPS.map((g) => [g, {}])),
       agents: { image: AGENT_IMAGE, run_timeout_ms: 120_000 },
+      // The stand-in bills conversations as filling a window (SOAK_CONTEXT_KB): no budget may stop the run.
+      llm: { budget: { tokens_per_day: 1e12 } },
       plugins: { telegram: { bot_token: '${TELEGRAM_BOT_TOKEN}', api_base_url: telegram.url, chats: Object.fromEntries(GROUPS.map((g) => [String(CHATS[g]), g])), owners: [OWNER], poll_timeout_s: 1 } },
     },
     env: { CARAPACE_MODEL_API_URL: modelUrl, ANTHROPIC_API_KEY: MODEL_KEY, TELEGRAM_BOT_TOKEN: BOT_TOKEN },
@@ -289,8 +307,8 @@ async function main(): Promise<void> {
 
     out(`soak-appliance: ${MINUTES} min, ${GROUPS.length} groups (Telegram each, web chat for ${WEB_GROUP}), ~${PER_MINUTE} messages/min; every 10th a memory, every 15th an approval; ${FORGET_MINUTES > 0 ? `each group's conversation cleared every ${FORGET_MINUTES} min` : 'agents warm throughout'}; agents ${AGENT_IMAGE}`);
     out(`machine: ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, node ${process.version} here`);
-    out('minute  sent answered waiting approved memory other  p50 s  p99 s  core MB heap MB ext MB  host MB plugins MB model KB');
-    const rows: { minute: number; core: number; heap: number; external: number; host: number; plugins: number }[] = [];
+    out('minute  sent answered waiting approved memory other  p50 s  p99 s  core MB heap MB (of) ext MB  host MB plugins MB model KB');
+    const rows: { minute: number; core: number; heap: number; heapTotal: number; external: number; host: number; plugins: number }[] = [];
     for (let minute = 1; minute <= MINUTES; minute++) {
       await sleep(60_000);
       const s = stats(latencies);
@@ -308,6 +326,7 @@ async function main(): Promise<void> {
         (s.p99 / 1000).toFixed(1).padStart(6),
         row.core.toFixed(1).padStart(8),
         row.heap.toFixed(1).padStart(7),
+        `(${row.heapTotal.toFixed(0)})`.padStart(5),
         row.external.toFixed(1).padStart(6),
         row.host.toFixed(1).padStart(8),
         row.plugins.toFixed(1).padStart(10),
@@ -316,9 +335,10 @@ async function main(): Promise<void> {
       out(cols.join(' '));
       if (tally.otherReplies > 0) out(`        other replies, the last: ${JSON.stringify(lastOthers)}`);
       if (tally.cleared > 0) out(`        ${tally.cleared} conversations cleared (/forget)`);
+      if (tally.compactions > 0) out(`        ${tally.compactions} conversations compacted by Claude Code`);
       if (tally.lost > 0) out(`        ${tally.lost} messages unanswered after ${LOST_AFTER_MS / 1000} s: counted lost`);
       if (tally.heldBack > 0) out(`        ${tally.heldBack} messages held back (a group had ${MAX_BACKLOG} unanswered)`);
-      Object.assign(tally, { sent: 0, answered: 0, approved: 0, memories: 0, otherReplies: 0, heldBack: 0, lost: 0, cleared: 0, requestKb: 0 });
+      Object.assign(tally, { sent: 0, answered: 0, approved: 0, memories: 0, otherReplies: 0, heldBack: 0, lost: 0, cleared: 0, requestKb: 0, compactions: 0 });
       latencies = [];
       if (SNAPSHOT_AT.includes(minute)) out(`        heap snapshot: ${await heapSnapshot(project, minute)}`);
     }
@@ -329,7 +349,7 @@ async function main(): Promise<void> {
     // Each half's slope; the first minute's value is the baseline of the ratios.
     const half = Math.floor(rows.length / 2);
     const summary: Record<string, number> = { minutes: rows.length, unanswered_at_end: waiting.size };
-    for (const key of ['core', 'heap', 'external', 'host', 'plugins'] as const) {
+    for (const key of ['core', 'heap', 'heapTotal', 'external', 'host', 'plugins'] as const) {
       const first = rows[0][key];
       summary[`${key}_first_minute_mb`] = r3(first);
       summary[`${key}_last_minute_mb`] = r3(rows[rows.length - 1][key]);
