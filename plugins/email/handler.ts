@@ -53,6 +53,7 @@ export default class EmailChannel implements PluginHandler {
       services.egressProxy,
       (group, payload, key) => services.publish('message.inbound', group, payload, { key }),
       (seen) => this.noteReceived(seen, true),
+      (group, notice) => void services.notifyUser(group, notice).catch((err: unknown) => log.warn({ err: String(err) }, 'could not tell the group of a skipped mail')),
     );
     try {
       await this.watcher.start();

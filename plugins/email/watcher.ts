@@ -49,6 +49,8 @@ export class Watcher {
     private readonly publish: (group: string, payload: JsonObject, key: string) => Promise<void>,
     /** A mail was handed to its group's agent (the console's page lists it). */
     private readonly onSeen: (seen: Seen) => void = () => undefined,
+    /** A listed sender's mail could not be read and was skipped: what to tell the group's people. */
+    private readonly onSkipped: (group: string, notice: string) => void = () => undefined,
   ) {}
 
   /**
@@ -174,7 +176,12 @@ export class Watcher {
     const whole = complete ? first : await client.fetchOne(String(uid), { uid: true, size: true, source: { maxLength: max } }, { uid: true });
     if (!whole || !whole.source) return;
     const parsed = await parseMailWithin(whole.source, this.settings.maxBodyChars, size > max, PARSE_MS);
-    if (!parsed.ok) return skipped(folder, uid, parsed.code, parsed.reason);
+    if (!parsed.ok) {
+      // Its sender counts: the person would wait for an answer that never comes.
+      const subject = (head.view.subject ?? '').replace(/[\p{Cc}\p{Cf}]+/gu, ' ').slice(0, 120);
+      this.onSkipped(early.group, `A mail from ${head.view.from} ("${subject}") could not be read (${parsed.code}) and reached no agent; open it in your mail client.`);
+      return skipped(folder, uid, parsed.code, parsed.reason);
+    }
     const view = parsed.view;
     const admission = startsAgent(this.settings, view, folder);
     if (!admission.ok) {

@@ -11,6 +11,7 @@ import { ImapFlow } from 'imapflow';
 import nodemailer from 'nodemailer';
 import { eventually, ROOT, sleep, Stack, until } from '../harness.js';
 import { MailServers } from '../support/mail-servers.js';
+import { TelegramStandIn } from '../support/telegram-standin.js';
 import type { EventEnvelope } from '../../src/protocol/envelope.js';
 
 const AGENT = { address: 'agent@example.test', password: 'Ag3nt-mail-s3cret-9Zq' };
@@ -19,6 +20,10 @@ const BOB = { address: 'bob@example.test', password: 'bob-pw' };
 
 let mail: MailServers;
 let stack: Stack;
+/** Where the group's people hear of a listed sender's mail that was skipped. */
+let tg: TelegramStandIn;
+const BOT_TOKEN = '123456789:AAH-email_attacks_token-0123456789ab';
+const CHAT = 500;
 const events: EventEnvelope[] = [];
 
 const inbound = (subject: string) => events.filter((e) => e.topic === 'message.inbound' && (e.payload.metadata as Record<string, unknown>)?.subject === subject);
@@ -33,6 +38,7 @@ function config(): Record<string, unknown> {
   return {
     groups: { main: {} },
     plugins: {
+      telegram: { bot_token: '${TELEGRAM_BOT_TOKEN}', api_base_url: tg.url, chats: { [String(CHAT)]: 'main' }, owners: [42], poll_timeout_s: 5 },
       email: {
         imap: server(mail.imapPort),
         smtp: server(mail.smtpPort),
@@ -143,7 +149,8 @@ const POISONS: Record<string, (from: string) => string> = {
 
 beforeAll(async () => {
   mail = await MailServers.start([AGENT, ALICE, BOB]);
-  stack = await Stack.start({ plugins: [], extraPluginDirs: { email: join(ROOT, 'plugins/email') }, env: { EMAIL_PASSWORD: AGENT.password }, config: config() });
+  tg = await TelegramStandIn.start(BOT_TOKEN);
+  stack = await Stack.start({ plugins: [], extraPluginDirs: { email: join(ROOT, 'plugins/email'), telegram: join(ROOT, 'plugins/telegram') }, env: { EMAIL_PASSWORD: AGENT.password, TELEGRAM_BOT_TOKEN: BOT_TOKEN }, config: config() });
   stack.core.on('event', (e) => events.push(e));
   if (stack.core.catalog.state('email') !== 'healthy') throw new Error(`email plugin not healthy:\n${stack.hostOutput}\n${mail.output}`);
 }, 60_000);
@@ -151,6 +158,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (process.env.EMAIL_TEST_DEBUG) console.log(`HOST:\n${stack?.hostOutput.slice(-8000)}`); // eslint-disable-line no-console
   await stack?.stop();
+  await tg?.close();
   await mail?.stop();
 });
 
@@ -164,6 +172,7 @@ describe('a poison mail', () => {
     expect(ends()).toBe(0);
     expect(stack.core.catalog.state('email')).toBe('healthy');
     expect(events.filter((e) => e.topic === 'message.inbound' && e.payload.sender === BOB.address)).toEqual([]);
+    expect(tg.sentTo(CHAT)).toEqual([]); // a stranger's mail is nobody's news
     expect(stack.hostOutput).not.toContain('POISONWORD');
     // The agent's search reads every mail's header: the strangers' poison neither breaks it nor shows.
     const found = await stack.ipc(await stack.openSession('main'), 'tool.invoke.search_email', { limit: 50 });
@@ -171,13 +180,18 @@ describe('a poison mail', () => {
     expect(found.out.mails.map((m: { subject: string }) => m.subject)).toEqual(['After the stranger\'s poison']);
   }, 180_000);
 
-  it('from a listed sender: a mail the parser refuses is skipped and logged (UID and reason), and the mail after it arrives', async () => {
+  it('from a listed sender: a mail the parser refuses is skipped and logged (UID and reason), the person is told, and the mail after it arrives', async () => {
+    const logFrom = stack.hostOutput.length;
     await deliverAll(ALICE.address, ['nested multipart', '10 000 MIME parts', '50 000 headers in a part', 'broken encodings', 'an unknown charset'].map((name) => POISONS[name](ALICE.address)));
     await deliverRaw(ALICE.address, head(ALICE.address, 'After Alice\'s poison', 'Content-Type: text/plain\r\n\r\nhello\r\n'));
     await until(() => inbound('After Alice\'s poison')[0], 60_000);
     expect(inbound('10 000 MIME parts')).toEqual([]);
-    const skipped = stack.hostOutput.split('\n').filter((l) => l.includes('mail skipped'));
+    const skipped = stack.hostOutput.slice(logFrom).split('\n').filter((l) => l.includes('mail skipped'));
     expect(skipped.some((l) => /"code":"PARSE_FAILED"/.test(l) && /"uid":\d+/.test(l))).toBe(true);
+    // Each one the person is told of, once, by sender, subject and why (they would wait for an answer).
+    const notices = await until(() => { const n = tg.sentTo(CHAT).map((m) => m.text).filter((t) => t.includes('could not be read')); return n.length >= skipped.length ? n : undefined; }, 10_000);
+    expect(notices).toHaveLength(skipped.length);
+    expect(notices.every((n) => n.startsWith(`A mail from ${ALICE.address} ("`) && /could not be read \(PARSE_[A-Z]+\) and reached no agent/.test(n))).toBe(true);
     expect(ends()).toBe(0);
     expect(stack.hostOutput).not.toContain('POISONWORD');
   }, 120_000);
