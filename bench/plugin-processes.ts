@@ -11,7 +11,7 @@
 //      copies of plugins/_template, plain JavaScript).
 // Human-readable results, then one JSON summary line (the last line of output).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -19,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 import * as zmq from 'zeromq';
 import { newPlugin } from '../core/src/plugins/new-plugin.js';
 import { stats, type Stats } from './stats.js';
+import { childrenOf, rssMb } from './proc.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const CORE_PROCESS = join(ROOT, 'dist/bench/core-process.js');
@@ -44,14 +45,6 @@ const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floo
 
 // ---- processes ---------------------------------------------------------------------------
 
-function rssMb(pid: number): number {
-  try {
-    return r1(Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024);
-  } catch {
-    return NaN;
-  }
-}
-
 function uidOf(pid: number): number {
   try {
     return Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN);
@@ -60,41 +53,20 @@ function uidOf(pid: number): number {
   }
 }
 
-/** A process's children: /proc/<pid>/task/<tid>/children, or every /proc/<n>/stat naming it as parent. */
-function childrenOf(pid: number): number[] {
-  try {
-    const kids = readdirSync(`/proc/${pid}/task`).flatMap((tid) => readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number));
-    if (kids.length > 0) return kids;
-  } catch {
-    // no CONFIG_PROC_CHILDREN: scan
-  }
-  return readdirSync('/proc')
-    .filter((n) => /^\d+$/.test(n))
-    .map(Number)
-    .filter((n) => {
-      try {
-        const stat = readFileSync(`/proc/${n}/stat`, 'utf8');
-        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid;
-      } catch {
-        return false;
-      }
-    });
-}
-
 /** Each plugin process's name (through its own uid when the host runs as root, else "plugin <n>") and RSS. */
 function pluginProcesses(hostPid: number, dir: string): { name: string; pid: number; rssMb: number }[] {
   const uidsFile = join(dir, 'data/plugins/.uids.json');
   const byUid = new Map<number, string>(existsSync(uidsFile) ? Object.entries(JSON.parse(readFileSync(uidsFile, 'utf8')) as Record<string, number>).map(([n, u]) => [u, n]) : []);
   return childrenOf(hostPid)
     .sort((a, b) => a - b)
-    .map((pid, i) => ({ name: byUid.get(uidOf(pid)) ?? `plugin ${i + 1}`, pid, rssMb: rssMb(pid) }));
+    .map((pid, i) => ({ name: byUid.get(uidOf(pid)) ?? `plugin ${i + 1}`, pid, rssMb: r1(rssMb(pid)) }));
 }
 
 /** Baselines: an idle bare Node process's RSS, and a bare Node start to exit. */
 async function nodeBaseline(): Promise<{ idleRssMb: number; startMs: number }> {
   const idle = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
   await sleep(1000);
-  const idleRssMb = rssMb(idle.pid!);
+  const idleRssMb = r1(rssMb(idle.pid!));
   idle.kill('SIGKILL');
   const times: number[] = [];
   for (let i = 0; i < 10; i++) {
@@ -263,7 +235,7 @@ async function main(): Promise<void> {
   let inHost: { latency: Awaited<ReturnType<typeof latency>>; load: Awaited<ReturnType<typeof throughput>>; hostMb: number };
   try {
     await sleep(1000);
-    inHost = { latency: await latency(single.ready.sessions[0].socketPath), load: await throughput(single.ready.sessions, PLUGIN_CALL), hostMb: rssMb(single.ready.hostPid) };
+    inHost = { latency: await latency(single.ready.sessions[0].socketPath), load: await throughput(single.ready.sessions, PLUGIN_CALL), hostMb: r1(rssMb(single.ready.hostPid)) };
   } finally {
     await stopCore(single.child);
   }
@@ -280,7 +252,7 @@ async function main(): Promise<void> {
           if (run > 0) continue;
           await sleep(1000); // settled, as bench/run.ts measures idle RSS
           const plugins = pluginProcesses(ready.hostPid, ready.dir);
-          memory = { hostMb: rssMb(ready.hostPid), plugins: plugins.map(({ name, rssMb: mb }) => ({ name, rssMb: mb })), pluginsTotalMb: r1(plugins.reduce((a, p) => a + p.rssMb, 0)) };
+          memory = { hostMb: r1(rssMb(ready.hostPid)), plugins: plugins.map(({ name, rssMb: mb }) => ({ name, rssMb: mb })), pluginsTotalMb: r1(plugins.reduce((a, p) => a + p.rssMb, 0)) };
           if (count === 1) {
             const lat = await latency(ready.sessions[0].socketPath);
             const loadPlugin = await throughput(ready.sessions, PLUGIN_CALL);

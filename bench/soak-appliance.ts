@@ -201,9 +201,7 @@ async function main(): Promise<void> {
   const modelUrl = await model.start(host);
   // Heap snapshots on a signal, written where the host can read them.
   const override = join(OUT, 'compose.soak.yaml');
-  // SOAK_CORE_ENV="NAME=value ...": more of the core's environment (e.g. malloc tuning, to compare).
-  const extra = (process.env.SOAK_CORE_ENV ?? '').split(/\s+/).filter(Boolean).map((pair) => `      ${pair.replace('=', ': "')}"\n`).join('');
-  writeFileSync(override, `services:\n  core:\n    environment:\n      NODE_OPTIONS: "--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=/app/volumes/logs"\n${extra}`);
+  writeFileSync(override, 'services:\n  core:\n    environment:\n      NODE_OPTIONS: "--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=/app/volumes/logs"\n');
   const name = `carapace-soak-${process.pid}`;
   const project = await ComposeProject.create({
     name,

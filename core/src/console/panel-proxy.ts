@@ -36,7 +36,7 @@ export async function registerPanelProxy(app: FastifyInstance, panels: () => Pan
   app.all<{ Params: { name: string; '*': string } }>('/plugins/:name/*', (request, reply) => {
     const panel = panels().find((p) => p.name === request.params.name);
     if (!panel) return notServed(request, reply, 404, { code: 'NOT_FOUND', message: `no plugin panel "${request.params.name}"` });
-    if (panel.down) return notServed(request, reply, 503, { code: 'UNAVAILABLE', message: `the ${panel.title} page is not available yet: ${panel.down}` });
+    if (panel.down) return notServed(request, reply, 503, { code: 'UNAVAILABLE', message: `the ${panel.title} page is not available: ${panel.down}` });
     const query = request.url.includes('?') ? request.url.slice(request.url.indexOf('?')) : '';
     const path = `/${request.params['*']}${query}`;
     return reply.from(`unix+http://${escape(panel.socket)}${path}`, {

@@ -241,7 +241,7 @@ describe('console: plugin panels', () => {
       expect(waiting.headers.get('retry-after')).toBe('2');
       const page = await waiting.text();
       expect(page).toContain('<meta http-equiv="refresh" content="2">');
-      expect(page).toContain('the Fixture page is not available yet: the plugin is starting');
+      expect(page).toContain('the Fixture page is not available: the plugin is starting');
       // A script is told in JSON, retriable.
       const api = await fetch(`${base}/plugins/fixture/api/x`, { headers: { cookie } });
       expect(await api.json()).toMatchObject({ code: 'UNAVAILABLE', retriable: true });
