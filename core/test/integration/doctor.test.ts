@@ -93,7 +93,14 @@ describe('doctor checks', () => {
   it('reports plugins: a refused credential fails, one without its token is only "not set up"', async () => {
     const report = await runChecks(deps());
     expect(find(report.checks, 'plugin-echo').status).toBe('ok');
-    expect(find(report.checks, 'plugin-authfail')).toMatchObject({ status: 'fail', detail: expect.stringContaining('AUTH_ERROR') });
+    // What failed and why, in its own words, with the key it carried redacted; and what to do.
+    expect(find(report.checks, 'plugin-authfail')).toEqual({
+      id: 'plugin-authfail',
+      title: 'Plugin authfail',
+      status: 'fail',
+      detail: 'Failed to start (AUTH_ERROR): Error: 401 Unauthorized from https://api.example/ with key [REDACTED].',
+      fix: expect.stringMatching(/^its server refused the credentials: check them in \.env; edit \.env, then run `docker compose up -d`/),
+    });
     expect(find(report.checks, 'plugin-telegram')).toMatchObject({ status: 'warn', fix: expect.stringContaining('TELEGRAM_BOT_TOKEN') });
     expect(report.ok).toBe(false);
   });
