@@ -10,7 +10,7 @@ import type { AgentManager } from '../../src/agents/agent-manager.js';
 import { eventually, ROOT, Stack, until } from '../harness.js';
 import { newAgentManager } from '../support/agents.js';
 import { AnthropicStandIn, hasTool, toolResults } from '../support/anthropic-standin.js';
-import { AUTHSERV_ID, MailServers } from '../support/mail-servers.js';
+import { MailServers } from '../support/mail-servers.js';
 import { runAgentsOnEvents } from '../support/milk-scenario.js';
 import { TelegramStandIn } from '../support/telegram-standin.js';
 
@@ -41,7 +41,6 @@ beforeAll(async () => {
     return [{ type: 'tool_use', name: 'Bash', input: { command: `ipc tool.invoke.reply_email '${JSON.stringify(args)}'`, description: 'Reply to the mail' } }];
   });
   modelUrl = await model.start();
-  const server = (port: number) => ({ host: '127.0.0.1', port, secure: false, user: AGENT.address, password: '${EMAIL_PASSWORD}' });
   stack = await Stack.start({
     plugins: [],
     extraPluginDirs: { email: join(ROOT, 'plugins/email'), telegram: join(ROOT, 'plugins/telegram') },
@@ -50,7 +49,7 @@ beforeAll(async () => {
       groups: { family: {} },
       plugins: {
         telegram: { bot_token: '${TELEGRAM_BOT_TOKEN}', api_base_url: tg.url, chats: { [String(CHAT)]: 'family' }, owners: [OWNER], poll_timeout_s: 1 },
-        email: { imap: server(mail.imapPort), smtp: server(mail.smtpPort), address: AGENT.address, authserv_id: AUTHSERV_ID, chats: { [ALICE.address]: 'family' }, mailboxes: { family: { recipients: [ALICE.address] } }, poll_interval_s: 5 },
+        email: { ...mail.pluginSettings(AGENT), chats: { [ALICE.address]: 'family' }, mailboxes: { family: { recipients: [ALICE.address] } }, poll_interval_s: 5 },
       },
     },
   });

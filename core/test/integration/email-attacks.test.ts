@@ -34,16 +34,12 @@ const ends = (): number => stack.hostOutput.split('\n').filter((l) => (l.include
 const outOfHeap = (): number => stack.hostOutput.split('\n').filter((l) => l.includes('FATAL ERROR: Reached heap limit')).length;
 
 function config(): Record<string, unknown> {
-  const server = (port: number) => ({ host: '127.0.0.1', port, secure: false, user: AGENT.address, password: '${EMAIL_PASSWORD}' });
   return {
     groups: { main: {} },
     plugins: {
       telegram: { bot_token: '${TELEGRAM_BOT_TOKEN}', api_base_url: tg.url, chats: { [String(CHAT)]: 'main' }, owners: [42], poll_timeout_s: 5 },
       email: {
-        imap: server(mail.imapPort),
-        smtp: server(mail.smtpPort),
-        address: AGENT.address,
-        authserv_id: 'mx.example.test',
+        ...mail.pluginSettings(AGENT),
         chats: { [ALICE.address]: 'main' },
         mailboxes: { main: { folders: ['INBOX'] } },
         poll_interval_s: 5,

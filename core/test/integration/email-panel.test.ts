@@ -58,7 +58,6 @@ async function uidOf(subject: string): Promise<number> {
 beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
   mail = await MailServers.start([AGENT, ALICE, BOB, CAROL]);
-  const server = (port: number) => ({ host: '127.0.0.1', port, secure: false, user: AGENT.address, password: '${EMAIL_PASSWORD}' });
   stack = await Stack.start({
     plugins: [],
     extraPluginDirs: { email: join(ROOT, 'plugins/email') },
@@ -68,10 +67,7 @@ beforeAll(async () => {
       confirmation_timeout_ms: 30_000,
       plugins: {
         email: {
-          imap: server(mail.imapPort),
-          smtp: server(mail.smtpPort),
-          address: AGENT.address,
-          authserv_id: AUTHSERV_ID,
+          ...mail.pluginSettings(AGENT),
           chats: { [ALICE.address]: 'main' },
           mailboxes: { main: { folders: ['INBOX'], recipients: [ALICE.address] } },
           // Polling would come far too late for any test here: only IDLE is in time.

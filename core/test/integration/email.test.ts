@@ -34,7 +34,6 @@ const agentAnswers: string[] = [];
 const inbound = (subject: string) => events.filter((e) => e.topic === 'message.inbound' && (e.payload.metadata as Record<string, unknown>)?.subject === subject);
 
 function config(): Record<string, unknown> {
-  const server = (port: number) => ({ host: '127.0.0.1', port, secure: false, user: AGENT.address, password: '${EMAIL_PASSWORD}' });
   return {
     groups: { main: {}, family: {} },
     confirmation_timeout_ms: 30_000,
@@ -42,10 +41,7 @@ function config(): Record<string, unknown> {
       // Where the person answers a send's prompt.
       telegram: { bot_token: '${TELEGRAM_BOT_TOKEN}', api_base_url: tg.url, chats: { [String(MAIN_CHAT)]: 'main' }, owners: [OWNER], poll_timeout_s: 5 },
       email: {
-        imap: server(mail.imapPort),
-        smtp: server(mail.smtpPort),
-        address: AGENT.address,
-        authserv_id: AUTHSERV_ID,
+        ...mail.pluginSettings(AGENT),
         chats: { [ALICE.address]: 'main' },
         mailboxes: { main: { folders: ['INBOX'], recipients: [ALICE.address], move_to: ['Archive'] } },
         poll_interval_s: 5,

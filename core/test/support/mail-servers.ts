@@ -188,6 +188,12 @@ export class MailServers {
     }
   }
 
+  /** The email plugin's settings for `user`'s mailbox here (its password from `${EMAIL_PASSWORD}`, the servers' authserv-id). */
+  pluginSettings(user: MailUser): { imap: Record<string, unknown>; smtp: Record<string, unknown>; address: string; authserv_id: string } {
+    const server = (port: number) => ({ host: '127.0.0.1', port, secure: false, user: user.address, password: '${EMAIL_PASSWORD}' });
+    return { imap: server(this.imapPort), smtp: server(this.smtpPort), address: user.address, authserv_id: AUTHSERV_ID };
+  }
+
   /** The mails in `user`'s INBOX, as their own IMAP login sees them (quoted-printable soft breaks joined in `source`). */
   async inbox(user: MailUser): Promise<Array<{ uid: number; subject: string; from: string; source: string }>> {
     const client = new ImapFlow({ host: '127.0.0.1', port: this.imapPort, secure: false, auth: { user: user.address, pass: user.password }, logger: false });
