@@ -1,13 +1,16 @@
 // A JSON state file as an earlier run left it. Missing: a first run. Not JSON, or not the
 // shape its owner reads (a crash of an older version mid-write, a disk fault, a hand
 // edit): moved aside, kept for a person to look at and said, never silently replaced.
-import { readFileSync, renameSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync } from 'node:fs';
 
 export type SavedState<T> = { kind: 'missing' } | { kind: 'loaded'; value: T } | { kind: 'moved'; movedAside: string; error: string };
 
-/** The name a broken state file is kept under: `<file>.corrupt-<time>`, sortable. */
+/** The name a broken state file is kept under: `<file>.corrupt-<time>`, sortable; never one already there (two in one millisecond). */
 export function asideName(file: string): string {
-  return `${file}.corrupt-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+  const base = `${file}.corrupt-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+  let name = base;
+  for (let n = 2; existsSync(name); n++) name = `${base}-${n}`;
+  return name;
 }
 
 /** Reads `file` with `read`, which throws on a shape it does not take. Other I/O errors are thrown. */
