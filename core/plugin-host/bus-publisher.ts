@@ -1,53 +1,90 @@
-// Plugin → core events (message.inbound, task.*) on the bus. A plain PUB drops what it
-// sends while no subscriber is there: at start-up, before the core's subscription has
-// arrived, and while the core restarts. A Telegram message published then would be lost
-// for good, its update offset already saved. An XPUB sees the core's subscription come
-// and go, so events wait (in order, bounded) until it is there.
+// Plugin → core events (message.inbound, task.*) on the bus. An event counts as delivered
+// only when the core says so (`received`, after it accepted the event or refused it for
+// good): until then it is kept here and sent again to a core that (re)subscribes, or that
+// stays silent, and the plugin is not told it may save its progress. A Telegram update
+// whose offset was saved while its event sat in a host killed with -9 was lost for good.
+// An XPUB sees the core's subscription come and go, so nothing is sent into the void.
+import { randomUUID } from 'node:crypto';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as zmq from 'zeromq';
 import { SendQueue } from '../src/boundary/send-queue.js';
 
-/** Held events beyond this are dropped oldest first, so a long core outage cannot exhaust memory. */
-const MAX_HELD = 10_000;
+/** Unconfirmed events kept per plugin; beyond it the oldest are given up, so a flood costs that plugin, not memory. */
+const MAX_UNCONFIRMED_PER_PLUGIN = 1000;
+/** An event the core has not confirmed this long after it was sent goes again (the core refuses a repeat). */
+const RESEND_AFTER_MS = 10_000;
+
+interface Unconfirmed {
+  frames: Buffer[];
+  /** When it was last sent (0: not yet). */
+  sentAt: number;
+  confirmed: () => void;
+}
 
 export class BusPublisher {
   // immediate: a connection that ends (a core killed with -9 says no goodbye) takes its
-  // pipe and subscription with it, so the loss arrives here as an unsubscription; without
-  // it the pipe outlives the connection and swallows what is published meanwhile.
-  private readonly xpub = new zmq.XPublisher({ linger: 0, immediate: true });
+  // pipe and subscription with it, so the loss arrives here as an unsubscription.
+  // noDrop: a core slow to read makes sends wait rather than vanish.
+  private readonly xpub = new zmq.XPublisher({ linger: 0, immediate: true, noDrop: true });
   private readonly queue = new SendQueue((frames) => this.xpub.send(frames));
-  private held: Buffer[][] = [];
+  /** Per plugin, by the host's id for each event, in publishing order. */
+  private readonly unconfirmed = new Map<string, Map<string, Unconfirmed>>();
   private subscribed = false;
   private loop: Promise<void> = Promise.resolve();
+  private timer: NodeJS.Timeout | null = null;
 
-  constructor(private readonly onDropped: () => void) {}
+  constructor(private readonly onGivenUp: (plugin: string) => void) {}
 
   connect(endpoint: string): void {
     this.xpub.connect(endpoint);
     this.loop = this.watch();
+    this.timer = setInterval(() => this.resend(Date.now() - RESEND_AFTER_MS), RESEND_AFTER_MS / 2).unref();
   }
 
-  publish(frames: Buffer[]): void {
-    if (this.subscribed) {
-      void this.queue.push(frames).catch(() => undefined);
+  /** `frames` carry `id` in their body (PublishedEvent.id); `confirmed` runs once the core has the event. */
+  publish(plugin: string, id: string, frames: Buffer[], confirmed: () => void = () => undefined): void {
+    const events = this.unconfirmed.get(plugin) ?? new Map<string, Unconfirmed>();
+    this.unconfirmed.set(plugin, events);
+    const event: Unconfirmed = { frames, sentAt: 0, confirmed };
+    events.set(id, event);
+    if (events.size > MAX_UNCONFIRMED_PER_PLUGIN) {
+      const [oldest, given] = events.entries().next().value as [string, Unconfirmed];
+      events.delete(oldest);
+      given.confirmed();
+      this.onGivenUp(plugin);
+    }
+    if (this.subscribed) this.send(event);
+  }
+
+  /** The core's `received`: the event is its now. */
+  received(id: string): void {
+    for (const events of this.unconfirmed.values()) {
+      const event = events.get(id);
+      if (!event) continue;
+      events.delete(id);
+      event.confirmed();
       return;
     }
-    this.held.push(frames);
-    if (this.held.length > MAX_HELD) {
-      this.held.shift();
-      this.onDropped();
-    }
   }
 
-  /** Subscription messages: first byte 1 when the core (re)subscribes, 0 when it has gone. */
+  private send(event: Unconfirmed): void {
+    event.sentAt = Date.now();
+    void this.queue.push(event.frames).catch(() => undefined);
+  }
+
+  /** Everything unconfirmed sent before `before`, in order (0: nothing; Infinity: all). */
+  private resend(before: number): void {
+    if (!this.subscribed) return;
+    for (const events of this.unconfirmed.values()) for (const event of events.values()) if (event.sentAt < before) this.send(event);
+  }
+
+  /** Subscription messages: first byte 1 when a core (re)subscribes, 0 when it has gone. */
   private async watch(): Promise<void> {
     try {
       for await (const [message] of this.xpub) {
         this.subscribed = message[0] === 1;
-        if (!this.subscribed) continue;
-        const held = this.held;
-        this.held = [];
-        for (const frames of held) this.publish(frames);
+        // A new core knows nothing of what the last one did not confirm.
+        this.resend(Infinity);
       }
     } catch (err) {
       if (!this.xpub.closed) throw err;
@@ -55,18 +92,18 @@ export class BusPublisher {
   }
 
   /**
-   * Events still held, written to `file` (when there are any) for the next plugin host to
-   * publish: a host that exits while its core is away must not lose them. Synchronous,
-   * for use on the way out.
+   * Events the core has not confirmed, written to `file` (when there are any) for the next
+   * plugin host to publish: a host that exits while its core is away must not lose them.
+   * Synchronous, for use on the way out.
    */
-  saveHeld(file: string): number {
-    if (this.held.length === 0) return 0;
-    writeFileSync(file, JSON.stringify(this.held.map((frames) => frames.map((f) => f.toString('utf8')))), { mode: 0o600 });
-    return this.held.length;
+  saveUnconfirmed(file: string): number {
+    const all = [...this.unconfirmed.values()].flatMap((events) => [...events.values()].map((e) => e.frames.map((f) => f.toString('utf8'))));
+    if (all.length > 0) writeFileSync(file, JSON.stringify(all), { mode: 0o600 });
+    return all.length;
   }
 
-  /** Events an earlier host saved: held first, before anything published from now on. */
-  restoreHeld(file: string): number {
+  /** Events an earlier host saved: sent first, before anything published from now on. */
+  restoreUnconfirmed(file: string): number {
     let saved: unknown;
     try {
       saved = JSON.parse(readFileSync(file, 'utf8'));
@@ -76,12 +113,26 @@ export class BusPublisher {
       rmSync(file, { force: true });
     }
     if (!Array.isArray(saved)) return 0;
-    const frames = saved.filter((e): e is string[] => Array.isArray(e) && e.every((f) => typeof f === 'string')).map((e) => e.map((f) => Buffer.from(f)));
-    for (const event of frames) this.publish(event);
-    return frames.length;
+    let restored = 0;
+    for (const entry of saved) {
+      if (!Array.isArray(entry) || entry.length !== 2 || !entry.every((f) => typeof f === 'string')) continue;
+      let body: { plugin?: unknown; id?: unknown };
+      try {
+        body = JSON.parse(entry[1]) as typeof body;
+      } catch {
+        continue;
+      }
+      if (typeof body !== 'object' || body === null || typeof body.plugin !== 'string') continue;
+      // A file from before events had ids: named now, so the core can confirm it.
+      const id = typeof body.id === 'string' ? body.id : randomUUID();
+      this.publish(body.plugin, id, [Buffer.from(entry[0]), Buffer.from(JSON.stringify({ ...body, id }))]);
+      restored++;
+    }
+    return restored;
   }
 
   async close(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
     this.xpub.close();
     await this.loop.catch(() => undefined);
   }

@@ -33,8 +33,8 @@ export type SupervisorToRunner =
   | { t: 'event'; envelope: EventEnvelope }
   | { t: 'service_result'; sid: string; ok: boolean; value?: unknown; message?: string; code?: string }
   | { t: 'ping'; n: number }
-  /** The host holds the event this id published (bus-publisher.ts): the plugin may save its progress. */
-  | { t: 'published'; id: number }
+  /** The core has the event this id published (bus-publisher.ts): the plugin may save its progress. `refused`: it was not published, and why. */
+  | { t: 'published'; id: number; refused?: string }
   | { t: 'shutdown'; shutdown_ms: number };
 
 export type StopOutcome = { outcome: 'clean' | 'timeout' | 'error'; detail?: string };

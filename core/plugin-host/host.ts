@@ -13,7 +13,7 @@ import { SendQueue } from '../src/boundary/send-queue.js';
 import type { CoreConfig } from '../src/config.js';
 import { INTRINSIC_NAMES } from '../src/intrinsics/intrinsics.js';
 import { discoverPlugins, type DiscoveredPlugin } from '../src/plugins/discovery.js';
-import { BUS_DRAINED, SOCKETS, type CoreToHost, type HostToCore } from '../src/plugins/host-protocol.js';
+import { BUS_DRAINED, MAX_EVENT_BYTES, SOCKETS, type CoreToHost, type HostToCore, type PublishedEvent } from '../src/plugins/host-protocol.js';
 import { PROTOCOL_VERSION, type EventEnvelope, type JsonObject } from '../src/protocol/envelope.js';
 import { APP_VERSION } from '../src/version.js';
 import { handlerPath } from './load-handler.js';
@@ -45,7 +45,7 @@ export interface HostOptions {
 const BUS_DRAINED_WAIT_MS = 2000;
 /** The default bound on a core's absence: far longer than a restart takes. */
 const CORE_LOST_AFTER_MS = 120_000;
-/** Plugin events held for an absent core, kept here when the host gives up waiting. */
+/** Plugin events the core has not confirmed, kept here when the host stops or gives up waiting. */
 const HELD_EVENTS_FILE = '.held-events.json';
 /** Each plugin's panel, served by its process in its own folder (relayed: panel-server.ts). */
 const PRIVATE_PANEL = '.panel.sock';
@@ -62,7 +62,7 @@ export class PluginHost {
   private readonly sub = new zmq.Subscriber({ linger: 0 });
   private drainedSeen!: () => void;
   private readonly drainedMarker = new Promise<void>((resolve) => (this.drainedSeen = resolve));
-  private readonly bus = new BusPublisher(() => log.warn({ count: 1 }, 'core away too long: oldest held events dropped'));
+  private readonly bus = new BusPublisher((plugin) => log.warn({ plugin }, 'too many events the core has not confirmed: the oldest is given up'));
   private readonly dealerQueue = new SendQueue((frames) => this.dealer.send(frames));
   private readonly toCore = new FrameBatch((frames) => this.dealerQueue.push(frames));
   private readonly processes = new Map<string, PluginProcess>();
@@ -94,7 +94,7 @@ export class PluginHost {
 
   /** The core stayed away too long: keep what waits for it on disk, then let the process end. */
   private coreLost(): void {
-    const saved = this.bus.saveHeld(join(this.dataRoot, HELD_EVENTS_FILE));
+    const saved = this.bus.saveUnconfirmed(join(this.dataRoot, HELD_EVENTS_FILE));
     log.error({ after_ms: this.options.coreLostAfterMs ?? CORE_LOST_AFTER_MS, held_events_saved: saved }, 'the core is gone: giving up');
     this.onCoreLost();
   }
@@ -110,7 +110,7 @@ export class PluginHost {
     this.sub.subscribe(BUS_DRAINED);
     this.bus.connect(`ipc://${join(runDir, SOCKETS.busIn)}`);
     mkdirSync(this.dataRoot, { recursive: true });
-    const restored = this.bus.restoreHeld(join(this.dataRoot, HELD_EVENTS_FILE));
+    const restored = this.bus.restoreUnconfirmed(join(this.dataRoot, HELD_EVENTS_FILE));
     if (restored > 0) log.info({ events: restored }, 'events an earlier plugin host held for the core: published first');
 
     const { plugins } = discoverPlugins(this.options.pluginsDir, APP_VERSION, INTRINSIC_NAMES);
@@ -203,9 +203,12 @@ export class PluginHost {
             child.answer({ t: 'service_result', sid: message.sid, ok: false, message: 'send failed' });
           });
         },
-        publish: (message) => {
-          this.bus.publish([Buffer.from(message.topic), Buffer.from(JSON.stringify({ plugin: name, group: message.group, payload: message.payload, key: message.key, version: PROTOCOL_VERSION }))]);
-          child.answer({ t: 'published', id: message.id });
+        // Answered once the core has it: only then may the plugin save its progress past it.
+        publish: (message, answer) => {
+          const id = randomUUID();
+          const body = Buffer.from(JSON.stringify({ plugin: name, group: message.group, payload: message.payload, key: message.key, version: PROTOCOL_VERSION, id } satisfies PublishedEvent));
+          if (body.length > MAX_EVENT_BYTES) return answer(`the event is ${body.length} bytes; at most ${MAX_EVENT_BYTES} are published`);
+          this.bus.publish(name, id, [Buffer.from(message.topic), body], answer);
         },
       },
     });
@@ -300,6 +303,7 @@ export class PluginHost {
           else if (message.t === 'service_result') this.onServiceResult(message);
           else if (message.t === 'shutdown') void this.busDrained().then(() => this.stop(message.drain_ms, message.shutdown_ms));
           else if (message.t === 'register') this.register();
+          else if (message.t === 'received') this.bus.received(message.id);
           else if (message.t === 'cancel') this.requestOwner.get(message.rid)?.cancel(message.rid);
           else if (message.t === 'refused') log.fatal({ code: message.code, speaks: message.speaks }, `the core refused this plugin host: ${message.message}`);
         }
@@ -364,8 +368,8 @@ export class PluginHost {
       this.sub.close();
       // Stopped while the core is away (a stopping core shut this host down, and Compose's
       // restart policy started a fresh one that is stopped in turn): what it holds is kept.
-      const saved = this.bus.saveHeld(join(this.dataRoot, HELD_EVENTS_FILE));
-      if (saved > 0) log.warn({ held_events_saved: saved }, 'stopped with events held for the core: kept for the next plugin host');
+      const saved = this.bus.saveUnconfirmed(join(this.dataRoot, HELD_EVENTS_FILE));
+      if (saved > 0) log.warn({ held_events_saved: saved }, 'stopped with events the core has not confirmed: kept for the next plugin host');
       await this.bus.close();
       await Promise.all(this.loops.map((l) => l.catch(() => undefined)));
       this.onStopped();

@@ -51,7 +51,8 @@ export interface PluginProcessEvents {
   fault(detail: string): void;
   /** A service call; `rid` is kept only when it names a request or describe_call this process holds. */
   service(message: Extract<RunnerToSupervisor, { t: 'service' }>): void;
-  publish(message: Extract<RunnerToSupervisor, { t: 'publish' }>): void;
+  /** `answer` reaches the process that published (not one started after it, whose ids start again). */
+  publish(message: Extract<RunnerToSupervisor, { t: 'publish' }>, answer: (refused?: string) => void): void;
 }
 
 export interface PluginProcessOptions {
@@ -184,7 +185,7 @@ export class PluginProcess {
     if (this.state === 'ready') this.send({ t: 'event', envelope });
   }
 
-  answer(message: Extract<SupervisorToRunner, { t: 'service_result' }> | Extract<SupervisorToRunner, { t: 'published' }>): void {
+  answer(message: Extract<SupervisorToRunner, { t: 'service_result' }>): void {
     this.send(message);
   }
 
@@ -257,9 +258,13 @@ export class PluginProcess {
         this.options.events.service({ ...message, rid });
         return false;
       }
-      case 'publish':
-        this.options.events.publish(message);
+      case 'publish': {
+        const link = this.link;
+        this.options.events.publish(message, (refused) => {
+          if (this.link === link) link?.send({ t: 'published', id: message.id, ...(refused === undefined ? {} : { refused }) });
+        });
         return false;
+      }
       case 'pong':
         // Only an answer to a ping it read counts: a plugin that reads nothing cannot keep itself alive.
         if (message.n !== this.pinged && message.n !== this.pingedBefore) return false;

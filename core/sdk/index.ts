@@ -110,8 +110,11 @@ export interface CoreServices {
    * and audited by the core. `key` names the
    * event at its source (e.g. a Telegram update id): the core accepts one event per key,
    * so a plugin that crashed after publishing but before saving its progress can publish
-   * it again on restart without it being handled twice. Resolves once the plugin host holds
-   * it (for the core, or on disk if the core stays away): save progress after that.
+   * it again on restart without it being handled twice. Resolves once the core has it
+   * (accepted, or refused for good and audited): save progress after that, never before.
+   * Rejects with a ServiceError when it was not published (INVALID_INPUT: over 1 MiB) or the
+   * plugin is stopping first (UNAVAILABLE: the plugin host keeps the event for the next run;
+   * save no progress past it).
    */
   publish(topic: string, group: string, payload: JsonObject, options?: { key?: string }): Promise<void>;
   /** Channel plugins, for a group they map; any other call is refused (ServiceError UNAUTHORIZED) and audited. */

@@ -4,13 +4,13 @@ import { EventEmitter } from 'node:events';
 import { chmodSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { replyOf, type ReplyTarget } from './agents/replies.js';
-import { AuditLog } from './audit/audit-log.js';
+import { AuditLog, type AuditOutcome } from './audit/audit-log.js';
 import { quarantineNotice, SessionGuard, type Abuse } from './boundary/session-guard.js';
 import { SessionSocket } from './boundary/session-socket.js';
 import { GROUP_NAME_PATTERN, SessionTable, type Session } from './boundary/session-table.js';
 import { EventBus } from './bus/event-bus.js';
-import { Metrics } from './metrics/metrics.js';
 import { SeenKeys } from './bus/seen-keys.js';
+import { Metrics } from './metrics/metrics.js';
 import type { CoreConfig } from './config.js';
 import { stateFrom, stateHash, type CallState } from './confirm/call-state.js';
 import { describeCall } from './confirm/describe-call.js';
@@ -38,10 +38,10 @@ export { APP_VERSION } from './version.js';
 
 /** Topics a plugin may publish (if its manifest gives it the power: plugin-powers.ts); everything else on the bus is the core's to say. */
 const PLUGIN_TOPICS = new Set(['message.inbound', 'task.created', 'task.triggered']);
-/** Per plugin, events that may wait for its initialization to be known (see holdEarly). */
-const MAX_EARLY_EVENTS = 1000;
 /** Event keys remembered to refuse repeats: far more than a plugin replays after a crash. */
 const MAX_EVENT_KEYS = 10_000;
+/** The plugin host names its events with UUIDs: a longer name is not echoed back. */
+const MAX_EVENT_ID = 64;
 
 /** A reply that reached a person (the `replied` event). */
 export interface Reply extends ReplyTarget {
@@ -64,6 +64,8 @@ export interface CoreOptions {
   standingApprovalsFile?: string;
   /** carapace.json: pairing approvals are written to it (none can be approved without it). */
   configFile?: string;
+  /** Where the names of accepted events persist, so a restarted core still refuses their repeats (in memory without it). */
+  eventKeysFile?: string;
 }
 
 export interface CoreEvents {
@@ -86,8 +88,7 @@ export class Core extends EventEmitter<CoreEvents> {
   readonly pairing: Pairing;
   readonly sessions = new SessionTable();
   private readonly sockets = new Map<string, SessionSocket>();
-  private readonly early = new Map<string, { topic: string; event: PublishedEvent }[]>();
-  private readonly seenKeys = new SeenKeys(MAX_EVENT_KEYS);
+  private readonly seenKeys: SeenKeys;
   private readonly hostLink = new PluginHostLink();
   private readonly bus = new EventBus();
   private readonly authorizer: GroupAuthorizer;
@@ -127,6 +128,12 @@ export class Core extends EventEmitter<CoreEvents> {
       options.standingApprovalsFile ?? null,
       (problem) => this.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'confirm', outcome: 'error', severity: 'CRITICAL', reason: `standing approvals file unreadable (${problem.error}); moved to ${problem.movedTo}: none are in force` }),
       (a) => this.audit.record({ group: a.group, session: null, source: 'core', topic: `tool.invoke.${a.tool}`, correlation: null, stage: 'confirm', outcome: 'ok', reason: `standing approval ${a.id} expired` }),
+    );
+    this.seenKeys = new SeenKeys(
+      MAX_EVENT_KEYS,
+      options.eventKeysFile ?? null,
+      (problem) => this.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'event', outcome: 'error', reason: `event keys file unreadable (${problem.error}); moved to ${problem.movedTo}: an event the plugin host sends again after this restart may be handled twice` }),
+      (err) => this.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'event', outcome: 'error', reason: `an accepted event's key could not be written (${err.message}): after a restart a repeat of it would be handled again` }),
     );
     this.pairing = new Pairing({ config, configFile: options.configFile ?? null, audit: this.audit, publish: (topic, group, payload) => this.publish(topic, group, payload) });
     this.metrics = new Metrics({ catalog: this.catalog, audit: () => this.audit.health(), pendingConfirmations: () => this.confirmations.list().length });
@@ -334,41 +341,49 @@ export class Core extends EventEmitter<CoreEvents> {
     return envelope;
   }
 
+  /**
+   * An event is accepted or refused for good, at once, and the plugin host hears so
+   * (`received`): only then may its plugin save its progress. A stopping core takes none
+   * and confirms none: the host keeps them for the next run.
+   */
   private onPublished(topic: string, event: PublishedEvent): void {
-    const drop = (reason: string, code?: string): void =>
-      void this.audit.record({ group: typeof event.group === 'string' ? event.group.slice(0, 64) : null, session: null, source: String(event.plugin).slice(0, 64), topic: topic.slice(0, 128), correlation: null, stage: 'event', outcome: 'dropped', reason, ...(code ? { code } : {}) });
+    const state = this.catalog.state(event.plugin);
+    if (this.stopping || state === 'draining' || state === 'stopped') {
+      this.auditEvent(topic, event, 'pending', 'not taken while the core stops: the plugin host keeps it for the next run');
+      return;
+    }
+    this.take(topic, event);
+    if (typeof event.id === 'string' && event.id.length <= MAX_EVENT_ID) this.hostLink.received(event.id);
+  }
+
+  /** What a plugin's event came to; its fields as the plugin sent them, bounded. */
+  private auditEvent(topic: string, event: PublishedEvent, outcome: AuditOutcome, reason: string, code?: string): void {
+    this.audit.record({ group: typeof event.group === 'string' ? event.group.slice(0, 64) : null, session: null, source: String(event.plugin).slice(0, 64), topic: topic.slice(0, 128), correlation: null, stage: 'event', outcome, reason, ...(code ? { code } : {}) });
+  }
+
+  private take(topic: string, event: PublishedEvent): void {
+    const drop = (reason: string, code?: string): void => this.auditEvent(topic, event, 'dropped', reason, code);
     if (event.version !== PROTOCOL_VERSION) return drop(`envelope version ${JSON.stringify(event.version ?? null).slice(0, 16)} is not one this core speaks (${PROTOCOL_VERSION})`, 'UNSUPPORTED_VERSION');
     if (!PLUGIN_TOPICS.has(topic)) return drop('plugins may not publish this topic');
+    // A starting plugin's events are taken too: the bus and the link are separate sockets, so
+    // a plugin's first event (a Telegram message waiting since the last run) can arrive before
+    // its init answer, and a plugin may publish from initialize(), which waits for the receipt.
     const state = this.catalog.state(event.plugin);
-    if (state === 'starting') return this.holdEarly(topic, event, drop);
-    if (state !== 'healthy') return drop('publisher is not a healthy plugin');
+    if (state !== 'healthy' && state !== 'starting') return drop('publisher is not a running plugin');
     if (typeof event.group !== 'string' || !GROUP_NAME_PATTERN.test(event.group)) return drop('invalid group');
     const refusal = this.powers.mayPublish(event.plugin, topic, event.group);
     if (refusal) return drop(refusal, 'UNAUTHORIZED');
     if (typeof event.payload !== 'object' || event.payload === null || Array.isArray(event.payload)) return drop('payload must be an object');
-    if (typeof event.key === 'string' && !this.seenKeys.first(`${event.plugin} ${event.key.slice(0, 128)}`)) return drop(`a repeat of event ${event.key.slice(0, 64)}, already accepted`);
+    // The plugin's own name for it, else the host's: a repeat either made is refused.
+    const name = typeof event.key === 'string' ? event.key.slice(0, 128) : typeof event.id === 'string' ? `#${event.id.slice(0, MAX_EVENT_ID)}` : null;
+    const seen = name === null ? null : `${event.plugin} ${name}`;
+    if (seen !== null && this.seenKeys.has(seen)) return drop(`a repeat of event ${name!.slice(0, 64)}, already accepted`);
     const envelope = this.publish(topic, event.group, event.payload, event.plugin, event.plugin);
-    this.audit.record({ group: event.group, session: null, source: event.plugin, topic, correlation: null, stage: 'event', outcome: 'routed', reason: 'event accepted' });
+    this.auditEvent(topic, event, 'routed', 'event accepted');
     this.emit('event', envelope);
-  }
-
-  /**
-   * The bus and the plugin-host link are separate sockets: a plugin's first event (a
-   * Telegram message waiting since the last run) can arrive before the core has heard
-   * that the plugin initialized. It waits for that answer rather than being lost.
-   */
-  private holdEarly(topic: string, event: PublishedEvent, drop: (reason: string) => void): void {
-    const held = this.early.get(event.plugin) ?? [];
-    if (held.length >= MAX_EARLY_EVENTS) return drop('too many events before the plugin finished initializing');
-    held.push({ topic, event });
-    this.early.set(event.plugin, held);
-  }
-
-  /** Once a plugin's initialization is known: its early events go through, or are dropped. */
-  private releaseEarly(plugin: string): void {
-    const held = this.early.get(plugin) ?? [];
-    this.early.delete(plugin);
-    for (const { topic, event } of held) this.onPublished(topic, event);
+    // After its handlers ran (an agent's message is recorded as unfinished by then): a core
+    // killed in between takes the event again rather than losing it.
+    if (seen !== null) this.seenKeys.add(seen);
   }
 
   // ---- plugin host -----------------------------------------------------------------
@@ -386,11 +401,9 @@ export class Core extends EventEmitter<CoreEvents> {
       this.catalog.setState(message.plugin, 'healthy');
       this.audit.record({ group: null, session: null, source: message.plugin, topic: null, correlation: null, stage: 'plugin', outcome: 'ok', reason: 'initialized' });
       this.publish('plugin.ready', null, { plugin: message.plugin });
-      this.releaseEarly(message.plugin);
     } else {
       this.catalog.setState(message.plugin, 'failed', message.category, this.current.scrub(message.detail));
       this.auditPluginFailure(message.plugin, message.category, message.detail);
-      this.releaseEarly(message.plugin); // now dropped, each audited
     }
     if (this.pluginsSettled()) this.emit('plugins-settled');
   }
@@ -481,6 +494,7 @@ export class Core extends EventEmitter<CoreEvents> {
     await Promise.all([...this.sockets.keys()].map((id) => this.closeSession(id)));
     await this.hostLink.close();
     await this.bus.close();
+    this.seenKeys.close();
     this.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'core', outcome: 'ok', reason: 'core stopped' });
     await this.audit.close();
   }

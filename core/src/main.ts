@@ -67,7 +67,7 @@ async function main(): Promise<void> {
   const sandbox = await runtime.sandbox();
   if (sandbox.runtime === 'runsc') log.info({ agentRuntime: 'runsc', reason: sandbox.reason }, 'agents run in gVisor (runsc)');
   else log.warn({ agentRuntime: 'runc', reason: sandbox.reason, howToGetRunsc: sandbox.hint }, 'agents run under runc, sharing the host kernel');
-  const core = await Core.start({ runDir: paths.runDir, pluginsDir: paths.pluginsDir, auditFile: auditFile(paths), config, secrets: [...coreSecrets(), admin.token], standingApprovalsFile: join(paths.dataDir, 'standing-approvals.json'), configFile: paths.configFile });
+  const core = await Core.start({ runDir: paths.runDir, pluginsDir: paths.pluginsDir, auditFile: auditFile(paths), config, secrets: [...coreSecrets(), admin.token], standingApprovalsFile: join(paths.dataDir, 'standing-approvals.json'), eventKeysFile: join(paths.dataDir, 'event-keys.sqlite'), configFile: paths.configFile });
   // Files agents send a person (a chart, a report): read from the agent's own container, checked and kept by the core.
   const files = new FileStore(join(paths.dataDir, 'files'));
   core.acceptFiles({ read: (container, path, max) => runtime.readFile(container, path, max), store: files });
@@ -114,8 +114,8 @@ async function main(): Promise<void> {
   core.metrics.llmTokens(() => llm.usage(Object.keys(config.groups)));
   // Plugins may publish (a Telegram message waiting since the last run) as soon as the
   // plugin host connects: take events from now on, with no await since Core.start, or
-  // they are lost. Each runs once an earlier run's orphaned agents are gone (a sweep after
-  // a new agent started would remove it).
+  // they are lost. Each is recorded at once (the host's receipt follows) and runs once an
+  // earlier run's orphaned agents are gone.
   const swept = agents.removeOrphans();
   // What an earlier run accepted and never finished: told once the channels can say it
   // (the plugins may have settled while Core.start was still opening its sockets).
@@ -137,9 +137,7 @@ async function main(): Promise<void> {
       core.publish('agent.error', event.group, { reason: NO_MODEL_KEY });
       return;
     }
-    void swept
-      .then(() => agents.onEvent(event))
-      .catch((err: unknown) => log.error({ err, group: event.group }, 'agent run failed'));
+    agents.onEvent(event)?.catch((err: unknown) => log.error({ err, group: event.group }, 'agent run failed'));
   });
   const workspaces = { name: 'workspaces', path: paths.groupsDir, claims: () => unclaimedBytes(paths.groupsDir, Object.keys(core.config.groups), config.agents) };
   const checks = (): Promise<Report> =>

@@ -287,11 +287,16 @@ export default class Scheduler implements PluginHandler {
       record.next_run = this.crons.get(id)?.getNextRun()?.toISOString() ?? nextRunFromNow(record.schedule.value, this.settings.timezone)?.toISOString() ?? null;
     }
     void this.persist();
-    void this.services.publish('task.triggered', record.group, { task_id: record.id, prompt: record.prompt, schedule: { ...record.schedule } });
+    this.announce('task.triggered', record.group, { task_id: record.id, prompt: record.prompt, schedule: { ...record.schedule } });
     log.info({ task: id, group: record.group, schedule: record.schedule.type }, 'task triggered');
   }
 
-  private pause(record: TaskRecord): void {
+  /** Fire and forget: an event the core has not confirmed when the plugin stops is kept by the plugin host for the next run. */
+  private announce(topic: string, group: string, payload: JsonObject): void {
+    this.services.publish(topic, group, payload).catch((err: unknown) => log.warn({ topic, group, err: String(err) }, 'event not confirmed by the core'));
+  }
+
+    private pause(record: TaskRecord): void {
     record.paused = true;
     record.next_run = null;
     this.stop(record.id);
@@ -364,7 +369,7 @@ export default class Scheduler implements PluginHandler {
       else delete this.oneShots[group];
     });
     this.armOnce(record);
-    void this.services.publish('task.created', group, { task_id: record.id, schedule: { ...record.schedule } });
+    this.announce('task.created', group, { task_id: record.id, schedule: { ...record.schedule } });
     log.info({ task: record.id, group, run_at: record.schedule.value }, 'one-shot task scheduled');
     return { task_id: record.id, run_at: record.schedule.value, timezone: this.settings.timezone };
   }
@@ -392,7 +397,7 @@ export default class Scheduler implements PluginHandler {
       this.records.delete(record.id);
       this.stop(record.id);
     });
-    void this.services.publish('task.created', group, { task_id: record.id, schedule: { ...record.schedule } });
+    this.announce('task.created', group, { task_id: record.id, schedule: { ...record.schedule } });
     log.info({ task: record.id, group, cron: value }, 'recurring task scheduled');
     return { task_id: record.id, cron: value, timezone: this.settings.timezone, next_run: record.next_run };
   }

@@ -7,6 +7,7 @@ import pino from 'pino';
 import {
   AbortedBeforeActing,
   InitError,
+  ServiceError,
   ToolError,
   type ConfirmationStatus,
   type CoreServices,
@@ -423,6 +424,8 @@ export default class TelegramChannel implements PluginHandler {
         try {
           await this.handleUpdate(update);
         } catch (err) {
+          // Stopping before the core confirmed it: it stays at Telegram for the next run.
+          if (err instanceof ServiceError && err.code === 'UNAVAILABLE') return;
           log.error({ update_id: update.update_id, err: describe(err) }, 'update could not be handled');
         }
         this.offset = update.update_id + 1;

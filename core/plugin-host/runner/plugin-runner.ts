@@ -45,7 +45,8 @@ export class PluginRunner {
   /** Events being handled now. */
   private readonly events = new Set<Promise<void>>();
   private published = 0;
-  private readonly publishing = new Map<number, () => void>();
+  /** Publishes the core has not confirmed yet, by id. */
+  private readonly publishing = new Map<number, { resolve: () => void; reject: (err: ServiceError) => void }>();
 
   constructor(private readonly send: (message: RunnerToSupervisor) => void) {}
 
@@ -73,7 +74,8 @@ export class PluginRunner {
         this.send({ t: 'pong', n: message.n });
         break;
       case 'published':
-        this.publishing.get(message.id)?.();
+        if (message.refused === undefined) this.publishing.get(message.id)?.resolve();
+        else this.publishing.get(message.id)?.reject(new ServiceError('INVALID_INPUT', `publish: ${message.refused}`));
         this.publishing.delete(message.id);
         break;
       case 'shutdown':
@@ -118,12 +120,13 @@ export class PluginRunner {
       resolveConfirmation: (id, approve, by, group, allowHours, hash) =>
         call('resolveConfirmation', { id, approve, by, ...(allowHours === undefined ? {} : { allow_hours: allowHours }), ...(hash === undefined ? {} : { hash }) }, group) as Promise<boolean | 'stale'>,
       requestPairing: (chat, details) => call('requestPairing', { chat, ...details }, null) as Promise<never>,
-      // Answered when the host holds it; a host that died first never answers, and this
+      // Answered when the core has it; a host that died first never answers, and this
       // process ends with it before the plugin can save progress past a lost event.
       publish: (topic, group, payload, options) =>
-        new Promise<void>((resolve) => {
+        new Promise<void>((resolve, reject) => {
           const id = ++this.published;
-          this.publishing.set(id, resolve);
+          this.publishing.set(id, { resolve, reject });
+          if (this.stopping) this.unconfirmed();
           this.send({ t: 'publish', id, topic, group, payload, ...(options?.key === undefined ? {} : { key: options.key }) });
         }),
     };
@@ -202,6 +205,16 @@ export class PluginRunner {
   }
 
   /**
+   * A stopping plugin waits for no receipt (a stopping core gives none): what the core has
+   * not confirmed stays with the host, kept for the next run, and the plugin must not save
+   * its progress past it.
+   */
+  private unconfirmed(): void {
+    for (const { reject } of this.publishing.values()) reject(new ServiceError('UNAVAILABLE', 'publish: the plugin is stopping and the core has not confirmed the event; the plugin host keeps it for the next run'));
+    this.publishing.clear();
+  }
+
+  /**
    * The handler's shutdown(), bounded; first the events it is still handling (a stopping
    * core's last words, such as a withdrawn prompt's edit). Requests in flight were drained
    * by the supervisor.
@@ -209,6 +222,7 @@ export class PluginRunner {
   private async shutdown(ms: number): Promise<StopOutcome> {
     this.stopping = true;
     this.panel?.close();
+    this.unconfirmed();
     try {
       const events = Promise.allSettled([...this.events]);
       await withTimeout(events.then(() => this.handler?.shutdown?.()), ms, 'shutdown()');

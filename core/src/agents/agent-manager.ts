@@ -121,6 +121,8 @@ export class AgentManager {
   /** Sessions the core quarantined: their agent is retired, and says nothing more to the user. */
   private readonly quarantined = new Set<string>();
   private stopped = false;
+  /** An earlier run's agents being removed (removeOrphans). */
+  private swept: Promise<unknown> = Promise.resolve();
   private starting = 0;
   private fsCheck: NodeJS.Timeout | null = null;
   /** Each group's agent state, for the console. */
@@ -170,10 +172,15 @@ export class AgentManager {
   }
 
   /** Removes containers left by an earlier core: their socket mounts point at nothing now. */
-  async removeOrphans(): Promise<number> {
-    const orphans = await this.runtime.listManaged(this.paths.instance);
-    await Promise.all(orphans.map((id) => this.runtime.remove(id)));
-    return orphans.length;
+  /** Turns wait for this (a sweep after a new agent started would remove it); messages are taken meanwhile. */
+  removeOrphans(): Promise<number> {
+    const swept = (async () => {
+      const orphans = await this.runtime.listManaged(this.paths.instance);
+      await Promise.all(orphans.map((id) => this.runtime.remove(id)));
+      return orphans.length;
+    })();
+    this.swept = swept.catch(() => 0);
+    return swept;
   }
 
   /** message.inbound and task.triggered for a known group start (or reuse) its agent. */
@@ -196,6 +203,7 @@ export class AgentManager {
 
   /** Runs a group's prompts one turn at a time, in order; messages waiting meanwhile share the next turn (turn-queue.ts). */
   async enqueue(group: string, prompt: string, cause?: EventEnvelope): Promise<RunOutcome> {
+    await this.swept;
     const outcome = await this.turns.enqueue(group, { prompt, ...(cause ? { cause } : {}) });
     if (outcome.dropped && cause) this.unfinished?.finish(cause.id); // the person was told
     return outcome;

@@ -40,6 +40,8 @@ export interface LateAnswer {
 
 /** Timed-out requests remembered for their handler's final word (the oldest forgotten beyond this). */
 const MAX_AWAITING_FINAL_WORD = 1000;
+/** Receipts kept for a host not linked yet: as many as it may hold for the core (bus-publisher.ts). */
+const MAX_UNSAID_RECEIPTS = 10_000;
 
 export interface HostLinkEvents {
   hello: [Extract<HostToCore, { t: 'hello' }>];
@@ -76,6 +78,8 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
   private readonly awaitingFinalWord = new Map<string, Omit<LateAnswer, 'outcome'>>();
   private readonly hooks = new Map<string, (r: Extract<HostToCore, { t: 'hook_result' }>) => void>();
   private loops: Promise<void>[] = [];
+  /** `received` for events that came before any host's hello. */
+  private unsaid: string[] = [];
 
   async open(endpoint: string): Promise<void> {
     await this.router.bind(endpoint);
@@ -171,6 +175,20 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
     return stopped;
   }
 
+  /**
+   * An event the host published is accepted or refused for good (see Core.onPublished).
+   * Said once a host is linked if none is yet (the bus may bring a restarted core the
+   * host's events before its hello); a host that died meanwhile does not need it.
+   */
+  received(id: string): void {
+    if (!this.host) {
+      this.unsaid.push(id);
+      if (this.unsaid.length > MAX_UNSAID_RECEIPTS) this.unsaid.shift();
+      return;
+    }
+    void this.send({ t: 'received', id }).catch(() => undefined);
+  }
+
   private send(message: CoreToHost): Promise<void> {
     if (!this.host) return Promise.reject(new Error('plugin host not connected'));
     return this.batch.push(Buffer.from(JSON.stringify(message)));
@@ -216,6 +234,7 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
         this.asked.clear();
         this.initialized.clear();
         this.emit('hello', message);
+        for (const id of this.unsaid.splice(0)) this.received(id);
         break;
       case 'init':
         if (this.initialized.has(message.plugin)) break;

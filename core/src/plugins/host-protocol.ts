@@ -39,7 +39,9 @@ export type CoreToHost =
   | { t: 'refused'; code: 'UNSUPPORTED_VERSION'; message: string; speaks: number[] }
   | { t: 'shutdown'; drain_ms: number; shutdown_ms: number }
   /** The core does not know this host (it restarted): say hello and every init result again. */
-  | { t: 'register' };
+  | { t: 'register' }
+  /** The event the host named `id` (PublishedEvent.id) is accepted or refused for good: its plugin may save its progress. */
+  | { t: 'received'; id: string };
 
 /** Events travel on the PUB/SUB bus; the first frame is "<plugin> <topic>" so each
  *  plugin subscribes only to what the core addressed to it. */
@@ -51,9 +53,14 @@ export interface PublishedEvent {
   version: number;
   /** The event's name at its source: one event per key is accepted (see CoreServices.publish). */
   key?: string;
+  /** The host's name for it: the core answers `received` with it, and refuses a repeat of an event without a key by it. */
+  id?: string;
 }
 
 export type DeliveredEvent = EventEnvelope;
+
+/** The largest event body the plugin host publishes (the core's bus cuts a connection that sends one over twice this). */
+export const MAX_EVENT_BYTES = 1024 * 1024;
 
 export const SOCKETS = {
   pluginHost: 'plugins.sock',

@@ -129,6 +129,18 @@ describe('the wire: a version the core does not speak is refused', () => {
   });
 });
 
+describe('the bus: an event too large', () => {
+  it('is refused at the plugin host (its publish rejects INVALID_INPUT), and the bus carries the next event', async () => {
+    // Over 2 MiB the core's end of the bus would cut the connection, and what was on its way with it.
+    const big = await stack.ipc(family, 'tool.invoke.hostile_publish', { topic: 'message.inbound', group: 'family', bytes: 3 * 1024 * 1024 });
+    expect(big.out).toEqual({ refused: 'INVALID_INPUT' });
+    expect(stack.hostOutput).not.toMatch(/lost the link to the core/);
+    const before = accepted.length;
+    expect((await stack.ipc(family, 'tool.invoke.publish_inbound', { group: 'family' })).code).toBe(0);
+    await until(() => accepted.length > before, 5000);
+  });
+});
+
 describe("one plugin's stray errors are its own", () => {
   it('an unhandled rejection is reported as its fault; it and the others go on answering', async () => {
     expect(stack.core.catalog.state('hostile')).toBe('healthy');

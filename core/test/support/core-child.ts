@@ -6,11 +6,13 @@
 // Opens one session for the group "family" and prints one JSON line on stdout once no
 // plugin is starting any more, or after 30 s regardless:
 //   {"socketPath": "...", "states": {"<plugin>": "<state>", ...}}
+import { dirname, join } from 'node:path';
 import { loadConfig } from '../../src/config.js';
 import { Core } from '../../src/core.js';
 
 const [runDir, pluginsDir, auditFile, configFile] = process.argv.slice(2);
-const core = await Core.start({ runDir, pluginsDir, auditFile, config: loadConfig(configFile) });
+// The data folder beside the run folder, as in the appliance (the plugin host's is the same).
+const core = await Core.start({ runDir, pluginsDir, auditFile, config: loadConfig(configFile), eventKeysFile: join(dirname(runDir), 'data', 'event-keys.sqlite') });
 const session = await core.openSession('family');
 const states = (): Record<string, string> => Object.fromEntries(core.catalog.pluginNames().map((n) => [n, core.catalog.state(n) ?? 'unknown']));
 const deadline = Date.now() + 30_000;

@@ -55,6 +55,8 @@ export class TelegramStandIn {
   readonly edits: { chat_id: string; message_id: number; text: string; reply_markup?: unknown }[] = [];
   readonly callbackAnswers: { callback_query_id: string; text?: string }[] = [];
   readonly calls: ApiCall[] = [];
+  /** Update ids some getUpdates has returned (the bot has seen them; it may not have confirmed them). */
+  readonly handedOut = new Set<number>();
   private updates: StandInUpdate[] = [];
   private nextUpdateId = 500;
   private readonly nextMessageId = new Map<string, number>();
@@ -161,7 +163,9 @@ export class TelegramStandIn {
   }
 
   private deliverable(offset: number, limit: number): StandInUpdate[] {
-    return this.updates.filter((u) => offset < 0 || u.update_id >= offset).slice(0, limit);
+    const ready = this.updates.filter((u) => offset < 0 || u.update_id >= offset).slice(0, limit);
+    for (const u of ready) this.handedOut.add(u.update_id);
+    return ready;
   }
 
   private release(code: number, description: string): void {

@@ -1,0 +1,150 @@
+// The core's receipts for plugin events: the plugin host lets a plugin save its progress
+// (a Telegram offset) only once the core says it has the event, so the core must say so
+// for every event it takes, accepted or refused, and never for one it does not take (it is
+// stopping); and a core that restarts must still refuse a repeat of what it accepted. The real core, its
+// real sockets, and a plugin host made of raw ZeroMQ sockets, so each step is in the
+// test's hands.
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { join } from 'node:path';
+import * as zmq from 'zeromq';
+import { Stack, until } from '../harness.js';
+import { parseConfig } from '../../src/config.js';
+import { Core } from '../../src/core.js';
+import { PROTOCOL_VERSION } from '../../src/protocol/envelope.js';
+import { SOCKETS, type CoreToHost } from '../../src/plugins/host-protocol.js';
+import type { AuditEntry } from '../../src/audit/audit-log.js';
+
+const CONFIG = { groups: { family: {} }, plugins: { services: { chats: { c1: 'family' } } } };
+
+/** A plugin host as the core sees one: its link (hello, init, what the core says) and its end of the bus. */
+class RawHost {
+  readonly dealer = new zmq.Dealer({ linger: 0 });
+  readonly bus = new zmq.XPublisher({ linger: 0 });
+  readonly said: CoreToHost[] = [];
+  private subscribed = false;
+  /** When its answer to the core's shutdown may go (the core waits for it). */
+  stopAllowed: Promise<void> = Promise.resolve();
+
+  constructor(runDir: string) {
+    this.dealer.connect(`ipc://${join(runDir, SOCKETS.pluginHost)}`);
+    this.bus.connect(`ipc://${join(runDir, SOCKETS.busIn)}`);
+    void (async () => {
+      for await (const frames of this.dealer) {
+        for (const f of frames) {
+          const message = JSON.parse(f.toString('utf8')) as CoreToHost;
+          this.said.push(message);
+          if (message.t === 'shutdown') await this.stopAllowed.then(() => this.dealer.send(JSON.stringify({ t: 'stopped', results: [] })));
+        }
+      }
+    })().catch(() => undefined);
+    void (async () => {
+      for await (const [m] of this.bus) this.subscribed = m[0] === 1;
+    })().catch(() => undefined);
+  }
+
+  async link(): Promise<void> {
+    await this.dealer.send(JSON.stringify({ t: 'hello', pid: 4243, secrets: [], version: PROTOCOL_VERSION }));
+    await until(() => this.subscribed, 5000);
+  }
+
+  init(plugin: string): Promise<void> {
+    return this.dealer.send(JSON.stringify({ t: 'init', plugin, ok: true }));
+  }
+
+  publish(id: string, event: { group?: string; key?: string; body?: string }): Promise<void> {
+    const body = { plugin: 'services', group: event.group ?? 'family', payload: { channel: 'services', body: event.body ?? id }, version: PROTOCOL_VERSION, id, ...(event.key ? { key: event.key } : {}) };
+    return this.bus.send(['message.inbound', JSON.stringify(body)]);
+  }
+
+  receipts(): string[] {
+    return this.said.flatMap((m) => (m.t === 'received' ? [m.id] : []));
+  }
+
+  close(): void {
+    this.dealer.close();
+    this.bus.close();
+  }
+}
+
+let stack: Stack;
+let core: Core | null = null;
+let host: RawHost | null = null;
+
+function startCore(): Promise<Core> {
+  return Core.start({ runDir: stack.runDir, pluginsDir: stack.pluginsDir, auditFile: stack.auditFile, config: parseConfig(CONFIG), eventKeysFile: join(stack.dir, 'data', 'event-keys.sqlite') });
+}
+
+function events(): AuditEntry[] {
+  return core!.audit.query({}).filter((e) => e.stage === 'event' && e.source === 'services');
+}
+
+afterEach(async () => {
+  await core?.stop();
+  core = null;
+  host?.close();
+  host = null;
+});
+
+describe('receipts for plugin events', () => {
+  it('each event is confirmed at once, accepted or refused, a starting plugin\'s too (it may publish from initialize())', async () => {
+    stack = new Stack({ plugins: ['services'], config: CONFIG });
+    core = await startCore();
+    host = new RawHost(stack.runDir);
+    await host.link();
+
+    await host.publish('while starting', { key: 'update 1' });
+    await until(() => host!.receipts().length === 1, 5000);
+    await host.init('services');
+    await host.publish('stranger', { group: 'nobody-maps-this' });
+    await host.publish('again', { key: 'update 1' });
+    await until(() => host!.receipts().length === 3, 5000);
+    expect(host.receipts()).toEqual(['while starting', 'stranger', 'again']);
+    expect(events().map((e) => [e.outcome, e.reason])).toEqual([
+      ['routed', 'event accepted'],
+      ['dropped', expect.stringMatching(/group/)],
+      ['dropped', 'a repeat of event update 1, already accepted'],
+    ]);
+  });
+
+  it('a stopping core takes no event and confirms none: the host keeps it for the next run', async () => {
+    stack = new Stack({ plugins: ['services'], config: CONFIG });
+    core = await startCore();
+    host = new RawHost(stack.runDir);
+    await host.link();
+    await host.init('services');
+    let allow!: () => void;
+    host.stopAllowed = new Promise((r) => (allow = r));
+    const stopping = core.stop();
+    await until(() => host!.said.some((m) => m.t === 'shutdown'), 5000);
+    await host.publish('during the stop', { key: 'update 2' });
+    await until(() => events().length === 1, 5000);
+    expect(events()[0]).toMatchObject({ outcome: 'pending', reason: 'not taken while the core stops: the plugin host keeps it for the next run' });
+    allow();
+    await stopping;
+    expect(host.receipts()).toEqual([]);
+  });
+
+  it('a restarted core refuses a repeat of what the last one accepted (by key, or by the host\'s id), and confirms it', async () => {
+    stack = new Stack({ plugins: ['services'], config: CONFIG });
+    core = await startCore();
+    host = new RawHost(stack.runDir);
+    await host.link();
+    await host.init('services');
+    await host.publish('first', { key: 'update 7' });
+    await host.publish('keyless', {});
+    await until(() => host!.receipts().length === 2, 5000);
+    await core.stop();
+    host.close();
+
+    // The receipts were lost with the old core: the host sends both again.
+    core = await startCore();
+    host = new RawHost(stack.runDir);
+    await host.link();
+    await host.init('services');
+    await host.publish('first-again', { key: 'update 7' });
+    await host.publish('keyless', {});
+    await host.publish('new', { key: 'update 8' });
+    await until(() => host!.receipts().length === 3, 5000);
+    expect(events().map((e) => e.reason)).toEqual(['a repeat of event update 7, already accepted', 'a repeat of event #keyless, already accepted', 'event accepted']);
+  });
+});
