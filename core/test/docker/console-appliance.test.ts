@@ -165,7 +165,7 @@ describe('first run with only .env', () => {
       await page.waitForFunction(() => /\d+ s/.test(document.querySelector('#elapsed')?.textContent ?? ''));
       await page.click('#stop');
       await page.waitForFunction(() => [...document.querySelectorAll('.msg.notice')].some((m) => m.textContent?.includes('stopped from the console')), { timeout: 30_000 }).catch(explain);
-      await page.waitForFunction(() => !document.querySelector('#stop'));
+      await page.waitForFunction(() => !document.querySelector('#stop')).catch(explain);
     } finally {
       model.delayMs = 0; // a failure here is not the next test's
     }
@@ -225,7 +225,8 @@ describe('first run with only .env', () => {
 /** A failed wait, with what the page and the core said meanwhile. */
 async function explain(err: unknown): Promise<never> {
   const shown = await page.evaluate(() => [...document.querySelectorAll('[role=alert], .msg.notice, #state')].map((e) => e.textContent)).catch(() => []);
-  throw new Error(`${String(err)}\nthe page shows: ${JSON.stringify(shown)}\nthe core's log:\n${project.run(['logs', '--tail', '40', 'core'])}`);
+  const audit = readFileSync(join(project.volumes, 'logs', 'audit.jsonl'), 'utf8').trim().split('\n').slice(-30).join('\n');
+  throw new Error(`${String(err)}\nthe page shows: ${JSON.stringify(shown)}\nthe core's log:\n${project.run(['logs', '--tail', '40', 'core'])}\nthe audit's last entries:\n${audit}`);
 }
 
 /** Writes in the web chat and waits for the agent's answer and the end of its turn. */

@@ -24,6 +24,8 @@ let base: string;
 let browser: Browser;
 let evil: Server;
 let evilBase: string;
+let panel: Server;
+let panelDown: string | null = null; // what the catalog says while the panel's plugin is not up
 
 beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
@@ -34,7 +36,17 @@ beforeAll(async () => {
   const usageHistory = (): DayUsage[] => [{ group: 'family', day, input_tokens: 1000, output_tokens: 30_000, cost_micros: 151_000, requests: 1 }];
   // Today's budgets as the Overview shows them: $0.151 of a $1.00 day.
   const usage = (): GroupUsage[] => [{ group: 'family', day, input_tokens: 1000, output_tokens: 30_000, tokens: 31_000, requests: 1, cost_micros: 151_000, reserved_tokens: 0, reserved_micros: 0, tokens_per_day: 5_000_000, requests_per_minute: 60, requests_this_minute: 0, usd_per_day: 1 } as GroupUsage];
-  admin = await startAdminApi(stack.core, '127.0.0.1', 0, TOKEN, { usage, console: { folders: [{ name: 'audit logs', path: join(stack.dir, 'logs') }, { name: 'workspaces', path: stack.dir, claims: () => 2 ** 44 }], usageHistory } });
+  // A plugin's panel (its page on a unix socket), up or not as `panelDown` says.
+  const socket = join(stack.dir, 'panel.sock');
+  panel = createServer((_req, res) => {
+    res.setHeader('content-type', 'text/html');
+    res.end('<!doctype html><title>Notes</title><h1 id="panel">the notes panel</h1>');
+  });
+  await new Promise<void>((r) => panel.listen(socket, r));
+  const panels = () => [{ name: 'notes', title: 'Notes', socket, down: panelDown }];
+  // Each test logs in afresh: more than the default's ten a minute.
+  const consoleDeps = { folders: [{ name: 'audit logs', path: join(stack.dir, 'logs') }, { name: 'workspaces', path: stack.dir, claims: () => 2 ** 44 }], usageHistory, panels, loginPerMinute: 25 };
+  admin = await startAdminApi(stack.core, '127.0.0.1', 0, TOKEN, { usage, console: consoleDeps });
   base = `http://127.0.0.1:${(admin.server.address() as AddressInfo).port}`;
   // Another origin on the same host (other port: same site, so SameSite does not stop its
   // requests carrying the cookie; only the CSRF token does): a page that tries to
@@ -54,6 +66,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   evil?.close();
+  panel?.close();
   await admin?.close();
   await stack?.stop();
 });
@@ -238,6 +251,22 @@ describe('console in a browser', () => {
     expect(written.groups).toHaveProperty('alice');
     await page.waitForFunction(() => document.querySelector('main')?.textContent?.includes('4242'));
     await page.browserContext().close();
+  });
+
+  it('a plugin page opened while its plugin is starting says so, and turns into the page by itself once it is up', async () => {
+    panelDown = 'the plugin is starting';
+    const page = await loggedIn();
+    try {
+      await page.goto(`${base}/plugins/notes/`);
+      expect(await page.evaluate(() => document.body.textContent)).toContain('the Notes page is not available: the plugin is starting');
+      panelDown = null;
+      // Nobody presses anything: the page reloads itself.
+      await page.waitForSelector('#panel', { timeout: 10_000 });
+      expect(page.url()).toBe(`${base}/plugins/notes/`);
+    } finally {
+      panelDown = null;
+      await page.browserContext().close();
+    }
   });
 
   it('every page renders (screenshots)', async () => {
