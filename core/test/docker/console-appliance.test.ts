@@ -232,9 +232,18 @@ async function explain(err: unknown): Promise<never> {
 /** Writes in the web chat and waits for the agent's answer and the end of its turn. */
 async function say(text: string): Promise<void> {
   await page.waitForSelector('#text');
-  const n = (await page.$$('.msg.agent')).length + 1;
   await page.type('#text', text);
   await page.click('form button[type=submit]');
-  await page.waitForFunction((count) => document.querySelectorAll('.msg.agent').length >= count, { timeout: 150_000 }, n);
+  // An agent's message after this one, not a count: a page just loaded (after the restart's
+  // login) is still streaming in the kept history, older answers included.
+  await page.waitForFunction(
+    (said) => {
+      const shown = [...document.querySelectorAll('.msg')];
+      const mine = shown.map((m) => m.classList.contains('user') && m.querySelector('pre')?.textContent === said).lastIndexOf(true);
+      return mine >= 0 && shown.slice(mine + 1).some((m) => m.classList.contains('agent'));
+    },
+    { timeout: 150_000 },
+    text,
+  );
   await page.waitForFunction(() => !document.querySelector('#stop'), { timeout: 30_000 });
 }
