@@ -74,7 +74,7 @@ bench: build images
 # operator were told. README "Faults and recovery" maps each fault to its test.
 CHAOS_SUITES := integration/core-restart integration/lifecycle integration/plugin-isolation integration/audit-full-disk integration/audit-file \
 	integration/memory integration/telegram integration/llm-proxy integration/tasks unit/unfinished-turns docker/appliance \
-	integration/prompts-restart integration/turn-without-reply integration/message-burst docker/disk-quota
+	integration/prompts-restart integration/turn-without-reply integration/message-burst docker/disk-quota integration/event-receipts
 CHAOS_TESTS := kill|SIGKILL|SIGTERM|killed|full|corrupt|damaged|fresh line|restart|registers again|gives up|not handled|docker compose stop|without a reply|RESULT_UNKNOWN|burst|budget is spent|cannot hold it
 chaos: build images
 	node --experimental-vm-modules node_modules/jest/bin/jest.js $(addprefix dist/core/test/,$(addsuffix .test.js,$(CHAOS_SUITES))) -t '$(CHAOS_TESTS)'

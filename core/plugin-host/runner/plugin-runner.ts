@@ -126,7 +126,7 @@ export class PluginRunner {
         new Promise<void>((resolve, reject) => {
           const id = ++this.published;
           this.publishing.set(id, { resolve, reject });
-          if (this.stopping) this.unconfirmed();
+          if (this.stopping) this.unconfirmed(); // sent for the host to keep, not waited for
           this.send({ t: 'publish', id, topic, group, payload, ...(options?.key === undefined ? {} : { key: options.key }) });
         }),
     };
