@@ -114,6 +114,41 @@ describe('a core restart under a running plugin host', () => {
     expect(existsSync(health)).toBe(true);
   }, 60_000);
 
+  it('a Telegram message that arrives while the core stops (SIGTERM, a tool call holding its drain open) reaches the next core once', async () => {
+    tg = await TelegramStandIn.start(BOT_TOKEN);
+    stack = new Stack({
+      plugins: ['faulty'],
+      extraPluginDirs: { telegram: join(ROOT, 'plugins/telegram') },
+      env: { TELEGRAM_BOT_TOKEN: BOT_TOKEN },
+      config: { groups: { family: { tools: ['*'] } }, plugins: { faulty: { api_token: '${FAULTY_TOKEN}' }, telegram: { bot_token: '${TELEGRAM_BOT_TOKEN}', api_base_url: tg.url, chats: { '300': 'family' }, poll_timeout_s: 1 } } },
+    });
+    const starting = startCore(stack);
+    stack.startHost();
+    const first = await starting;
+    cores.push(first.process);
+    expect(first.states).toEqual({ faulty: 'healthy', telegram: 'healthy' });
+    const held = stack.ipc(first.session, 'tool.invoke.slow', { ms: 3000 });
+    await until(() => auditEntries(stack!).some((e) => e.topic === 'tool.invoke.slow' && e.stage === 'route'), 5000);
+
+    const exited = new Promise((r) => first.process.once('exit', r));
+    first.process.kill('SIGTERM');
+    await sleep(200); // the stop has begun: its drain waits for the slow call
+    const { update_id } = tg.queueMessage({ chatId: 300, text: 'written while Carapace stops' });
+    const pending = await until(() => auditEntries(stack!).find((e) => e.stage === 'event' && e.source === 'telegram'), 5000);
+    expect(pending).toMatchObject({ outcome: 'pending', reason: 'not taken while the core stops: the plugin host keeps it for the next run' });
+    expect((await held).code).toBe(0); // the call in flight finished
+    await exited;
+    expect(tg.pendingUpdates().map((u) => u.update_id)).toEqual([update_id]); // the offset was not saved past it
+
+    const restarting = startCore(stack);
+    if (stack.host?.exitCode === null) await new Promise((r) => stack!.host!.once('exit', r));
+    stack.startHost();
+    cores.push((await restarting).process);
+    await until(() => tg!.pendingUpdates().length === 0, 15_000);
+    const accepted = auditEntries(stack).filter((e) => e.stage === 'event' && e.source === 'telegram' && e.reason === 'event accepted');
+    expect(accepted).toHaveLength(1);
+  }, 60_000);
+
   it('a host killed with -9 while the core is away loses nothing it took from Telegram: the next core gets each message once', async () => {
     tg = await TelegramStandIn.start(BOT_TOKEN);
     stack = new Stack({
