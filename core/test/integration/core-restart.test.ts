@@ -38,6 +38,26 @@ async function kill9(child: ChildProcess): Promise<void> {
   await exited;
 }
 
+/** A Telegram stand-in (`tg`) and a stack whose Telegram plugin maps its chat 300 to "family"; `extra` adds plugins, their settings and host variables. */
+async function telegramStack(extra: { plugins?: string[]; settings?: Record<string, unknown>; env?: Record<string, string> } = {}): Promise<Stack> {
+  tg = await TelegramStandIn.start(BOT_TOKEN);
+  return new Stack({
+    plugins: extra.plugins ?? [],
+    extraPluginDirs: { telegram: join(ROOT, 'plugins/telegram') },
+    env: { TELEGRAM_BOT_TOKEN: BOT_TOKEN, ...extra.env },
+    config: { groups: { family: { tools: ['*'] } }, plugins: { ...extra.settings, telegram: { bot_token: '${TELEGRAM_BOT_TOKEN}', api_base_url: tg.url, chats: { '300': 'family' }, poll_timeout_s: 1 } } },
+  });
+}
+
+/** A core, then a plugin host (the host's bound on an absent core runs from its own start). */
+async function startBoth(on: Stack): Promise<Started> {
+  const starting = startCore(on);
+  on.startHost();
+  const started = await starting;
+  cores.push(started.process);
+  return started;
+}
+
 /** The audit file as the core processes wrote it so far. */
 function auditEntries(stack: Stack): AuditEntry[] {
   if (!existsSync(stack.auditFile)) return [];
@@ -83,49 +103,29 @@ describe('a core restart under a running plugin host', () => {
   }, 60_000);
 
   it('a host whose core stays away gives up: unhealthy at once, then it exits, and what it held reaches the next core', async () => {
-    tg = await TelegramStandIn.start(BOT_TOKEN);
-    stack = new Stack({
-      plugins: [],
-      extraPluginDirs: { telegram: join(ROOT, 'plugins/telegram') },
-      env: { TELEGRAM_BOT_TOKEN: BOT_TOKEN, CARAPACE_CORE_LOST_AFTER_MS: '4000' },
-      config: { groups: { family: {} }, plugins: { telegram: { bot_token: '${TELEGRAM_BOT_TOKEN}', api_base_url: tg.url, chats: { '300': 'family' }, poll_timeout_s: 1 } } },
-    });
+    stack = await telegramStack({ env: { CARAPACE_CORE_LOST_AFTER_MS: '4000' } });
     const health = join(stack.runDir, 'plugin-host.health');
-    const starting = startCore(stack); // the core first: the host's bound runs from its own start
-    stack.startHost();
-    const first = await starting;
-    cores.push(first.process);
+    const first = await startBoth(stack);
     expect(first.states).toEqual({ telegram: 'healthy' });
     await until(() => existsSync(health), 5000); // written by the host once its link is up, a moment after the core sees it
 
     await kill9(first.process);
     await until(() => !existsSync(health), 5000);
-    tg.queueMessage({ chatId: 300, text: 'written while the core was away' });
+    tg!.queueMessage({ chatId: 300, text: 'written while the core was away' });
     const host = stack.host!;
     const code = await new Promise((r) => host.once('exit', r));
     expect(code).toBe(1);
     expect(stack.hostOutput).toContain('the core is gone: giving up');
 
-    const restarting = startCore(stack);
-    stack.startHost();
-    cores.push((await restarting).process);
+    await startBoth(stack);
     const accepted = await until(() => auditEntries(stack!).find((e) => e.stage === 'event' && e.source === 'telegram' && e.reason === 'event accepted'), 15_000);
     expect(accepted).toMatchObject({ group: 'family', topic: 'message.inbound' });
     expect(existsSync(health)).toBe(true);
   }, 60_000);
 
   it('a Telegram message that arrives while the core stops (SIGTERM, a tool call holding its drain open) reaches the next core once', async () => {
-    tg = await TelegramStandIn.start(BOT_TOKEN);
-    stack = new Stack({
-      plugins: ['faulty'],
-      extraPluginDirs: { telegram: join(ROOT, 'plugins/telegram') },
-      env: { TELEGRAM_BOT_TOKEN: BOT_TOKEN },
-      config: { groups: { family: { tools: ['*'] } }, plugins: { faulty: { api_token: '${FAULTY_TOKEN}' }, telegram: { bot_token: '${TELEGRAM_BOT_TOKEN}', api_base_url: tg.url, chats: { '300': 'family' }, poll_timeout_s: 1 } } },
-    });
-    const starting = startCore(stack);
-    stack.startHost();
-    const first = await starting;
-    cores.push(first.process);
+    stack = await telegramStack({ plugins: ['faulty'], settings: { faulty: { api_token: '${FAULTY_TOKEN}' } } });
+    const first = await startBoth(stack);
     expect(first.states).toEqual({ faulty: 'healthy', telegram: 'healthy' });
     const held = stack.ipc(first.session, 'tool.invoke.slow', { ms: 3000 });
     await until(() => auditEntries(stack!).some((e) => e.topic === 'tool.invoke.slow' && e.stage === 'route'), 5000);
@@ -133,35 +133,24 @@ describe('a core restart under a running plugin host', () => {
     const exited = new Promise((r) => first.process.once('exit', r));
     first.process.kill('SIGTERM');
     await sleep(200); // the stop has begun: its drain waits for the slow call
-    const { update_id } = tg.queueMessage({ chatId: 300, text: 'written while Carapace stops' });
+    const { update_id } = tg!.queueMessage({ chatId: 300, text: 'written while Carapace stops' });
     const pending = await until(() => auditEntries(stack!).find((e) => e.stage === 'event' && e.source === 'telegram'), 5000);
     expect(pending).toMatchObject({ outcome: 'pending', reason: 'not taken while the core stops: the plugin host keeps it for the next run' });
     expect((await held).code).toBe(0); // the call in flight finished
     await exited;
-    expect(tg.pendingUpdates().map((u) => u.update_id)).toEqual([update_id]); // the offset was not saved past it
+    expect(tg!.pendingUpdates().map((u) => u.update_id)).toEqual([update_id]); // the offset was not saved past it
 
-    const restarting = startCore(stack);
     if (stack.host?.exitCode === null) await new Promise((r) => stack!.host!.once('exit', r));
-    stack.startHost();
-    cores.push((await restarting).process);
+    await startBoth(stack);
     await until(() => tg!.pendingUpdates().length === 0, 15_000);
     const accepted = auditEntries(stack).filter((e) => e.stage === 'event' && e.source === 'telegram' && e.reason === 'event accepted');
     expect(accepted).toHaveLength(1);
   }, 60_000);
 
   it('a host killed with -9 while the core is away loses nothing it took from Telegram: the next core gets each message once', async () => {
-    tg = await TelegramStandIn.start(BOT_TOKEN);
-    stack = new Stack({
-      plugins: [],
-      extraPluginDirs: { telegram: join(ROOT, 'plugins/telegram') },
-      env: { TELEGRAM_BOT_TOKEN: BOT_TOKEN },
-      config: { groups: { family: {} }, plugins: { telegram: { bot_token: '${TELEGRAM_BOT_TOKEN}', api_base_url: tg.url, chats: { '300': 'family' }, poll_timeout_s: 1 } } },
-    });
+    stack = await telegramStack();
     const health = join(stack.runDir, 'plugin-host.health');
-    const starting = startCore(stack);
-    stack.startHost();
-    const first = await starting;
-    cores.push(first.process);
+    const first = await startBoth(stack);
     expect(first.states).toEqual({ telegram: 'healthy' });
     await until(() => existsSync(health), 5000);
 
@@ -171,12 +160,10 @@ describe('a core restart under a running plugin host', () => {
     await until(() => tg!.handedOut.has(ids[0]), 10_000);
     // Time for the plugin to save its offset and fetch the rest, were it told it may: the host would hold them all.
     await sleep(1000);
-    expect(tg.pendingUpdates().map((u) => u.update_id)).toEqual(ids);
+    expect(tg!.pendingUpdates().map((u) => u.update_id)).toEqual(ids);
     await stack.killHost();
 
-    const restarting = startCore(stack);
-    stack.startHost();
-    cores.push((await restarting).process);
+    await startBoth(stack);
     await until(() => tg!.pendingUpdates().length === 0, 15_000); // confirmed to Telegram once the core has them
     const accepted = auditEntries(stack).filter((e) => e.stage === 'event' && e.source === 'telegram' && e.reason === 'event accepted');
     expect(accepted).toHaveLength(3);

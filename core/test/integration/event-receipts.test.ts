@@ -70,6 +70,16 @@ let stack: Stack;
 let core: Core | null = null;
 let host: RawHost | null = null;
 
+/** A core on the stack's folders (a new stack first, unless `again`) and a raw host linked to it; `init`: its plugin said it started. */
+async function linked(init: boolean, again = false): Promise<RawHost> {
+  if (!again) stack = new Stack({ plugins: ['services'], config: CONFIG });
+  core = await startCore();
+  host = new RawHost(stack.runDir);
+  await host.link();
+  if (init) await host.init('services');
+  return host;
+}
+
 function startCore(): Promise<Core> {
   return Core.start({ runDir: stack.runDir, pluginsDir: stack.pluginsDir, auditFile: stack.auditFile, config: parseConfig(CONFIG), eventKeysFile: join(stack.dir, 'data', 'event-keys.sqlite') });
 }
@@ -87,18 +97,14 @@ afterEach(async () => {
 
 describe('receipts for plugin events', () => {
   it('each event is confirmed at once, accepted or refused, a starting plugin\'s too (it may publish from initialize())', async () => {
-    stack = new Stack({ plugins: ['services'], config: CONFIG });
-    core = await startCore();
-    host = new RawHost(stack.runDir);
-    await host.link();
-
-    await host.publish('while starting', { key: 'update 1' });
-    await until(() => host!.receipts().length === 1, 5000);
-    await host.init('services');
-    await host.publish('stranger', { group: 'nobody-maps-this' });
-    await host.publish('again', { key: 'update 1' });
-    await until(() => host!.receipts().length === 3, 5000);
-    expect(host.receipts()).toEqual(['while starting', 'stranger', 'again']);
+    const raw = await linked(false);
+    await raw.publish('while starting', { key: 'update 1' });
+    await until(() => raw.receipts().length === 1, 5000);
+    await raw.init('services');
+    await raw.publish('stranger', { group: 'nobody-maps-this' });
+    await raw.publish('again', { key: 'update 1' });
+    await until(() => raw.receipts().length === 3, 5000);
+    expect(raw.receipts()).toEqual(['while starting', 'stranger', 'again']);
     expect(events().map((e) => [e.outcome, e.reason])).toEqual([
       ['routed', 'event accepted'],
       ['dropped', expect.stringMatching(/group/)],
@@ -107,44 +113,33 @@ describe('receipts for plugin events', () => {
   });
 
   it('a stopping core takes no event and confirms none: the host keeps it for the next run', async () => {
-    stack = new Stack({ plugins: ['services'], config: CONFIG });
-    core = await startCore();
-    host = new RawHost(stack.runDir);
-    await host.link();
-    await host.init('services');
+    const raw = await linked(true);
     let allow!: () => void;
-    host.stopAllowed = new Promise((r) => (allow = r));
-    const stopping = core.stop();
-    await until(() => host!.said.some((m) => m.t === 'shutdown'), 5000);
-    await host.publish('during the stop', { key: 'update 2' });
+    raw.stopAllowed = new Promise((r) => (allow = r));
+    const stopping = core!.stop();
+    await until(() => raw.said.some((m) => m.t === 'shutdown'), 5000);
+    await raw.publish('during the stop', { key: 'update 2' });
     await until(() => events().length === 1, 5000);
     expect(events()[0]).toMatchObject({ outcome: 'pending', reason: 'not taken while the core stops: the plugin host keeps it for the next run' });
     allow();
     await stopping;
-    expect(host.receipts()).toEqual([]);
+    expect(raw.receipts()).toEqual([]);
   });
 
   it('a restarted core refuses a repeat of what the last one accepted (by key, or by the host\'s id), and confirms it', async () => {
-    stack = new Stack({ plugins: ['services'], config: CONFIG });
-    core = await startCore();
-    host = new RawHost(stack.runDir);
-    await host.link();
-    await host.init('services');
-    await host.publish('first', { key: 'update 7' });
-    await host.publish('keyless', {});
-    await until(() => host!.receipts().length === 2, 5000);
-    await core.stop();
-    host.close();
+    const first = await linked(true);
+    await first.publish('first', { key: 'update 7' });
+    await first.publish('keyless', {});
+    await until(() => first.receipts().length === 2, 5000);
+    await core!.stop();
+    first.close();
 
     // The receipts were lost with the old core: the host sends both again.
-    core = await startCore();
-    host = new RawHost(stack.runDir);
-    await host.link();
-    await host.init('services');
-    await host.publish('first-again', { key: 'update 7' });
-    await host.publish('keyless', {});
-    await host.publish('new', { key: 'update 8' });
-    await until(() => host!.receipts().length === 3, 5000);
+    const raw = await linked(true, true);
+    await raw.publish('first-again', { key: 'update 7' });
+    await raw.publish('keyless', {});
+    await raw.publish('new', { key: 'update 8' });
+    await until(() => raw.receipts().length === 3, 5000);
     expect(events().map((e) => e.reason)).toEqual(['a repeat of event update 7, already accepted', 'a repeat of event #keyless, already accepted', 'event accepted']);
   });
 });
