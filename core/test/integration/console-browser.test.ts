@@ -3,7 +3,7 @@
 // trail, and the attacks a browser makes possible: a page of another origin posting to the
 // console, and a visitor without the session. Screenshots of each page go to
 // $SCREENSHOT_DIR (default dist/screenshots); the README shows copies from docs/screenshots.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import type { FastifyInstance } from 'fastify';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -17,6 +17,9 @@ import { ROOT, Stack } from '../harness.js';
 import { launchBrowser, logIn } from '../support/browser.js';
 
 const SHOTS = process.env.SCREENSHOT_DIR || join(ROOT, 'dist', 'screenshots');
+// A browser on a loaded machine (CI runs the Docker suites beside this one) once took the
+// whole default 30 s for one test whose steps take 1.5 s here; each wait keeps its own 30 s.
+jest.setTimeout(60_000);
 const TOKEN = 'browser-test-token-0123456789';
 let stack: Stack;
 let admin: FastifyInstance;
