@@ -23,7 +23,7 @@ import { refuseOverBudget, runPipeline, type PipelineDeps } from './pipeline/pip
 import type { AttachDeps } from './files/attach-files.js';
 import { RateLimiter } from './pipeline/rate-limit.js';
 import { RecentRequests } from './pipeline/recent-requests.js';
-import { ToolCatalog } from './plugins/catalog.js';
+import { ToolCatalog, type PluginState } from './plugins/catalog.js';
 import { discoverPlugins, type ToolEntry } from './plugins/discovery.js';
 import { SOCKETS, type HostToCore, type PublishedEvent } from './plugins/host-protocol.js';
 import { answerService, type ServiceDeps } from './plugins/services.js';
@@ -352,7 +352,7 @@ export class Core extends EventEmitter<CoreEvents> {
       this.auditEvent(topic, event, 'pending', 'not taken while the core stops: the plugin host keeps it for the next run');
       return;
     }
-    this.take(topic, event);
+    this.take(topic, event, state);
     if (typeof event.id === 'string' && event.id.length <= MAX_EVENT_ID) this.hostLink.received(event.id);
   }
 
@@ -361,14 +361,13 @@ export class Core extends EventEmitter<CoreEvents> {
     this.audit.record({ group: typeof event.group === 'string' ? event.group.slice(0, 64) : null, session: null, source: String(event.plugin).slice(0, 64), topic: topic.slice(0, 128), correlation: null, stage: 'event', outcome, reason, ...(code ? { code } : {}) });
   }
 
-  private take(topic: string, event: PublishedEvent): void {
+  private take(topic: string, event: PublishedEvent, state: PluginState | undefined): void {
     const drop = (reason: string, code?: string): void => this.auditEvent(topic, event, 'dropped', reason, code);
     if (event.version !== PROTOCOL_VERSION) return drop(`envelope version ${JSON.stringify(event.version ?? null).slice(0, 16)} is not one this core speaks (${PROTOCOL_VERSION})`, 'UNSUPPORTED_VERSION');
     if (!PLUGIN_TOPICS.has(topic)) return drop('plugins may not publish this topic');
     // A starting plugin's events are taken too: the bus and the link are separate sockets, so
     // a plugin's first event (a Telegram message waiting since the last run) can arrive before
     // its init answer, and a plugin may publish from initialize(), which waits for the receipt.
-    const state = this.catalog.state(event.plugin);
     if (state !== 'healthy' && state !== 'starting') return drop('publisher is not a running plugin');
     if (typeof event.group !== 'string' || !GROUP_NAME_PATTERN.test(event.group)) return drop('invalid group');
     const refusal = this.powers.mayPublish(event.plugin, topic, event.group);

@@ -296,7 +296,7 @@ export default class Scheduler implements PluginHandler {
     this.services.publish(topic, group, payload).catch((err: unknown) => log.warn({ topic, group, err: String(err) }, 'event not confirmed by the core'));
   }
 
-    private pause(record: TaskRecord): void {
+  private pause(record: TaskRecord): void {
     record.paused = true;
     record.next_run = null;
     this.stop(record.id);

@@ -171,8 +171,10 @@ export class AgentManager {
     if (agent?.session === session) void this.retire(group);
   }
 
-  /** Removes containers left by an earlier core: their socket mounts point at nothing now. */
-  /** Turns wait for this (a sweep after a new agent started would remove it); messages are taken meanwhile. */
+  /**
+   * Removes containers left by an earlier core: their socket mounts point at nothing now.
+   * Turns wait for it (a sweep after a new agent started would remove it); messages are taken meanwhile.
+   */
   removeOrphans(): Promise<number> {
     const swept = (async () => {
       const orphans = await this.runtime.listManaged(this.paths.instance);

@@ -11,8 +11,8 @@ const SCHEMA = 'CREATE TABLE IF NOT EXISTS seen (seq INTEGER PRIMARY KEY AUTOINC
 export class SeenKeys {
   private readonly keys = new Set<string>();
   private readonly db: Database.Database | null;
-  private readonly insert: Database.Statement | null = null;
-  private readonly trim: Database.Statement | null = null;
+  /** The key written and the file trimmed to the newest `capacity`, in one commit. */
+  private readonly write: ((key: string) => void) | null = null;
 
   /** `onWriteError`: a key not written (a full disk) is still remembered until the core restarts. */
   constructor(
@@ -25,8 +25,12 @@ export class SeenKeys {
     if (!this.db) return;
     const newest = this.db.prepare('SELECT key FROM seen ORDER BY seq DESC LIMIT ?').pluck().all(capacity) as string[];
     for (const key of newest.reverse()) this.keys.add(key);
-    this.insert = this.db.prepare('INSERT OR IGNORE INTO seen (key) VALUES (?)');
-    this.trim = this.db.prepare('DELETE FROM seen WHERE seq <= (SELECT MAX(seq) FROM seen) - ?');
+    const insert = this.db.prepare('INSERT OR IGNORE INTO seen (key) VALUES (?)');
+    const trim = this.db.prepare('DELETE FROM seen WHERE seq <= (SELECT MAX(seq) FROM seen) - ?');
+    this.write = this.db.transaction((key: string) => {
+      insert.run(key);
+      trim.run(capacity);
+    });
   }
 
   has(key: string): boolean {
@@ -38,8 +42,7 @@ export class SeenKeys {
     this.keys.add(key);
     if (this.keys.size > this.capacity) this.keys.delete(this.keys.values().next().value as string);
     try {
-      this.insert?.run(key);
-      this.trim?.run(this.capacity);
+      this.write?.(key);
     } catch (err) {
       this.onWriteError(err as Error);
     }

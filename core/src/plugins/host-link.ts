@@ -40,7 +40,7 @@ export interface LateAnswer {
 
 /** Timed-out requests remembered for their handler's final word (the oldest forgotten beyond this). */
 const MAX_AWAITING_FINAL_WORD = 1000;
-/** Receipts kept for a host not linked yet: as many as it may hold for the core (bus-publisher.ts). */
+/** Receipts kept for a host not linked yet: more than it holds unconfirmed (bus-publisher.ts: 1000 a plugin). */
 const MAX_UNSAID_RECEIPTS = 10_000;
 
 export interface HostLinkEvents {
