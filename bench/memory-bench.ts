@@ -13,7 +13,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { MemoryDatabases } from '../plugins/memory/databases.js';
-import { ENTRY_TYPES, type EntryType, type MemoryDb, type SearchOptions } from '../plugins/memory/store.js';
+import { ENTRY_TYPES, type EntryType, type MemoryDb, type Provenance, type SearchOptions } from '../plugins/memory/store.js';
 import { stats, type Stats } from './stats.js';
 
 const SIZES = (process.env.MEMORY_BENCH_SIZES ?? '1000,10000,100000').split(',').map((s) => Number(s.trim())).filter((n) => n > 0);
@@ -72,9 +72,9 @@ function tagsFor(): string[] {
 }
 
 let clock = Date.parse('2024-01-01T00:00:00Z');
-function provenance(session = 'bench-session'): { session_id: string; group: string; timestamp: string; correlation: string } {
+function provenance(session = 'bench-session'): Provenance {
   clock += 1000 + Math.floor(random() * 60_000);
-  return { session_id: session, group: GROUP, timestamp: new Date(clock).toISOString(), correlation: 'bench' };
+  return { session_id: session, group: GROUP, timestamp: new Date(clock).toISOString(), correlation: 'bench', external: false };
 }
 
 function bulkInsert(db: MemoryDb, count: number): number {

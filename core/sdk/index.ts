@@ -163,6 +163,8 @@ export interface MemoryBriefEntry {
   behavioral: boolean;
   tags: string[];
   age_days: number;
+  /** Stored by a session that had read external content: shown as such in every brief. */
+  external: boolean;
 }
 
 export interface MemoryBrief {

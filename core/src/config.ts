@@ -143,6 +143,12 @@ export interface ConfirmationSettings {
    * is asked (VALIDATION_FAILED). Default: none.
    */
   allow_hidden_characters: string[];
+  /**
+   * Tools marked `external_effect` that a session which has read external content (a mail,
+   * a web page, or a brief, memory or task holding such text) may call without a person's
+   * yes, where their usual risk allows it (a calendar the person alone reads). Default: none.
+   */
+  allow_after_external_content: string[];
 }
 
 export interface AgentSettings {
@@ -276,6 +282,7 @@ export const configSchema = {
         max_pending_per_group: { type: 'integer', minimum: 1, maximum: 100, default: 3 },
         keepalive_ms: { type: 'integer', minimum: 100, maximum: 60_000, default: 10_000 },
         allow_hidden_characters: { type: 'array', items: { type: 'string', minLength: 1 }, uniqueItems: true, default: [] },
+        allow_after_external_content: { type: 'array', items: { type: 'string', minLength: 1 }, uniqueItems: true, default: [] },
       },
     },
     shutdown_timeout_ms: { type: 'integer', minimum: 1, default: 10_000 },

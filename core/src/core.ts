@@ -150,6 +150,7 @@ export class Core extends EventEmitter<CoreEvents> {
       describeState: (tool, session, args) => this.describeState(tool, session.group, args, session.id),
       calls: new WaitingCalls(config.handler_timeout_ms + config.handler_abort_grace_ms, config.confirmations.keepalive_ms),
       allowHiddenCharacters: new Set(config.confirmations.allow_hidden_characters),
+      allowAfterExternal: new Set(config.confirmations.allow_after_external_content),
       pluginConfig: (plugin) => (Object.hasOwn(config.plugins, plugin) ? config.plugins[plugin] : undefined),
       succeeded: (session, tool, args) => {
         // What the tool answered is external content: it is in the agent's context now.

@@ -161,7 +161,7 @@ export default class MemoryPlugin implements PluginHandler {
       content: String(args.content ?? ''),
       tags: Array.isArray(args.tags) ? args.tags.map(String) : [],
       supersedes,
-      provenance: { session_id: session, group: envelope.group, timestamp: envelope.timestamp, correlation: envelope.correlation ?? null },
+      provenance: { session_id: session, group: envelope.group, timestamp: envelope.timestamp, correlation: envelope.correlation ?? null, external: envelope.external_content === true },
     });
     this.limits.consume(session, ...needed);
     const { correlation: _correlation, ...provenance } = stored.provenance;

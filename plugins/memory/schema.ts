@@ -92,8 +92,18 @@ ${ftsSchema('porter unicode61', ' OF content, tags')}
 INSERT INTO memory_fts(memory_fts) VALUES ('rebuild');
 `;
 
+/**
+ * Version 3: an entry remembers whether the session that stored it had read external
+ * content (a mail, a web page): such an entry is shown as external in every brief, and a
+ * session whose brief holds one counts as having read external content (DESIGN 16).
+ * Entries from before cannot be told apart and stay unlabelled.
+ */
+const SCHEMA_V3 = `
+ALTER TABLE memory_entries ADD COLUMN external INTEGER NOT NULL DEFAULT 0;
+`;
+
 /** MIGRATIONS[i] takes a database from version i to version i + 1. */
-const MIGRATIONS: readonly string[] = [SCHEMA_V1, SCHEMA_V2];
+const MIGRATIONS: readonly string[] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
 

@@ -34,6 +34,8 @@ export interface Provenance {
   group: string;
   timestamp: string;
   correlation: string | null;
+  /** The storing session had read external content (the core's label on its request). */
+  external: boolean;
 }
 
 export interface NewEntry {
@@ -73,7 +75,7 @@ export interface SearchResult {
   relevance_score: number;
   /** Present only with include_superseded: the entry that replaced this one, or null. */
   superseded_by?: string | null;
-  provenance: { session_id: string; group: string; timestamp: string; correlation: string | null };
+  provenance: Provenance;
 }
 
 /** The SDK's brief entry, plus provenance for the memory_brief tool. */
@@ -115,13 +117,16 @@ interface Row {
   group_name: string;
   created_at: string;
   correlation: string | null;
+  external: number;
   rank?: number;
 }
 
-const COLUMNS = 'm.rowid AS rowid, m.id, m.type, m.content, m.tags, m.behavioral, m.superseded_by, m.session_id, m.group_name, m.created_at, m.correlation';
+const COLUMNS = 'm.rowid AS rowid, m.id, m.type, m.content, m.tags, m.behavioral, m.superseded_by, m.session_id, m.group_name, m.created_at, m.correlation, m.external';
 /** A new, current entry (store and storeMany). */
-const INSERT_ENTRY = `INSERT INTO memory_entries (id, type, content, tags, behavioral, superseded_by, session_id, group_name, created_at, correlation)
-  VALUES (?, ?, ?, ?, ?, NULL, ?, ?, ?, ?)`;
+const INSERT_ENTRY = `INSERT INTO memory_entries (id, type, content, tags, behavioral, superseded_by, session_id, group_name, created_at, correlation, external)
+  VALUES (?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?)`;
+
+const provenanceOf = (row: Row): Provenance => ({ session_id: row.session_id, group: row.group_name, timestamp: row.created_at, correlation: row.correlation, external: row.external === 1 });
 const LINE_BREAKS = /[\r\n\u000b\u000c\u0085\u2028\u2029]+/g;
 
 /** Single-line content for the brief: a stored entry can never break the brief's structure. */
@@ -256,7 +261,7 @@ export class MemoryDb {
             throw new MemoryInputError(`supersedes: entry "${entry.supersedes}" was already replaced by "${target.superseded_by}"; supersede that entry instead. Nothing was stored.`);
           }
         }
-        this.stmt(INSERT_ENTRY).run(id, entry.type, content, JSON.stringify(tags), behavioral ? 1 : 0, entry.provenance.session_id, this.group, createdAt, entry.provenance.correlation);
+        this.stmt(INSERT_ENTRY).run(id, entry.type, content, JSON.stringify(tags), behavioral ? 1 : 0, entry.provenance.session_id, this.group, createdAt, entry.provenance.correlation, entry.provenance.external ? 1 : 0);
         if (entry.supersedes !== null) {
           this.stmt('UPDATE memory_entries SET superseded_by = ?, superseded_at = ? WHERE id = ? AND superseded_by IS NULL').run(id, createdAt, entry.supersedes);
         }
@@ -269,7 +274,7 @@ export class MemoryDb {
       tags,
       behavioral,
       supersedes: entry.supersedes,
-      provenance: { session_id: entry.provenance.session_id, group: this.group, timestamp: createdAt, correlation: entry.provenance.correlation },
+      provenance: { session_id: entry.provenance.session_id, group: this.group, timestamp: createdAt, correlation: entry.provenance.correlation, external: entry.provenance.external },
     };
   }
 
@@ -279,7 +284,7 @@ export class MemoryDb {
     this.db
       .transaction(() => {
         for (const e of entries) {
-          insert.run(`mem-${randomUUID()}`, e.type, e.content, JSON.stringify(normalizeTags(e.tags)), BEHAVIORAL[e.type] ? 1 : 0, e.provenance.session_id, this.group, isoTimestamp(e.provenance.timestamp), e.provenance.correlation);
+          insert.run(`mem-${randomUUID()}`, e.type, e.content, JSON.stringify(normalizeTags(e.tags)), BEHAVIORAL[e.type] ? 1 : 0, e.provenance.session_id, this.group, isoTimestamp(e.provenance.timestamp), e.provenance.correlation, e.provenance.external ? 1 : 0);
         }
       })
       .immediate();
@@ -313,7 +318,7 @@ export class MemoryDb {
       behavioral: row.behavioral === 1,
       supersedes: (this.stmt('SELECT id FROM memory_entries WHERE superseded_by = ?').get(row.id) as { id: string } | undefined)?.id ?? null,
       superseded_by: row.superseded_by,
-      provenance: { session_id: row.session_id, group: row.group_name, timestamp: row.created_at, correlation: row.correlation },
+      provenance: provenanceOf(row),
     };
   }
 
@@ -390,7 +395,7 @@ export class MemoryDb {
         tags: parseTags(row.tags),
         created_at: row.created_at,
         relevance_score: score,
-        provenance: { session_id: row.session_id, group: row.group_name, timestamp: row.created_at, correlation: row.correlation },
+        provenance: provenanceOf(row),
       };
       if (options.includeSuperseded) result.superseded_by = row.superseded_by;
       return result;
@@ -449,7 +454,7 @@ export class MemoryDb {
       const size = `- [${row.type}] ${content} (${age}d ago)\n`.length;
       if (chars + size > maxChars) break;
       chars += size;
-      const entry: BriefEntry = { id: row.id, type: row.type, content, behavioral: row.behavioral === 1, tags: parseTags(row.tags), age_days: age };
+      const entry: BriefEntry = { id: row.id, type: row.type, content, behavioral: row.behavioral === 1, tags: parseTags(row.tags), age_days: age, external: row.external === 1 };
       if (limits.includeProvenance) entry.provenance = { session_id: row.session_id, group: row.group_name, timestamp: row.created_at };
       entries.push(entry);
     }

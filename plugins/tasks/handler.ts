@@ -144,9 +144,9 @@ export default class Scheduler implements PluginHandler {
     const group = envelope.group;
     switch (envelope.topic.slice('tool.invoke.'.length)) {
       case 'schedule_task':
-        return this.scheduleOnce(group, String(args.prompt), String(args.run_at));
+        return this.scheduleOnce(group, String(args.prompt), String(args.run_at), envelope.external_content === true);
       case 'schedule_recurring_task':
-        return this.scheduleRecurring(group, String(args.prompt), String(args.cron));
+        return this.scheduleRecurring(group, String(args.prompt), String(args.cron), envelope.external_content === true);
       case 'list_tasks':
         return this.list(group);
       case 'cancel_task':
@@ -287,7 +287,7 @@ export default class Scheduler implements PluginHandler {
       record.next_run = this.crons.get(id)?.getNextRun()?.toISOString() ?? nextRunFromNow(record.schedule.value, this.settings.timezone)?.toISOString() ?? null;
     }
     void this.persist();
-    this.announce('task.triggered', record.group, { task_id: record.id, prompt: record.prompt, schedule: { ...record.schedule } });
+    this.announce('task.triggered', record.group, { task_id: record.id, prompt: record.prompt, schedule: { ...record.schedule }, ...(record.external ? { external: true } : {}) });
     log.info({ task: id, group: record.group, schedule: record.schedule.type }, 'task triggered');
   }
 
@@ -331,7 +331,7 @@ export default class Scheduler implements PluginHandler {
 
   // ---- tools -----------------------------------------------------------------------------
 
-  private newRecord(group: string, prompt: string, schedule: TaskRecord['schedule']): TaskRecord {
+  private newRecord(group: string, prompt: string, schedule: TaskRecord['schedule'], external: boolean): TaskRecord {
     const owned = [...this.records.values()].filter((r) => r.group === group && r.source === 'agent').length;
     if (owned >= this.settings.maxPerGroup) {
       throw new ToolError({ message: `this group already has ${owned} scheduled tasks, the most allowed; cancel some first`, retriable: false });
@@ -340,10 +340,10 @@ export default class Scheduler implements PluginHandler {
     do id = `task-${randomBytes(5).toString('hex')}`;
     while (this.records.has(id));
     const now = new Date().toISOString();
-    return { id, group, prompt, schedule, source: 'agent', created_at: now, since: now, last_run: null, next_run: null, consecutive_failures: 0, paused: false, last_error: null };
+    return { id, group, prompt, schedule, source: 'agent', created_at: now, since: now, last_run: null, next_run: null, consecutive_failures: 0, paused: false, last_error: null, ...(external ? { external: true as const } : {}) };
   }
 
-  private async scheduleOnce(group: string, prompt: string, runAt: string): Promise<unknown> {
+  private async scheduleOnce(group: string, prompt: string, runAt: string, external: boolean): Promise<unknown> {
     const at = parseRunAt(runAt.trim(), this.settings.timezone);
     if (!at) throw new ToolError({ message: 'run_at is not a valid date-time; use ISO 8601 such as 2026-03-01T08:00:00+01:00', retriable: false });
     const now = Date.now();
@@ -359,7 +359,7 @@ export default class Scheduler implements PluginHandler {
     if (used >= this.settings.maxOneShotPerDay) {
       throw new ToolError({ code: 'DAILY_LIMIT', message: `this group has already created ${used} one-shot tasks today (UTC), the most allowed per day; try again tomorrow`, retriable: false });
     }
-    const record = this.newRecord(group, prompt, { type: 'once', value: at.toISOString() });
+    const record = this.newRecord(group, prompt, { type: 'once', value: at.toISOString() }, external);
     record.next_run = record.schedule.value;
     this.records.set(record.id, record);
     this.oneShots[group] = { day, count: used + 1 };
@@ -374,7 +374,7 @@ export default class Scheduler implements PluginHandler {
     return { task_id: record.id, run_at: record.schedule.value, timezone: this.settings.timezone };
   }
 
-  private async scheduleRecurring(group: string, prompt: string, expression: string): Promise<unknown> {
+  private async scheduleRecurring(group: string, prompt: string, expression: string, external: boolean): Promise<unknown> {
     const value = expression.trim().replace(/\s+/g, ' ');
     const problem = cronProblem(value);
     if (problem) {
@@ -389,7 +389,7 @@ export default class Scheduler implements PluginHandler {
     if (twin) {
       throw new ToolError({ code: 'DUPLICATE_TASK', message: `an identical recurring task already exists (task_id ${twin.id}${twin.paused ? ', paused: resume_task resumes it' : ''}); nothing was scheduled`, retriable: false });
     }
-    const record = this.newRecord(group, prompt, { type: 'cron', value });
+    const record = this.newRecord(group, prompt, { type: 'cron', value }, external);
     this.records.set(record.id, record);
     // The cron first: it sets next_run, so the one save carries it.
     this.startCron(record);
@@ -413,6 +413,7 @@ export default class Scheduler implements PluginHandler {
         prompt: r.prompt,
         status: r.paused ? 'paused' : 'active',
         source: r.source,
+        ...(r.external ? { external: true } : {}),
         next_run: r.paused ? null : r.next_run,
         last_run: r.last_run,
         consecutive_failures: r.consecutive_failures,

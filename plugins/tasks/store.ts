@@ -24,6 +24,11 @@ export interface TaskRecord {
   consecutive_failures: number;
   paused: boolean;
   last_error: string | null;
+  /**
+   * Created by a session that had read external content (the core's label on the request):
+   * its prompt may carry a stranger's words, so its runs count as having read it too.
+   */
+  external?: true;
 }
 
 /** One-shot tasks the agent created per group on one UTC day: the daily cap survives restarts. */
@@ -68,6 +73,7 @@ function parseRecord(raw: unknown): TaskRecord | null {
     consecutive_failures: typeof r.consecutive_failures === 'number' && Number.isSafeInteger(r.consecutive_failures) && r.consecutive_failures >= 0 ? r.consecutive_failures : 0,
     paused: r.paused === true,
     last_error: typeof r.last_error === 'string' ? r.last_error : null,
+    ...(r.external === true ? { external: true as const } : {}),
   };
 }
 

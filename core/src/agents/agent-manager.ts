@@ -20,6 +20,7 @@ import type { AgentSettings } from '../config.js';
 import type { Core, Reply } from '../core.js';
 import type { LlmProxy } from '../llm/llm-proxy.js';
 import type { EventEnvelope } from '../protocol/envelope.js';
+import type { Brief } from '../conversation/earlier-conversation.js';
 import { renderInstructions } from './memory-brief.js';
 import { promptFor } from './prompt.js';
 import { answersTurn } from './replies.js';
@@ -102,7 +103,7 @@ interface Agent {
 
 /** What a new session's first prompt starts with: the group's earlier conversation (conversation/). */
 export interface EarlierConversation {
-  brief(group: string, cause: string | null): string;
+  brief(group: string, cause: string | null): Brief;
 }
 
 export interface RunOutcome {
@@ -266,8 +267,11 @@ export class AgentManager {
         this.core.publish('agent.error', group, { session: agent.session, reason: stop.reason, ...trigger });
         return { ok: false, output: stop.reason };
       }
-      // A new session: it hears the earlier conversation first, as data (conversation/).
-      prompt = (this.earlier?.brief(group, cause?.id ?? null) ?? '') + prompt;
+      // A new session: it hears the earlier conversation first, as data (conversation/);
+      // external text in it labels the session from its first turn.
+      const earlier = this.earlier?.brief(group, cause?.id ?? null);
+      if (earlier?.labelled) this.core.sessions.markUntrustedInput(agent.session);
+      prompt = (earlier?.text ?? '') + prompt;
     }
     if (agent.idle) clearTimeout(agent.idle);
     this.states.set(group, 'working', agent);
@@ -401,7 +405,10 @@ export class AgentManager {
       const writable = await this.storage.mounts(group);
       mkdirSync(privateDir, { recursive: true });
       const claudeMd = join(privateDir, 'CLAUDE.md');
-      writeFileSync(claudeMd, await this.instructions(group));
+      const instructions = await this.instructions(group);
+      // Memories written after reading external content are in its context from the start.
+      if (instructions.labelled) this.core.sessions.markUntrustedInput(session.id);
+      writeFileSync(claudeMd, instructions.text);
       const skills = join(privateDir, 'skills');
       writeSkills(skills, this.core.catalog);
       const mounts: MountSpec[] = [
@@ -513,7 +520,7 @@ export class AgentManager {
     return client;
   }
 
-  private async instructions(group: string): Promise<string> {
+  private async instructions(group: string): Promise<Brief> {
     const template = readFileSync(join(this.paths.agentImageDir, 'CLAUDE.md'), 'utf8');
     return renderInstructions(template, group, await this.core.memoryBrief(group));
   }

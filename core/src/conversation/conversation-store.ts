@@ -9,8 +9,15 @@ import { openSqliteFile, type StoreProblem } from '../state/sqlite-file.js';
 
 export type { StoreProblem };
 
-/** `in`: a person's message to the group; `out`: a reply that reached them. */
+/** `in`: a message to the group; `out`: a reply that reached its recipient. */
 export type Direction = 'in' | 'out';
+
+/**
+ * Where the text came from (DESIGN 16): `person`, the person's own message or a reply of a
+ * session that had read nothing external; `external`, text from outside (a mail someone
+ * sent); `derived`, a reply written by a session that had read external content.
+ */
+export type Origin = 'person' | 'external' | 'derived';
 
 export interface ConversationMessage {
   id: number;
@@ -21,6 +28,7 @@ export interface ConversationMessage {
   /** `in`: the sender the channel named; `out`: the recipient the reply went to. */
   party: string;
   text: string;
+  origin: Origin;
   /** Unix ms. */
   at: number;
 }
@@ -31,6 +39,7 @@ export interface NewMessage {
   channel: string;
   party: string;
   text: string;
+  origin: Origin;
   /** The accepted event's id (`in`): a new session's brief stops before its own message. */
   event?: string;
   at?: number;
@@ -50,7 +59,16 @@ const SCHEMA = `
   CREATE INDEX IF NOT EXISTS messages_by_group ON messages (grp, id);
   CREATE INDEX IF NOT EXISTS messages_by_event ON messages (event);`;
 
-const COLUMNS = 'id, grp AS "group", direction, channel, party, text, at';
+/**
+ * Version 1 labels each message with its origin. Older files knew no labels: a kept mail
+ * (the email channel) becomes external; a reply cannot be told apart and stays as it was.
+ */
+const MIGRATIONS: readonly string[] = [
+  `ALTER TABLE messages ADD COLUMN origin TEXT NOT NULL DEFAULT 'person' CHECK (origin IN ('person', 'external', 'derived'));
+   UPDATE messages SET origin = 'external' WHERE direction = 'in' AND channel = 'email';`,
+];
+
+const COLUMNS = 'id, grp AS "group", direction, channel, party, text, origin, at';
 
 const cut = (text: string, max: number): string => (text.length <= max ? text : `${text.slice(0, max)}… (${text.length - max} more characters not kept)`);
 
@@ -70,9 +88,9 @@ export class ConversationStore {
    * logs and audits it). Throws only if even a fresh file cannot be created.
    */
   constructor(file: string | null, private readonly settings: ConversationSettings, onProblem: (problem: StoreProblem) => void = () => undefined) {
-    const db = openSqliteFile(file, SCHEMA, onProblem);
+    const db = openSqliteFile(file, SCHEMA, onProblem, MIGRATIONS);
     this.db = db;
-    this.insertStmt = db.prepare('INSERT INTO messages (grp, at, direction, channel, party, text, bytes, event) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
+    this.insertStmt = db.prepare('INSERT INTO messages (grp, at, direction, channel, party, text, bytes, event, origin) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)');
     this.byCountStmt = db.prepare('DELETE FROM messages WHERE grp = ? AND id <= (SELECT id FROM messages WHERE grp = ? ORDER BY id DESC LIMIT 1 OFFSET ?)');
     // Newest first, a running total of bytes: what lies past the bound goes.
     this.byBytesStmt = db.prepare('DELETE FROM messages WHERE id IN (SELECT id FROM (SELECT id, SUM(bytes) OVER (ORDER BY id DESC) AS total FROM messages WHERE grp = ?) WHERE total > ?)');
@@ -90,7 +108,7 @@ export class ConversationStore {
     const text = cut(message.text, MAX_TEXT_CHARS);
     const at = message.at ?? Date.now();
     const id = this.db.transaction(() => {
-      const row = this.insertStmt.run(message.group, at, message.direction, cut(message.channel, MAX_LABEL_CHARS), cut(message.party, MAX_LABEL_CHARS), text, Buffer.byteLength(text), message.event ?? null);
+      const row = this.insertStmt.run(message.group, at, message.direction, cut(message.channel, MAX_LABEL_CHARS), cut(message.party, MAX_LABEL_CHARS), text, Buffer.byteLength(text), message.event ?? null, message.origin);
       this.byCountStmt.run(message.group, message.group, keep_messages);
       this.byBytesStmt.run(message.group, keep_kb * 1024);
       this.byAgeStmt.run(this.oldest());

@@ -14,16 +14,22 @@ import { recipientRisk } from './untrusted-input.js';
 /**
  * A tool's risk for this caller: higher when a scheduled task's run may be acting
  * unattended; lower for mail to listed recipients, but never after untrusted input
- * (untrusted-input.ts). `args` and `pluginConfig` only matter to `low_risk_recipients` tools.
+ * (untrusted-input.ts); high for a tool with an external effect once the session has read
+ * external content, unless the person's `allowAfterExternal` names it (for tools with
+ * `low_risk_recipients`, their plugin's `untrusted_turns` setting is that word).
+ * `args` and `pluginConfig` only matter to `low_risk_recipients` tools.
  */
 export function riskOf(
-  tool: Pick<ToolEntry, 'risk_level' | 'task_run_risk_level' | 'low_risk_recipients'>,
+  tool: Pick<ToolEntry, 'name' | 'risk_level' | 'task_run_risk_level' | 'low_risk_recipients' | 'external_effect'>,
   session: Pick<Session, 'taskStarted' | 'untrustedInput' | 'group'>,
   args?: JsonObject,
   pluginConfig?: JsonObject,
+  allowAfterExternal: ReadonlySet<string> = new Set(),
 ): 'low' | 'high' {
   const base = session.taskStarted && tool.task_run_risk_level ? tool.task_run_risk_level : tool.risk_level;
-  return recipientRisk(tool, base, session, args, pluginConfig);
+  const risk = recipientRisk(tool, base, session, args, pluginConfig);
+  if (risk === 'low' && session.untrustedInput && tool.external_effect && !tool.low_risk_recipients && !allowAfterExternal.has(tool.name)) return 'high';
+  return risk;
 }
 
 /**

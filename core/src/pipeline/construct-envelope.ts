@@ -15,5 +15,6 @@ export function constructEnvelope(wire: WireMessage, session: Session): RequestE
     timestamp: now(),
     group: session.group,
     payload: { arguments: wire.arguments },
+    ...(session.untrustedInput ? { external_content: true as const } : {}),
   };
 }

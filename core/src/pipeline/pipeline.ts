@@ -45,6 +45,8 @@ export interface PipelineDeps {
   files?: AttachDeps;
   /** Tools whose high-risk calls may hold tag characters and bidi controls (`confirmations.allow_hidden_characters`). */
   allowHiddenCharacters?: ReadonlySet<string>;
+  /** Tools with an external effect that a session which read external content may call unasked (`confirmations.allow_after_external_content`). */
+  allowAfterExternal?: ReadonlySet<string>;
   /**
    * A tool call's handler succeeded, once per call (a resend's cached answer is not another):
    * the agent manager learns that a reply reached a person, the conversation keeps it (core.ts).
@@ -227,7 +229,7 @@ async function validateAndRoute(envelope: RequestEnvelope, session: Session, dep
 
 /** The risk as decided once for this call (before any person was asked). */
 function riskNow(tool: ToolEntry, envelope: RequestEnvelope, session: Session, deps: PipelineDeps): 'low' | 'high' {
-  return riskOf(tool, session, envelope.payload.arguments, deps.pluginConfig?.(tool.owner));
+  return riskOf(tool, session, envelope.payload.arguments, deps.pluginConfig?.(tool.owner), deps.allowAfterExternal);
 }
 
 async function confirmAndRoute(tool: ToolEntry, envelope: RequestEnvelope, session: Session, deps: PipelineDeps, ctx: ResponseContext, audit: RequestTrail, state: CallState | null, risk: 'low' | 'high', call?: { handle: CallHandle; keepaliveMs: number }): Promise<Answer> {

@@ -1,7 +1,9 @@
-// External content (a mail anyone could have sent) is data, not the person's word. Once it
-// entered a session, a tool whose risk a recipient allow-list may lower stays high: the
-// text could have asked the agent to write to someone on that very list. Sticky for the
-// session's life, as a task run's mark is: the content stays in the agent's context.
+// External content (a mail anyone could have sent) is data, not the person's word (DESIGN
+// 16). Once it entered a session, a tool whose risk a recipient allow-list may lower stays
+// high, and a tool with an effect outside the appliance waits for a person: the text could
+// have asked for either. Sticky for the session's life, as a task run's mark is: the
+// content stays in the agent's context. A session also starts labelled when what it is
+// handed holds labelled text: the earlier conversation, memories, a task's prompt.
 import type { Session } from '../boundary/session-table.js';
 import type { EventEnvelope, JsonObject } from '../protocol/envelope.js';
 import type { ToolEntry } from '../plugins/discovery.js';
@@ -9,10 +11,22 @@ import type { ToolEntry } from '../plugins/discovery.js';
 /** message.inbound content types that come from outside (anyone may write them). */
 export const UNTRUSTED_CONTENT_TYPES: ReadonlySet<string> = new Set(['email']);
 
-/** Does this event bring external content into the turn it starts? */
+/**
+ * Does this event bring external content into the turn it starts? A mail, or a task that a
+ * session which had read external content scheduled (its prompt is derived from that text).
+ */
 export function carriesUntrustedInput(event: Pick<EventEnvelope, 'topic' | 'payload'>): boolean {
+  if (event.topic === 'task.triggered') return event.payload.external === true;
   const type = event.payload.content_type;
   return event.topic === 'message.inbound' && typeof type === 'string' && UNTRUSTED_CONTENT_TYPES.has(type);
+}
+
+/**
+ * A person's own message on a chat channel (`content_type` "text"): the only place a
+ * command ("/forget") is read from. A mail saying "/forget" is a stranger's text.
+ */
+export function isPersonsChatMessage(event: Pick<EventEnvelope, 'topic' | 'payload'>): boolean {
+  return event.topic === 'message.inbound' && event.payload.content_type === 'text' && !carriesUntrustedInput(event);
 }
 
 /** The value at a JSON pointer (RFC 6901), or undefined. */

@@ -19,6 +19,7 @@ export interface ToolEntry {
   describe?: boolean;
   low_risk_recipients?: RecipientRule;
   untrusted_output?: boolean;
+  external_effect?: boolean;
   reply?: ReplyRule;
   arguments_schema: JsonObject;
   /** Plugin directory name, or "core" for intrinsics. */
@@ -48,7 +49,7 @@ const validateManifest = defaultAjv.compile(manifestSchema);
 
 /** Compiles a tool's schema. Each discovery passes its own ajv, so schema $ids never collide across runs. */
 export function compileTool(
-  decl: Pick<ToolEntry, 'name' | 'description' | 'risk_level' | 'task_run_risk_level' | 'file_arguments' | 'describe' | 'low_risk_recipients' | 'untrusted_output' | 'reply' | 'arguments_schema'>,
+  decl: Pick<ToolEntry, 'name' | 'description' | 'risk_level' | 'task_run_risk_level' | 'file_arguments' | 'describe' | 'low_risk_recipients' | 'untrusted_output' | 'external_effect' | 'reply' | 'arguments_schema'>,
   owner: string,
   ajv: Ajv = defaultAjv,
 ): ToolEntry {

@@ -30,6 +30,12 @@ export interface ToolDeclaration {
   /** The tool's answer is external content (a mail someone sent): its session counts as having read untrusted input. */
   untrusted_output?: boolean;
   /**
+   * The call has an effect outside the appliance, or destroys something (send, invite,
+   * share, publish, delete): in a session that has read external content it waits for a
+   * person whatever its risk, unless `confirmations.allow_after_external_content` names it.
+   */
+  external_effect?: boolean;
+  /**
    * A channel plugin's tool whose success means what the agent wrote reached a person: a
    * turn that makes such a call has answered (no "no answer" notice; the group's kept
    * conversation holds it). `true`: any successful call (a chat's send tool); `{ to }`:
@@ -124,6 +130,7 @@ export const manifestSchema = {
                 },
               },
               untrusted_output: { type: 'boolean' },
+              external_effect: { type: 'boolean' },
               reply: {
                 anyOf: [
                   { type: 'boolean' },

@@ -18,6 +18,11 @@ export interface RequestEnvelope extends EnvelopeBase {
   group: string;
   correlation: string;
   payload: { arguments: JsonObject };
+  /**
+   * The calling session has read external content (DESIGN 16): what the call stores (a
+   * memory, a task) keeps that label. Set by the core from its session table, never the agent.
+   */
+  external_content?: true;
 }
 
 export interface EventEnvelope extends EnvelopeBase {

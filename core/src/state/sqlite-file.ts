@@ -14,7 +14,20 @@ export interface StoreProblem {
   error: string;
 }
 
-function open(file: string | null, schema: string): Database.Database {
+/** A file a newer Carapace wrote: refused whole, never moved aside nor half-read. */
+export class StoreTooNewError extends Error {
+  readonly code = 'STORE_TOO_NEW';
+  constructor(file: string | null, found: number, known: number) {
+    super(`${file ?? 'database'} has format version ${found}, newer than the ${known} this Carapace knows: run the newer version, or restore a backup`);
+    this.name = 'StoreTooNewError';
+  }
+}
+
+/**
+ * `migrations[i]` takes the file from format version i (PRAGMA user_version) to i + 1, in
+ * one transaction with the version bump; a fresh file is made by `schema` and then migrated.
+ */
+function open(file: string | null, schema: string, migrations: readonly string[]): Database.Database {
   const db = new Database(file ?? ':memory:');
   try {
     // A corrupt or foreign file fails here, not at the first write.
@@ -22,7 +35,15 @@ function open(file: string | null, schema: string): Database.Database {
     db.pragma('synchronous = NORMAL');
     const [check] = db.pragma('quick_check') as Array<{ quick_check: string }>;
     if (check?.quick_check !== 'ok') throw new Error(`quick_check: ${check?.quick_check ?? 'no answer'}`);
+    const found = db.pragma('user_version', { simple: true }) as number;
+    if (found > migrations.length) throw new StoreTooNewError(file, found, migrations.length);
     db.exec(schema);
+    for (let version = found; version < migrations.length; version++) {
+      db.transaction(() => {
+        db.exec(migrations[version]);
+        db.pragma(`user_version = ${version + 1}`);
+      }).immediate();
+    }
     return db;
   } catch (err) {
     db.close();
@@ -30,17 +51,17 @@ function open(file: string | null, schema: string): Database.Database {
   }
 }
 
-/** Throws only if even a fresh file cannot be created (e.g. the directory is read-only). */
-export function openSqliteFile(file: string | null, schema: string, onProblem: (problem: StoreProblem) => void): Database.Database {
+/** Throws only if even a fresh file cannot be created (e.g. the directory is read-only), or the file is newer than this code. */
+export function openSqliteFile(file: string | null, schema: string, onProblem: (problem: StoreProblem) => void, migrations: readonly string[] = []): Database.Database {
   if (file) mkdirSync(dirname(file), { recursive: true });
   try {
-    return open(file, schema);
+    return open(file, schema, migrations);
   } catch (err) {
-    if (!file || !existsSync(file)) throw err;
+    if (!file || !existsSync(file) || err instanceof StoreTooNewError) throw err;
     const movedTo = asideName(file);
     renameSync(file, movedTo);
     for (const suffix of ['-wal', '-shm']) if (existsSync(file + suffix)) renameSync(file + suffix, movedTo + suffix);
     onProblem({ file, movedTo, error: (err as Error).message });
-    return open(file, schema);
+    return open(file, schema, migrations);
   }
 }

@@ -19,6 +19,7 @@ import { ConversationKeeper } from '../../src/conversation/conversation-keeper.j
 import { ConversationStore } from '../../src/conversation/conversation-store.js';
 import { LlmProxy } from '../../src/llm/llm-proxy.js';
 import { SOCKETS } from '../../src/plugins/host-protocol.js';
+import { eventEnvelope } from '../../src/protocol/envelope.js';
 import { ROOT, Stack, until, type IpcResult } from '../harness.js';
 import { scriptedRuntime } from '../support/scripted-runtime.js';
 import { TelegramStandIn } from '../support/telegram-standin.js';
@@ -204,5 +205,33 @@ describe("a group's conversation across sessions", () => {
     await until(async () => (await consoleConversation()).length === 0, 10_000);
     await until(() => tg.sentTo(CHAT).find((m) => m.text.startsWith('The earlier conversation (1 message) was cleared:')), 10_000);
     expect(prompts.length).toBe(turnsBefore + 1);
+  }, 60_000);
+
+  it('a mail is kept as external and labels the next session from its first turn; "/forget" in a mail clears nothing', async () => {
+    await retired();
+    // An accepted mail, as the email plugin publishes one (its powers are tested elsewhere).
+    const mail = (body: string) =>
+      stack.core.emit('event', eventEnvelope('message.inbound', 'email', 'family', { channel: 'email', sender: 'alice@example.org', content_type: 'email', body, metadata: { from: 'alice@example.org', subject: 'hi', uid: 7 } }));
+    const seen: Array<boolean | undefined> = [];
+    const labelled = (): Turn => async () => {
+      seen.push(stack.core.sessions.all().find((s) => s.group === 'family')?.untrustedInput);
+      return 'read';
+    };
+    turns.push(labelled());
+    const before = prompts.length;
+    mail('/forget');
+    // Not a command: the mail is kept (as external) and reaches the agent as a mail.
+    await until(() => prompts[before], 20_000);
+    expect(prompts[before].prompt).toContain('<<<external email');
+    expect((await consoleConversation()).map((m) => [m.text, (m as { origin?: string }).origin])).toEqual([['/forget', 'external']]);
+    expect(stack.core.audit.query({ group: 'family' }).filter((e) => e.reason?.startsWith('conversation cleared') && e.source.startsWith('email'))).toEqual([]);
+    await retired();
+
+    // The owner writes: the new session is told of the mail as external, and is labelled before its first call.
+    turns.push(labelled());
+    const prompt = await telegram('anything new?');
+    expect(prompt).toContain('EXTERNAL, not the person: alice?example.org on email: "/forget"');
+    await until(() => seen.length === 2, 10_000);
+    expect(seen).toEqual([true, true]);
   }, 60_000);
 });

@@ -16,7 +16,7 @@ const DEFAULTS = {
   handler_timeout_ms: 30_000,
   handler_abort_grace_ms: 2000,
   confirmation_timeout_ms: 300_000,
-  confirmations: { max_pending_per_group: 3, keepalive_ms: 10_000, allow_hidden_characters: [] },
+  confirmations: { max_pending_per_group: 3, keepalive_ms: 10_000, allow_hidden_characters: [], allow_after_external_content: [] },
   shutdown_timeout_ms: 10_000,
   plugins: {},
   agents: { image: 'carapace-agent:latest', mode: 'legacy', runtime: 'auto', idle_timeout_ms: 900_000, run_timeout_ms: 600_000, last_turn_ms: 60_000, memory_mb: 1024, cpus: 1, pids: 256, disk_quota_mb: 2048, state_quota_mb: 256, disk_quota_mode: 'loop' },

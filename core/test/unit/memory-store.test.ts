@@ -18,7 +18,7 @@ let clock = Date.parse('2026-01-01T00:00:00Z');
 
 function entry(type: EntryType, content: string, extra: Partial<NewEntry> = {}): NewEntry {
   clock += 60_000;
-  return { type, content, tags: [], supersedes: null, provenance: { session_id: 'sess-1', group: 'main', timestamp: new Date(clock).toISOString(), correlation: 'corr-1' }, ...extra };
+  return { type, content, tags: [], supersedes: null, provenance: { session_id: 'sess-1', group: 'main', timestamp: new Date(clock).toISOString(), correlation: 'corr-1', external: false }, ...extra };
 }
 
 beforeEach(() => {

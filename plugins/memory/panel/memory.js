@@ -45,14 +45,15 @@ function Memory() {
       <button class="primary" type="submit">Search</button>
     </form>
     ${open && html`<div class="card entry" data-id=${open.id}>
-      <div class="row"><strong>${open.type}</strong>${open.behavioral && html`<span class="warn">shapes behaviour</span>`}<span class="muted mono">${open.id}</span></div>
+      <div class="row"><strong>${open.type}</strong>${open.behavioral && html`<span class="warn">shapes behaviour</span>`}${open.provenance.external && html`<span class="warn external">after external content</span>`}<span class="muted mono">${open.id}</span></div>
+      ${open.provenance.external && html`<p class="warn external-note">Stored by a session that had read text from outside (a mail, a web page): it may repeat what a stranger wrote. Every brief shows it as such, never as yours.</p>`}
       <pre>${open.content}</pre>
       <div class="muted">tags: ${open.tags.join(', ') || '—'}${open.superseded_by ? ` · replaced by ${open.superseded_by}` : ''}${open.supersedes ? ` · replaces ${open.supersedes}` : ''}</div>
       <div class="muted provenance">stored ${new Date(open.provenance.timestamp).toLocaleString()} by session ${open.provenance.session_id}${open.provenance.correlation ? html`, call <a href=${`/#/activity/${open.provenance.correlation}`}>${open.provenance.correlation}</a>` : ''}</div>
       <div class="row" style="margin-top:8px"><button class="danger delete" onClick=${() => remove(open.id)}>Delete</button><button onClick=${() => setOpen(null)}>Close</button></div>
     </div>`}
     <table id="results"><thead><tr><th>Stored</th><th>Type</th><th>Memory</th><th>Tags</th></tr></thead><tbody>
-      ${results.map((r) => html`<tr class="clickable" data-id=${r.id} onClick=${() => show(r.id)}><td>${new Date(r.created_at).toLocaleDateString()}</td><td>${r.type}</td><td>${r.content}</td><td class="mono">${r.tags.join(', ')}</td></tr>`)}
+      ${results.map((r) => html`<tr class="clickable" data-id=${r.id} onClick=${() => show(r.id)}><td>${new Date(r.created_at).toLocaleDateString()}</td><td>${r.type}${r.provenance.external ? html` <span class="warn external">external</span>` : ''}</td><td>${r.content}</td><td class="mono">${r.tags.join(', ')}</td></tr>`)}
     </tbody></table>
   </main>`;
 }

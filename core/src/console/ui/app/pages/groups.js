@@ -2,6 +2,12 @@ import { html, useState } from '/assets/vendor/preact-htm.js';
 import { del, post, when } from '/assets/api.js';
 import { useData } from '/assets/pages/use-data.js';
 
+/** How the page marks a message's origin (DESIGN 16); a person's own has no mark. */
+const ORIGIN = {
+  external: { label: 'external', title: 'Text from outside (a mail someone sent): never shown to the agent as yours' },
+  derived: { label: 'after external', title: 'Written by a session that had read external content' },
+};
+
 /** One waiting chat: approve into an existing group or a new one, or refuse. */
 function PairingRequest({ request, groups, done }) {
   const [group, setGroup] = useState(groups[0] ?? '');
@@ -48,8 +54,8 @@ function Conversation({ group }) {
     ${problem && html`<div class="error">${problem}</div>`}
     ${convo.error && html`<div class="error">${convo.error}</div>`}
     ${open && html`<div class="scroll"><table><thead><tr><th>When</th><th>Who</th><th>Text</th></tr></thead><tbody>
-      ${messages.map((m) => html`<tr data-direction=${m.direction}><td class="muted">${when(new Date(m.at).toISOString())}</td>
-        <td>${m.direction === 'in' ? `${m.party} on ${m.channel}` : `agent → ${m.party} on ${m.channel}`}</td><td><pre>${m.text}</pre></td></tr>`)}
+      ${messages.map((m) => html`<tr data-direction=${m.direction} data-origin=${m.origin}><td class="muted">${when(new Date(m.at).toISOString())}</td>
+        <td>${m.direction === 'in' ? `${m.party} on ${m.channel}` : `agent → ${m.party} on ${m.channel}`}${ORIGIN[m.origin] ? html` <span class="warn origin" title=${ORIGIN[m.origin].title}>${ORIGIN[m.origin].label}</span>` : ''}</td><td><pre>${m.text}</pre></td></tr>`)}
     </tbody></table></div>`}
   </div>`;
 }
@@ -75,7 +81,7 @@ export function Groups() {
       ${data.chats.map((c) => html`<tr><td>${c.plugin}</td><td class="mono">${c.chat}</td><td>${c.group}</td></tr>`)}
     </tbody></table></div>`}
     <h2>Conversations</h2>
-    <p class="muted">What each group's agent is told of the earlier conversation when a new session starts (after it was idle): the messages that came in on the group's chats and the replies that reached them, kept by Carapace. Clearing it here, or writing /forget in a chat, starts the next conversation afresh.</p>
+    <p class="muted">What each group's agent is told of the earlier conversation when a new session starts (after it was idle): the messages that came in on the group's chats and the replies that reached them, kept by Carapace. Clearing it here, or writing /forget in a chat, starts the next conversation afresh. Text from outside (a mail) is marked <span class="warn">external</span>, and replies written after reading it <span class="warn">after external</span>: a session that is told of either waits for you before it sends, shares or deletes anything.</p>
     ${names.map((g) => html`<${Conversation} key=${g} group=${g} />`)}
     <h2>Groups and their tools</h2>
     <div class="scroll"><table><thead><tr><th>Group</th><th>Tools its agent may call now</th></tr></thead><tbody>
