@@ -23,6 +23,7 @@ import { refuseOverBudget, runPipeline, type PipelineDeps } from './pipeline/pip
 import type { AttachDeps } from './files/attach-files.js';
 import { RateLimiter } from './pipeline/rate-limit.js';
 import { RecentRequests } from './pipeline/recent-requests.js';
+import { answerCarriesUntrustedInput } from './pipeline/untrusted-input.js';
 import { ToolCatalog, type PluginState } from './plugins/catalog.js';
 import { discoverPlugins, type ToolEntry } from './plugins/discovery.js';
 import { SOCKETS, type HostToCore, type PublishedEvent } from './plugins/host-protocol.js';
@@ -152,9 +153,9 @@ export class Core extends EventEmitter<CoreEvents> {
       allowHiddenCharacters: new Set(config.confirmations.allow_hidden_characters),
       allowAfterExternal: new Set(config.confirmations.allow_after_external_content),
       pluginConfig: (plugin) => (Object.hasOwn(config.plugins, plugin) ? config.plugins[plugin] : undefined),
-      succeeded: (session, tool, args) => {
+      succeeded: (session, tool, args, result) => {
         // What the tool answered is external content: it is in the agent's context now.
-        if (this.catalog.lookup(tool)?.untrusted_output) this.sessions.markUntrustedInput(session.id);
+        if (answerCarriesUntrustedInput(this.catalog.lookup(tool), result)) this.sessions.markUntrustedInput(session.id);
         const reply = replyOf(this.catalog, tool, args);
         if (reply) this.emit('replied', { session: session.id, group: session.group, tool, arguments: args, ...reply });
       },

@@ -186,13 +186,15 @@ export default class MemoryPlugin implements PluginHandler {
       includeSuperseded: args.include_superseded === true,
       limit: typeof args.limit === 'number' ? args.limit : 20,
     });
-    return { results };
+    // Entries a labelled session stored: the session that reads them is labelled too (the core reads this).
+    return results.some((r) => r.provenance.external) ? { results, external_content: true } : { results };
   }
 
-  private brief(group: string, includeProvenance: boolean): Brief {
+  private brief(group: string, includeProvenance: boolean): Brief & { external_content?: true } {
     const db = this.databases.get(group, false);
     if (!db) return emptyBrief();
-    return db.brief({ maxEntries: this.settings.maxBriefEntries, maxChars: this.settings.maxBriefChars, includeProvenance });
+    const brief = db.brief({ maxEntries: this.settings.maxBriefEntries, maxChars: this.settings.maxBriefChars, includeProvenance });
+    return brief.entries.some((e) => e.external) ? { ...brief, external_content: true } : brief;
   }
 
   private delete(envelope: RequestEnvelope, args: Record<string, unknown>): unknown {

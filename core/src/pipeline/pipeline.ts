@@ -52,7 +52,7 @@ export interface PipelineDeps {
    * the agent manager learns that a reply reached a person, the conversation keeps it (core.ts).
    * `args` are the arguments the handler got (validated, files attached).
    */
-  succeeded?: (session: Session, tool: string, args: JsonObject) => void;
+  succeeded?: (session: Session, tool: string, args: JsonObject, result: unknown) => void;
   /** A plugin's section of carapace.json, for tools whose risk a recipient list may lower (untrusted-input.ts). */
   pluginConfig?: (plugin: string) => JsonObject | undefined;
 }
@@ -265,7 +265,7 @@ async function routeToOwner(tool: ToolEntry, envelope: RequestEnvelope, session:
     });
     return { source: routed.source, error: routed.error };
   }
-  deps.succeeded?.(session, tool.name, envelope.payload.arguments);
+  deps.succeeded?.(session, tool.name, envelope.payload.arguments, routed.result);
   return routed;
 }
 

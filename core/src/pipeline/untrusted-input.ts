@@ -22,6 +22,15 @@ export function carriesUntrustedInput(event: Pick<EventEnvelope, 'topic' | 'payl
 }
 
 /**
+ * Does this tool answer put external content into the agent's context? Its tool is marked
+ * `untrusted_output` (a mail), or the answer says it holds labelled text at its top level
+ * (`external_content: true`: memories a labelled session stored, found by a search).
+ */
+export function answerCarriesUntrustedInput(tool: Pick<ToolEntry, 'untrusted_output'> | undefined, result: unknown): boolean {
+  return tool?.untrusted_output === true || (typeof result === 'object' && result !== null && (result as { external_content?: unknown }).external_content === true);
+}
+
+/**
  * A person's own message on a chat channel (`content_type` "text"): the only place a
  * command ("/forget") is read from. A mail saying "/forget" is a stranger's text.
  */
