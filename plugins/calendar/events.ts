@@ -11,6 +11,7 @@ import {
   propertyText,
   propertyZone,
   serializeCalendar,
+  setText,
   toCalendarTime,
   utcTime,
   type CalendarTime,
@@ -172,11 +173,12 @@ export function buildEvent(e: NewEvent): string {
   vevent.updatePropertyWithValue('dtstamp', stamp);
   vevent.updatePropertyWithValue('created', stamp);
   vevent.updatePropertyWithValue('last-modified', stamp);
-  vevent.updatePropertyWithValue('summary', e.title);
+  // The agent's words: TEXT as RFC 5545 writes it, or refused naming the field (INVALID_TEXT).
+  setText(vevent, 'summary', e.title, 'title');
   vevent.updatePropertyWithValue('dtstart', utcTime(e.start.getTime()));
   vevent.updatePropertyWithValue('dtend', utcTime(e.end.getTime()));
-  if (e.location) vevent.updatePropertyWithValue('location', e.location);
-  if (e.description) vevent.updatePropertyWithValue('description', e.description);
+  if (e.location) setText(vevent, 'location', e.location, 'location');
+  if (e.description) setText(vevent, 'description', e.description, 'description');
   root.addSubcomponent(vevent);
   return serializeCalendar(root);
 }
@@ -203,14 +205,14 @@ export function editEvent(text: string, changes: EventChanges, now: Date): strin
   const root = parseCalendar(text);
   const vevent = root && masterComponent(root, 'VEVENT');
   if (!root || !vevent) return null;
-  if (changes.title !== undefined) replace(vevent, 'summary', changes.title);
+  if (changes.title !== undefined) setText(vevent, 'summary', changes.title, 'title');
   if (changes.location !== undefined) {
     if (changes.location === '') vevent.removeAllProperties('location');
-    else replace(vevent, 'location', changes.location);
+    else setText(vevent, 'location', changes.location, 'location');
   }
   if (changes.description !== undefined) {
     if (changes.description === '') vevent.removeAllProperties('description');
-    else replace(vevent, 'description', changes.description);
+    else setText(vevent, 'description', changes.description, 'description');
   }
   if (changes.start) replace(vevent, 'dtstart', utcTime(changes.start.getTime()));
   if (changes.end) {
