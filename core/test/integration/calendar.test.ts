@@ -10,6 +10,7 @@ import { SOCKETS } from '../../src/plugins/host-protocol.js';
 import { formatIso } from '../../sdk/time.js';
 import { ROOT, Stack, until, type IpcResult } from '../harness.js';
 import { expectError, expectOk } from '../support/expect-ipc.js';
+import { BERLIN_VTIMEZONE, foreignEvent } from '../support/ical-fixtures.js';
 import { Radicale } from '../support/radicale.js';
 import { propertyNames, propertyValues, storedShape } from '../support/stored-ical.js';
 import { TelegramStandIn } from '../support/telegram-standin.js';
@@ -22,31 +23,6 @@ const PLUGIN_DIR = join(ROOT, 'plugins/calendar');
 const BOT_TOKEN = '123456789:AAH-calendar_token-0123456789abcdefg';
 const MAIN_CHAT = 300;
 const OWNER = 42;
-
-const BERLIN_VTIMEZONE = [
-  'BEGIN:VTIMEZONE',
-  'TZID:Europe/Berlin',
-  'BEGIN:DAYLIGHT',
-  'TZOFFSETFROM:+0100',
-  'TZOFFSETTO:+0200',
-  'TZNAME:CEST',
-  'DTSTART:19700329T020000',
-  'RRULE:FREQ=YEARLY;BYMONTH=3;BYDAY=-1SU',
-  'END:DAYLIGHT',
-  'BEGIN:STANDARD',
-  'TZOFFSETFROM:+0200',
-  'TZOFFSETTO:+0100',
-  'TZNAME:CET',
-  'DTSTART:19701025T030000',
-  'RRULE:FREQ=YEARLY;BYMONTH=10;BYDAY=-1SU',
-  'END:STANDARD',
-  'END:VTIMEZONE',
-];
-
-/** A calendar object as another client writes it. */
-function foreignEvent(lines: string[], vtimezone: string[] = []): string {
-  return ['BEGIN:VCALENDAR', 'VERSION:2.0', 'PRODID:-//Another client//EN', ...vtimezone, 'BEGIN:VEVENT', 'DTSTAMP:20300101T000000Z', ...lines, 'END:VEVENT', 'END:VCALENDAR', ''].join('\r\n');
-}
 
 describe('calendar plugin over CalDAV (Radicale)', () => {
   let radicale: Radicale;
