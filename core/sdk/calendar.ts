@@ -3,6 +3,11 @@
 /** iCalendar on ical.js: parse objects, read times in the right zone, write objects (reminders, calendar). */
 export { ICAL, componentsOf, dateValue, masterComponent, newCalendar, parseCalendar, propertyText, propertyTime, propertyZone, serializeCalendar, toCalendarTime, utcTime } from './ical.js';
 export type { CalendarTime, IcalComponent, IcalTime } from './ical.js';
+/** Text an agent wrote, as RFC 5545 TEXT or refused (INVALID_TEXT) naming its field. */
+export { checkText, INVALID_TEXT, setText } from './ical-text.js';
+/** A repeating event's rule followed to a range, from near it where that keeps the rule, in bounded steps. */
+export { walkRule } from './recurrence.js';
+export type { RuleWalk, WalkOptions } from './recurrence.js';
 /** CalDAV on tsdav: discovery, collections by component type, objects with ETags, classified failures. */
 export { CalDavStore, davInitFailure, davRequest, DavAuthRejected, DavConflict, DavHttpError, DavUnreachable, inRequest } from './caldav.js';
 export type { DavCollection, DavComponent, DavTimeRange, RequestScope, StoredObject, StoreOptions } from './caldav.js';

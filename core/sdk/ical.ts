@@ -4,6 +4,7 @@
 // an IANA name in TZID (the runtime's current rules), else the object's own VTIMEZONE,
 // else the zone the plugin uses for the group (floating times, TZIDs nobody knows).
 import ICAL from 'ical.js';
+import { checkLineStructure } from './ical-text.js';
 import { isKnownTimeZone, zonedToUtc } from './time.js';
 
 export { ICAL };
@@ -111,7 +112,10 @@ export function newCalendar(prodid: string): ICAL.Component {
   return root;
 }
 
-/** The text of a component tree: CRLF line ends, folded, ending with a line break. */
+/**
+ * The text of a component tree: CRLF line ends, folded, ending with a line break. Refused
+ * (INVALID_TEXT) when a value would break a line of its own (see ical-text.ts).
+ */
 export function serializeCalendar(root: ICAL.Component): string {
-  return `${root.toString()}\r\n`;
+  return `${checkLineStructure(root.toString())}\r\n`;
 }

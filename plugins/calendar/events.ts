@@ -11,8 +11,10 @@ import {
   propertyText,
   propertyZone,
   serializeCalendar,
+  setText,
   toCalendarTime,
   utcTime,
+  walkRule,
   type CalendarTime,
   type IcalComponent,
   type IcalTime,
@@ -40,12 +42,18 @@ export interface Occurrence {
 
 export interface Expansion {
   occurrences: Occurrence[];
-  /** The iteration bound stopped the expansion before the range's end. */
+  /** The step bound (or a rule ical.js cannot follow) stopped the expansion before the range's end. */
   truncated: boolean;
+  /** Steps the rule took (the work done for this object). */
+  steps: number;
 }
 
-/** A recurrence is followed for at most this many occurrences (a daily event over 25 years). */
-const MAX_ITERATIONS = 10_000;
+/**
+ * A rule is followed for at most this many steps. It starts near the range (recurrence.ts),
+ * so only an event repeating more often than every ~9 minutes over 62 days, or an old one
+ * whose rule cannot start there (COUNT, several RRULEs), reaches it.
+ */
+const MAX_STEPS = 10_000;
 
 /** The first instant of a date (YYYY-MM-DD) in `zone` (UTC without one). */
 function dayStartMs(date: string, zone?: string): number {
@@ -111,43 +119,50 @@ export function readEvent(text: string, zone?: string): Occurrence | null {
 
 /**
  * The occurrences of a calendar object's event that overlap [fromMs, toMs): the event
- * itself, or for a repeating one every occurrence ical.js expands (RRULE, RDATE, EXDATE,
- * overrides by RECURRENCE-ID). Cancelled ones are left out. Times without a zone are in `zone`.
+ * itself, or for a repeating one the rule's occurrences (RRULE, RDATE, EXDATE; followed from
+ * near the range, recurrence.ts) and each override (RECURRENCE-ID) wherever its own times
+ * put it, in place of the occurrence it replaces. Cancelled ones are left out. Times
+ * without a zone are in `zone`.
  */
 export function occurrencesIn(text: string, fromMs: number, toMs: number, zone?: string): Expansion {
   const root = parseCalendar(text);
   const all = root ? componentsOf(root, 'VEVENT') : [];
   const master = all.find((c) => !c.hasProperty('recurrence-id'));
-  const out: Expansion = { occurrences: [], truncated: false };
+  const out: Expansion = { occurrences: [], truncated: false, steps: 0 };
   if (!master) return out;
   const uid = propertyText(master, 'uid').trim();
   if (!uid) return out;
   const overlaps = (o: Occurrence): boolean => o.startMs < toMs && (o.endMs > fromMs || (o.endMs === o.startMs && o.startMs >= fromMs));
-  let event: InstanceType<typeof ICAL.Event>;
+  const keep = (item: IcalComponent, o: Occurrence): void => {
+    if (!isCancelled(item) && overlaps(o)) out.occurrences.push(o);
+  };
   try {
-    event = new ICAL.Event(master, { exceptions: all.filter((c) => c !== master && propertyText(c, 'uid').trim() === uid) });
+    const overrides = all.filter((c) => c !== master && propertyText(c, 'uid').trim() === uid);
+    const event = new ICAL.Event(master, { exceptions: overrides });
     if (!event.isRecurring()) {
-      const single = occurrence(master, event.startDate, event.endDate, uid, false, zone);
-      if (!isCancelled(master) && overlaps(single)) out.occurrences.push(single);
+      keep(master, occurrence(master, event.startDate, event.endDate, uid, false, zone));
       return out;
     }
-    const iterator = event.iterator();
-    for (let i = 0; ; i++) {
-      if (i >= MAX_ITERATIONS) {
-        out.truncated = true;
-        break;
-      }
-      const next = iterator.next();
-      if (!next) break;
-      const details = event.getOccurrenceDetails(next);
-      const item = details.item.component;
-      const found = occurrence(item, details.startDate, details.endDate, uid, true, zone);
-      // The rule's own time decides when to stop: an override may move one occurrence, not the rule.
-      if (instantOf(toCalendarTime(next, { tzid: propertyZone(master, 'dtstart'), fallback: zone }), zone) >= toMs && found.startMs >= toMs) break;
-      if (!isCancelled(item) && overlaps(found)) out.occurrences.push(found);
+    const startZone = { tzid: propertyZone(master, 'dtstart'), fallback: zone };
+    const instant = (time: IcalTime): number => instantOf(toCalendarTime(time, startZone), zone);
+    // An override may move its occurrence from any time (years back, after the range) into it.
+    const replaced = new Set<number>();
+    for (const override of overrides) {
+      const moved = new ICAL.Event(override);
+      replaced.add(instantOf(toCalendarTime(moved.recurrenceId, { tzid: propertyZone(override, 'recurrence-id'), fallback: zone }), zone));
+      keep(override, occurrence(override, moved.startDate, moved.endDate, uid, true, zone));
+    }
+    const walk = walkRule(event, { fromMs, toMs }, { maxSteps: MAX_STEPS, instant });
+    out.truncated = walk.truncated;
+    out.steps = walk.steps;
+    for (const time of walk.times) {
+      if (replaced.has(instant(time))) continue;
+      // The master's times, or a RANGE=THISANDFUTURE override's, moved as ical.js says.
+      const details = event.getOccurrenceDetails(time);
+      keep(details.item.component, occurrence(details.item.component, details.startDate, details.endDate, uid, true, zone));
     }
   } catch {
-    // A recurrence ical.js cannot follow: what was expanded so far stands.
+    // An object ical.js cannot follow: what was read so far stands.
     out.truncated = true;
   }
   return out;
@@ -172,11 +187,12 @@ export function buildEvent(e: NewEvent): string {
   vevent.updatePropertyWithValue('dtstamp', stamp);
   vevent.updatePropertyWithValue('created', stamp);
   vevent.updatePropertyWithValue('last-modified', stamp);
-  vevent.updatePropertyWithValue('summary', e.title);
+  // The agent's words: TEXT as RFC 5545 writes it, or refused naming the field (INVALID_TEXT).
+  setText(vevent, 'summary', e.title, 'title');
   vevent.updatePropertyWithValue('dtstart', utcTime(e.start.getTime()));
   vevent.updatePropertyWithValue('dtend', utcTime(e.end.getTime()));
-  if (e.location) vevent.updatePropertyWithValue('location', e.location);
-  if (e.description) vevent.updatePropertyWithValue('description', e.description);
+  if (e.location) setText(vevent, 'location', e.location, 'location');
+  if (e.description) setText(vevent, 'description', e.description, 'description');
   root.addSubcomponent(vevent);
   return serializeCalendar(root);
 }
@@ -203,14 +219,14 @@ export function editEvent(text: string, changes: EventChanges, now: Date): strin
   const root = parseCalendar(text);
   const vevent = root && masterComponent(root, 'VEVENT');
   if (!root || !vevent) return null;
-  if (changes.title !== undefined) replace(vevent, 'summary', changes.title);
+  if (changes.title !== undefined) setText(vevent, 'summary', changes.title, 'title');
   if (changes.location !== undefined) {
     if (changes.location === '') vevent.removeAllProperties('location');
-    else replace(vevent, 'location', changes.location);
+    else setText(vevent, 'location', changes.location, 'location');
   }
   if (changes.description !== undefined) {
     if (changes.description === '') vevent.removeAllProperties('description');
-    else replace(vevent, 'description', changes.description);
+    else setText(vevent, 'description', changes.description, 'description');
   }
   if (changes.start) replace(vevent, 'dtstart', utcTime(changes.start.getTime()));
   if (changes.end) {

@@ -249,6 +249,14 @@ export default class CalendarPlugin implements PluginHandler, PanelSource {
     const hours = { start: hoursArg?.start ?? scope.settings!.hours.start, end: hoursArg?.end ?? scope.settings!.hours.end };
     if (hours.end <= hours.start) throw invalid('working_hours end must be after start');
     const listed = await this.collect(scope, calendars, from, to);
+    // Time nobody could read is never free: no slots rather than some that may be taken.
+    if (listed.incomplete) {
+      throw new ToolError({
+        code: 'CALENDAR_INCOMPLETE',
+        message: 'The calendars could not be read in full for this range (an event repeats too often to follow, or there are too many events), so no time can be called free. Ask for a shorter range, or check the calendar app.',
+        retriable: false,
+      });
+    }
     const busy: Interval[] = listed.events.filter(({ event }) => !event.transparent).map(({ event }) => ({ startMs: event.startMs, endMs: event.endMs }));
     const { slots, more } = findFreeTime(busy, {
       fromMs: from.getTime(),
@@ -266,7 +274,6 @@ export default class CalendarPlugin implements PluginHandler, PanelSource {
       slots: slots.map((s) => ({ start: formatIso(s.startMs, scope.zone), end: formatIso(s.endMs, scope.zone), minutes: Math.floor((s.endMs - s.startMs) / 60_000) })),
     };
     if (more) result.more = 'more free slots exist later in the range';
-    if (listed.incomplete) result.warning = 'a repeating event could not be expanded in full: check before booking';
     return result;
   }
 

@@ -1,7 +1,7 @@
 // The reminders as iCalendar VTODOs, on the SDK's ical.js helpers: build a new one, read
 // the ones a server returns, mark one completed in place (every property and alarm other
 // clients put there stays). Pure functions, no I/O.
-import { ICAL, masterComponent, newCalendar, parseCalendar, propertyText, propertyTime, serializeCalendar, utcTime, type CalendarTime } from '#sdk/calendar';
+import { ICAL, masterComponent, newCalendar, parseCalendar, propertyText, propertyTime, serializeCalendar, setText, utcTime, type CalendarTime } from '#sdk/calendar';
 
 export const PRODID = '-//Carapace//Reminders 1.0//EN';
 
@@ -30,8 +30,9 @@ export function buildTodo(todo: NewTodo): string {
   vtodo.updatePropertyWithValue('dtstamp', stamp);
   vtodo.updatePropertyWithValue('created', stamp);
   vtodo.updatePropertyWithValue('last-modified', stamp);
-  vtodo.updatePropertyWithValue('summary', todo.title);
-  if (todo.notes) vtodo.updatePropertyWithValue('description', todo.notes);
+  // The agent's words: TEXT as RFC 5545 writes it, or refused naming the field (INVALID_TEXT).
+  setText(vtodo, 'summary', todo.title, 'title');
+  if (todo.notes) setText(vtodo, 'description', todo.notes, 'notes');
   vtodo.updatePropertyWithValue('status', 'NEEDS-ACTION');
   if (todo.due) {
     vtodo.updatePropertyWithValue('due', utcTime(todo.due.getTime()));
@@ -39,7 +40,7 @@ export function buildTodo(todo: NewTodo): string {
     // is relative to DUE only with RELATED=END, which not every client honours).
     const alarm = new ICAL.Component('valarm');
     alarm.updatePropertyWithValue('action', 'DISPLAY');
-    alarm.updatePropertyWithValue('description', todo.title);
+    setText(alarm, 'description', todo.title, 'title');
     // ical.js writes VALUE=DATE-TIME itself for a time in a TRIGGER (its default type is a duration).
     alarm.updatePropertyWithValue('trigger', utcTime(alarmTime(todo.due, todo.alarmMinutesBefore ?? 0).getTime()));
     vtodo.addSubcomponent(alarm);

@@ -10,7 +10,9 @@ import { SOCKETS } from '../../src/plugins/host-protocol.js';
 import { formatIso } from '../../sdk/time.js';
 import { ROOT, Stack, until, type IpcResult } from '../harness.js';
 import { expectError, expectOk } from '../support/expect-ipc.js';
+import { BERLIN_VTIMEZONE, foreignEvent } from '../support/ical-fixtures.js';
 import { Radicale } from '../support/radicale.js';
+import { propertyNames, propertyValues, storedShape } from '../support/stored-ical.js';
 import { TelegramStandIn } from '../support/telegram-standin.js';
 import type { Session } from '../../src/boundary/session-table.js';
 import type { PendingConfirmation } from '../../src/confirm/confirmations.js';
@@ -21,31 +23,6 @@ const PLUGIN_DIR = join(ROOT, 'plugins/calendar');
 const BOT_TOKEN = '123456789:AAH-calendar_token-0123456789abcdefg';
 const MAIN_CHAT = 300;
 const OWNER = 42;
-
-const BERLIN_VTIMEZONE = [
-  'BEGIN:VTIMEZONE',
-  'TZID:Europe/Berlin',
-  'BEGIN:DAYLIGHT',
-  'TZOFFSETFROM:+0100',
-  'TZOFFSETTO:+0200',
-  'TZNAME:CEST',
-  'DTSTART:19700329T020000',
-  'RRULE:FREQ=YEARLY;BYMONTH=3;BYDAY=-1SU',
-  'END:DAYLIGHT',
-  'BEGIN:STANDARD',
-  'TZOFFSETFROM:+0200',
-  'TZOFFSETTO:+0100',
-  'TZNAME:CET',
-  'DTSTART:19701025T030000',
-  'RRULE:FREQ=YEARLY;BYMONTH=10;BYDAY=-1SU',
-  'END:STANDARD',
-  'END:VTIMEZONE',
-];
-
-/** A calendar object as another client writes it. */
-function foreignEvent(lines: string[], vtimezone: string[] = []): string {
-  return ['BEGIN:VCALENDAR', 'VERSION:2.0', 'PRODID:-//Another client//EN', ...vtimezone, 'BEGIN:VEVENT', 'DTSTAMP:20300101T000000Z', ...lines, 'END:VEVENT', 'END:VCALENDAR', ''].join('\r\n');
-}
 
 describe('calendar plugin over CalDAV (Radicale)', () => {
   let radicale: Radicale;
@@ -163,6 +140,81 @@ describe('calendar plugin over CalDAV (Radicale)', () => {
     // A repeating event's times are not changed here (its title may be).
     expectError(await invoke('update_event', { event_id: 'weekly-berlin@phone', start: '2030-03-21T10:00:00+01:00' }), 'RECURRING_EVENT', { retriable: false });
     expectError(await invoke('update_event', { event_id: created.event_id, end: '2030-06-21T10:00:00+02:00' }), 'INVALID_ARGUMENTS');
+  });
+
+  describe('text is text: what the agent writes is what the server stores', () => {
+    /** The event's file on Radicale's disk, parsed: one VCALENDAR holding one VEVENT (no alarm, no override), that VEVENT. */
+    const storedEvent = (slug: string, id: string) => {
+      const root = storedShape(radicale.storedFile(`/${USER}/${slug}/${id}.ics`)!);
+      expect(root.name).toBe('vcalendar');
+      expect(propertyNames(root)).toEqual(['calscale', 'prodid', 'version']);
+      expect(root.components.map((c) => c.name)).toEqual(['vevent']);
+      expect(root.components[0].components).toEqual([]);
+      return root.components[0];
+    };
+    const EVENT_PROPERTIES = ['created', 'dtend', 'dtstamp', 'dtstart', 'last-modified', 'summary', 'uid'];
+    // Each would be structure if written as it is: a property of its own, a parameter, a second VEVENT.
+    const REPRESENTABLE = [
+      { title: 'Plan; review, \\ a "quote": done \\n (not a break)', location: 'Room 4;X-PARAM=1:mailto:boss@example.org', description: 'two\nlines\nATTENDEE:mailto:boss@example.org\nEND:VEVENT\nBEGIN:VEVENT\nUID:injected' },
+      { title: 'Tab\there, line separators\u2028ATTENDEE:mailto:boss@example.org\u2029end', location: 'Grüße 🎉 ^ caret', description: `Long ${'ünïcödé, '.repeat(40)}end` },
+    ];
+
+    it('backslash, semicolon, comma, line feed, tab, U+2028/2029 and long UTF-8: stored as one VEVENT with exactly its properties, and listed the same', async () => {
+      for (const [i, text] of REPRESENTABLE.entries()) {
+        const start = `2031-01-1${i + 5}T10:00:00+01:00`;
+        const created = await ok('create_event', { ...text, start, duration_minutes: 30 });
+        expect(created.title).toBe(text.title);
+        const vevent = storedEvent('family', created.event_id);
+        expect(propertyNames(vevent)).toEqual([...EVENT_PROPERTIES, 'description', 'location'].sort());
+        expect(propertyValues(vevent, 'summary')).toEqual([text.title]);
+        expect(propertyValues(vevent, 'location')).toEqual([text.location]);
+        expect(propertyValues(vevent, 'description')).toEqual([text.description]);
+        const listed = await ok('list_events', { from: start, to: `2031-01-1${i + 5}T11:00:00+01:00` });
+        expect(listed.events).toEqual([{ event_id: created.event_id, calendar: 'Family', start, end: `2031-01-1${i + 5}T10:30:00+01:00`, ...text }]);
+      }
+      // The same texts through update_event, the other way round.
+      const created = await ok('create_event', { title: 'to be renamed', start: '2031-01-20T10:00:00+01:00', duration_minutes: 30 });
+      for (const text of [...REPRESENTABLE].reverse()) {
+        await ok('update_event', { event_id: created.event_id, ...text });
+        const vevent = storedEvent('family', created.event_id);
+        expect(propertyNames(vevent)).toEqual([...EVENT_PROPERTIES, 'description', 'location', 'sequence'].sort());
+        expect([propertyValues(vevent, 'summary'), propertyValues(vevent, 'location'), propertyValues(vevent, 'description')]).toEqual([[text.title], [text.location], [text.description]]);
+        const listed = await ok('list_events', { from: '2031-01-20T10:00:00+01:00', to: '2031-01-20T11:00:00+01:00' });
+        expect(listed.events).toMatchObject([{ event_id: created.event_id, ...text }]);
+      }
+    });
+
+    it('a control character TEXT cannot carry (a lone CR, CRLF, NUL, other C0, DEL, C1) is refused with INVALID_TEXT naming the field; nothing is stored', async () => {
+      const kept = await ok('create_event', { title: 'Keep this text', start: '2031-01-21T10:00:00+01:00', duration_minutes: 30, location: 'Room 1' });
+      const keptFile = radicale.storedFile(`/${USER}/family/${kept.event_id}.ics`);
+      const files = radicale.storedFiles(`/${USER}/family/`);
+      const refused: [field: 'title' | 'location' | 'description', value: string][] = [
+        // A lone CR: Radicale reads it as a line end, so the rest became an ATTENDEE of its own.
+        ['title', 'Lunch\rATTENDEE:mailto:boss@example.org'],
+        // ... or a second VEVENT: an override of this very event, with its own times and text.
+        ['description', `note\rEND:VEVENT\rBEGIN:VEVENT\rUID:${kept.event_id}\rRECURRENCE-ID:20310121T090000Z\rDTSTAMP:20310101T000000Z\rDTSTART:20310121T200000Z\rDTEND:20310121T210000Z\rSUMMARY:injected`],
+        ['location', 'Room 4\r\nX-INJECTED:1'],
+        ['title', 'nul\u0000byte'],
+        ['title', 'bell\u0007'],
+        ['description', 'escape \u001b[31mred'],
+        ['location', 'vertical\u000btab'],
+        ['location', 'form\u000cfeed'],
+        ['title', 'file\u001cseparator'],
+        ['title', 'del\u007fete'],
+        ['description', 'next\u0085line'],
+      ];
+      for (const [field, value] of refused) {
+        const created = await invoke('create_event', { title: 'Refused', start: '2031-01-22T10:00:00+01:00', duration_minutes: 30, [field]: value });
+        const err = expectError(created, 'INVALID_TEXT', { retriable: false });
+        expect(err.message).toMatch(new RegExp(`^${field} holds a control character \\(U\\+[0-9A-F]{4}`));
+        const updated = await invoke('update_event', { event_id: kept.event_id, [field]: value });
+        expect(expectError(updated, 'INVALID_TEXT', { retriable: false }).message).toBe(err.message);
+      }
+      expect(radicale.storedFiles(`/${USER}/family/`)).toEqual(files);
+      expect(radicale.storedFile(`/${USER}/family/${kept.event_id}.ics`)).toBe(keptFile);
+      const listed = await ok('list_events', { from: '2031-01-21T00:00:00+01:00', to: '2031-01-23T00:00:00+01:00' });
+      expect(listed.events).toEqual([{ event_id: kept.event_id, calendar: 'Family', title: 'Keep this text', start: '2031-01-21T10:00:00+01:00', end: '2031-01-21T10:30:00+01:00', location: 'Room 1' }]);
+    });
   });
 
   it('find_free_time: slots inside working hours that avoid existing events (repeating ones too), in the group\'s zone', async () => {

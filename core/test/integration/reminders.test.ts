@@ -7,10 +7,13 @@ import { join } from 'node:path';
 import { freePort, ROOT, Stack, type IpcResult } from '../harness.js';
 import { expectError, expectOk } from '../support/expect-ipc.js';
 import { Radicale } from '../support/radicale.js';
+import { propertyNames, propertyValues, storedShape } from '../support/stored-ical.js';
 import type { Session } from '../../src/boundary/session-table.js';
 import type { PendingConfirmation } from '../../src/confirm/confirmations.js';
 import { formatIso } from '../../sdk/time.js';
 import { buildTodo, completeTodo, isDone, parseTodo } from '../../../plugins/reminders/ical.js';
+import { ICAL, newCalendar, serializeCalendar } from '../../sdk/ical.js';
+import { checkText } from '../../sdk/ical-text.js';
 
 const USER = 'carapace';
 const PASSWORD = 'Rem1nd-s3cret-7Qx';
@@ -103,6 +106,19 @@ describe('iCalendar helpers (on ical.js)', () => {
     expect(todo.summary).toBe('keep me');
     expect(todo.alarms).toBe(1);
     expect(completeTodo('garbage', new Date())).toBeNull();
+  });
+
+  it('text TEXT cannot carry is refused before it is written: a field by name, and any stray line break in what ical.js wrote (a parameter, a foreign value)', () => {
+    expect(() => buildTodo({ uid: 'u-3', title: 'ok', notes: 'a\ud800b', now: new Date() })).toThrow(expect.objectContaining({ code: 'INVALID_TEXT', message: expect.stringMatching(/^notes holds an unpaired surrogate \(U\+D800\) at character 2/) }));
+    expect(checkText('tab\tline\nfeed 🎉 \u2028', 'title')).toBe('tab\tline\nfeed 🎉 \u2028');
+    // ical.js writes a CR in a parameter as it is (RFC 6868 has no escape for it).
+    const root = newCalendar('-//test//EN');
+    const vevent = new ICAL.Component('vevent');
+    vevent.addPropertyWithValue('attendee', 'mailto:a@example.org').setParameter('cn', 'Ann\rX-INJECTED:1');
+    root.addSubcomponent(vevent);
+    expect(() => serializeCalendar(root)).toThrow(expect.objectContaining({ code: 'INVALID_TEXT', message: expect.stringContaining('(U+000D)') }));
+    vevent.getFirstProperty('attendee')!.setParameter('cn', 'Ann "A" Smith; ok');
+    expect(serializeCalendar(root)).toContain('ATTENDEE;CN="Ann ^\'A^\' Smith; ok":mailto:a@example.org\r\n');
   });
 
   it('formats instants with the offset of a time zone, across DST', () => {
@@ -263,6 +279,47 @@ describe('reminders plugin over CalDAV (Radicale)', () => {
     const listed = (await ok('list_reminders', { list: 'Shopping' })).reminders.find((r: { reminder_id: string }) => r.reminder_id === created.reminder_id);
     expect(listed.title).toBe(title);
     expect(listed.notes).toBe(notes);
+  });
+
+  it('text is text: what the agent writes is stored as one VTODO with exactly its properties (checked in Radicale\'s own file) and listed the same', async () => {
+    const texts = [
+      { title: 'Plan; review, \\ a "quote" \\n (not a break)\nATTENDEE:mailto:boss@example.org', notes: 'two\nlines\nEND:VTODO\nBEGIN:VTODO\nUID:injected' },
+      { title: 'Tab\there\u2028DUE:20300101T000000Z\u2029end', notes: 'Grüße 🎉 ^ caret;X-PARAM=1:x' },
+    ];
+    for (const text of texts) {
+      const created = await ok('create_reminder', { ...text, list: 'Shopping', due: '2030-09-01T10:00:00+02:00' });
+      expect(created.title).toBe(text.title);
+      const root = storedShape(radicale.storedFile(objectPath('shopping', created.reminder_id))!);
+      expect(root.components.map((c) => c.name)).toEqual(['vtodo']);
+      const vtodo = root.components[0];
+      expect(propertyNames(vtodo)).toEqual(['created', 'description', 'dtstamp', 'due', 'last-modified', 'status', 'summary', 'uid']);
+      expect(propertyValues(vtodo, 'summary')).toEqual([text.title]);
+      expect(propertyValues(vtodo, 'description')).toEqual([text.notes]);
+      expect(vtodo.components.map((c) => [c.name, propertyNames(c)])).toEqual([['valarm', ['action', 'description', 'trigger']]]);
+      expect(propertyValues(vtodo.components[0], 'description')).toEqual([text.title]);
+      const listed = (await ok('list_reminders', { list: 'Shopping' })).reminders.find((r: { reminder_id: string }) => r.reminder_id === created.reminder_id);
+      expect(listed).toMatchObject({ title: text.title, notes: text.notes });
+    }
+  });
+
+  it('a control character TEXT cannot carry (a lone CR, CRLF, NUL, other C0, DEL, C1) is refused with INVALID_TEXT naming the field; nothing is stored', async () => {
+    const files = radicale.storedFiles(`/${USER}/shopping/`);
+    const refused: [field: 'title' | 'notes', value: string][] = [
+      // A lone CR: Radicale reads it as a line end, so the rest became a property of its own.
+      ['title', 'Milk\rDUE:20000101T000000Z'],
+      ['notes', 'x\rEND:VTODO\rBEGIN:VTODO\rUID:other\rSUMMARY:injected'],
+      ['title', 'Milk\r\nSTATUS:COMPLETED'],
+      ['notes', 'nul\u0000byte'],
+      ['title', 'bell\u0007'],
+      ['title', 'del\u007fete'],
+      ['notes', 'next\u0085line'],
+    ];
+    for (const [field, value] of refused) {
+      const r = await invoke('create_reminder', { title: 'Refused', list: 'Shopping', [field]: value });
+      const err = expectError(r, 'INVALID_TEXT', { retriable: false });
+      expect(err.message).toMatch(new RegExp(`^${field} holds a control character \\(U\\+[0-9A-F]{4}`));
+    }
+    expect(radicale.storedFiles(`/${USER}/shopping/`)).toEqual(files);
   });
 
   it('reads, completes and deletes reminders written by another client (TZID, folded lines, extra properties)', async () => {

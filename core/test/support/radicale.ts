@@ -3,7 +3,7 @@
 // per test file and stopped after it. Also a small HTTP client for checking what is stored.
 import { freePort, sleep } from '../harness.js';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -142,6 +142,29 @@ export class Radicale {
     if (res.status === 404) return null;
     if (res.status !== 200) throw new Error(`GET ${path} failed: ${res.status}`);
     return res.body;
+  }
+
+  /**
+   * The file Radicale keeps for an object on its own disk (`path` as for `request`,
+   * /<user>/<collection>/<name>.ics), or null when there is none: what the server stored,
+   * not what it answers with.
+   */
+  storedFile(path: string): string | null {
+    const file = this.storagePath(path);
+    return existsSync(file) ? readFileSync(file, 'utf8') : null;
+  }
+
+  /** The object files of a collection on Radicale's disk (/<user>/<collection>/), sorted. */
+  storedFiles(collection: string): string[] {
+    return readdirSync(this.storagePath(collection))
+      .filter((f) => f.endsWith('.ics'))
+      .sort();
+  }
+
+  private storagePath(path: string): string {
+    const parts = path.split('/').filter((p) => p !== '');
+    if (parts.some((p) => p === '..' || p === '.')) throw new Error(`not a storage path: ${path}`);
+    return join(this.dir, 'collections', 'collection-root', ...parts);
   }
 
   /** Display names of the user's calendar collections (from a PROPFIND of the home). */
