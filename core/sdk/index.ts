@@ -14,6 +14,12 @@ export type { EventEnvelope, JsonObject, RequestEnvelope, InitFailureCategory, A
 export { formatIso, isKnownTimeZone, wallClock, zoneOffsetMs, zonedToUtc } from './time.js';
 // iCalendar and CalDAV are `#sdk/calendar`: only the plugins that use them load tsdav and ical.js.
 export { truncate } from './text.js';
+/**
+ * The one sanitizer for text a stranger wrote (DESIGN decisions 12 and 16): every character a
+ * person cannot see, or whose order they cannot trust, as a visible escape (⟦U+202E⟧), the
+ * way approval prompts show them. Apply it to everything external a plugin hands an agent.
+ */
+export { escapeText } from '../src/text/escape.js';
 /** A plugin panel's page files, JSON answers and small JSON bodies (servePanel). */
 export { bundledPanelFolder, panelPages, readJsonBody, replyJson } from './panel.js';
 /** A file replaced whole or not at all (temp file, fsync, rename): what a plugin keeps in its data folder. */

@@ -1,20 +1,13 @@
-// Is a mail's From authenticated? Only the receiving server's word counts: the topmost
-// Authentication-Results header (RFC 8601) whose authserv-id is the configured one. Servers
-// add theirs on top; anything lower, or under another id, may have come from the sender.
-// A pass counts when it speaks for the From domain: DMARC (which checked alignment), or
-// SPF or DKIM for exactly that domain (strict alignment: no public-suffix guessing).
+// The receiving server's word on a mail's sender (RFC 8601 Authentication-Results), as a
+// second opinion only: it may refuse a mail the plugin's own check (sender-auth.ts) passed,
+// never admit one. Anyone can write such a header, so only the topmost one whose
+// authserv-id is the configured one is read (servers add theirs on top); a header this
+// reading gets wrong can at worst keep a listed sender's mail out, never let a stranger in.
 //
 // Some servers number the id by the machine that took the mail (`mx*.messagingengine.com`:
 // one `*` stands for one label's letters, digits and hyphens) and split the verdict over
 // a run of headers in a row (Fastmail: DKIM, DMARC and SPF in the fourth). With `split`,
-// the run under that one id is read whole; a method said in two of its headers (a sender's
-// header added just below the server's) makes the mail count as not authenticated.
-
-export interface AuthVerdict {
-  authenticated: boolean;
-  /** Why, in a few words, for the log (never the mail's content). */
-  reason: string;
-}
+// the run under that one id is read whole.
 
 interface MethodResult {
   method: string;
@@ -58,6 +51,11 @@ function splitOutside(text: string, sep: string): string[] {
   let quoted = false;
   for (let i = 0; i < text.length; i++) {
     const c = text[i];
+    // A quoted-pair (\") inside a quoted string neither ends it nor is a separator.
+    if (quoted && c === '\\' && i + 1 < text.length) {
+      current += c + text[++i];
+      continue;
+    }
     if (c === '"') quoted = !quoted;
     if (c === sep && !quoted) {
       parts.push(current);
@@ -100,53 +98,43 @@ export interface Verifier {
 
 const idMatcher = (pattern: string): RegExp => new RegExp(`^${pattern.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('[a-z0-9-]+')}$`);
 
-/**
- * `headerLines`: the mail's raw header lines, topmost first (mailparser's headerLines).
- * `fromAddress`: the one From address.
- */
-export function verifySender(headerLines: ReadonlyArray<{ key: string; line: string }>, verifier: Verifier, fromAddress: string): AuthVerdict {
-  const fromDomain = domainOf(fromAddress);
+/** The run of headers the configured server wrote (topmost first), or null when it wrote none. */
+function serverRun(headerLines: ReadonlyArray<{ key: string; line: string }>, verifier: Verifier): MethodResult[] | null {
   const wanted = idMatcher(verifier.authservId.toLowerCase());
   const isResults = (h: { key: string }): boolean => h.key.toLowerCase() === 'authentication-results';
   const top = headerLines.findIndex((h) => isResults(h) && wanted.test(parseAuthResults(headerValue(h.line)).authservId));
-  if (top < 0) return { authenticated: false, reason: `no Authentication-Results from ${verifier.authservId}` };
+  if (top < 0) return null;
   const first = parseAuthResults(headerValue(headerLines[top].line));
-  const run = [first];
+  const results = [...first.results];
   for (let i = top + 1; verifier.split && i < headerLines.length && isResults(headerLines[i]); i++) {
     const next = parseAuthResults(headerValue(headerLines[i].line));
     if (next.authservId !== first.authservId) break;
-    run.push(next);
+    results.push(...next.results);
   }
-  const said = run.flatMap((header) => [...new Set(header.results.map((r) => r.method))]);
-  if (new Set(said).size !== said.length) return { authenticated: false, reason: `a method's result appears in two headers from ${first.authservId}` };
-  const results = run.flatMap((header) => header.results);
-  if (results.some((r) => r.method === 'dmarc' && r.result !== 'pass' && r.result !== 'none')) return { authenticated: false, reason: 'DMARC did not pass' };
-  for (const r of results) {
-    if (r.result !== 'pass') continue;
-    if (r.method === 'dmarc') {
-      const from = r.props.get('header.from');
-      if (from === undefined || from === fromDomain) return { authenticated: true, reason: 'DMARC pass' };
-    }
-    if (r.method === 'dkim') {
-      const d = r.props.get('header.d') ?? (r.props.has('header.i') ? domainOf(r.props.get('header.i')!) : undefined);
-      if (d === fromDomain) return { authenticated: true, reason: 'DKIM pass for the From domain' };
-    }
-    if (r.method === 'spf') {
-      const mailfrom = r.props.get('smtp.mailfrom');
-      if (mailfrom !== undefined && domainOf(mailfrom) === fromDomain) return { authenticated: true, reason: 'SPF pass for the From domain' };
-    }
-  }
-  return { authenticated: false, reason: 'no pass for the From domain' };
+  return results;
 }
 
-/** Automated mail (RFC 3834 Auto-Submitted, Precedence bulk/list/junk, a mailing list's List-Id). */
-export function isAutomated(headerLines: ReadonlyArray<{ key: string; line: string }>): boolean {
-  for (const { key, line } of headerLines) {
-    const name = key.toLowerCase();
-    const value = headerValue(line).toLowerCase();
-    if (name === 'auto-submitted' && value.split(';')[0].trim() !== 'no') return true;
-    if (name === 'precedence' && ['bulk', 'list', 'junk'].includes(value.split(';')[0].trim())) return true;
-    if (name === 'list-id') return true;
+/**
+ * Why the configured server's verdict refuses a mail the plugin authenticated, or null when
+ * it does not: it wrote no verdict on the mail (the mail did not come in through it), it
+ * says DMARC failed for the From domain, or DKIM failed (and never passed) for a domain the
+ * plugin relied on. `headerLines`: the mail's raw header lines, topmost first (mailparser's
+ * headerLines); `domains`: the signing domains the plugin's check relied on.
+ */
+export function serverObjection(headerLines: ReadonlyArray<{ key: string; line: string }>, verifier: Verifier, fromAddress: string, domains: readonly string[]): string | null {
+  const results = serverRun(headerLines, verifier);
+  if (results === null) return `no Authentication-Results from ${verifier.authservId}`;
+  const fromDomain = domainOf(fromAddress);
+  const signer = (r: MethodResult): string | undefined => r.props.get('header.d') ?? (r.props.has('header.i') ? domainOf(r.props.get('header.i')!) : undefined);
+  for (const r of results) {
+    if (r.method === 'dmarc' && (r.result === 'fail' || r.result === 'permerror')) {
+      const about = r.props.get('header.from');
+      if (about === undefined || about === fromDomain) return `${verifier.authservId} says dmarc=${r.result}`;
+    }
   }
-  return false;
+  for (const domain of domains) {
+    const said = results.filter((r) => r.method === 'dkim' && signer(r) === domain);
+    if (said.some((r) => r.result === 'fail') && !said.some((r) => r.result === 'pass')) return `${verifier.authservId} says dkim=fail for ${domain}`;
+  }
+  return null;
 }

@@ -7,8 +7,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import pino from 'pino';
 import { InitError, ToolError, type CoreServices, type JsonObject, type PluginConfig, type PluginHandler, type RequestContext, type RequestEnvelope } from '#sdk';
 import { approvalOf } from './approval.js';
+import { external } from './external-text.js';
 import { serveEmailPanel } from './panel.js';
 import { RecentMail } from './recent-mail.js';
+import { SenderChecks } from './sender-checks.js';
 import { parseSettings, type Settings } from './settings.js';
 import { SyncState } from './sync-state.js';
 import { describeSend, markEmail, readEmail, replyEmail, searchEmail, sendEmail, type ToolContext } from './tools.js';
@@ -28,12 +30,14 @@ const TOOLS: Record<string, Tool> = {
 export default class EmailChannel implements PluginHandler {
   private settings!: Settings;
   private services!: CoreServices;
+  private checks!: SenderChecks;
   private watcher: Watcher | null = null;
   private recent!: RecentMail;
 
   async initialize(config: PluginConfig, services: CoreServices): Promise<void> {
     this.services = services;
     this.settings = parseSettings(config);
+    this.checks = new SenderChecks(this.settings.dnsResolverUrl);
     this.recent = new RecentMail(services.dataDir);
     const lost = this.recent.load(this.settings.mailboxes.keys()).movedAside;
     if (lost) log.warn({ moved_to: lost }, 'the console\'s list of recent mail was corrupt; moved aside: it starts empty');
@@ -50,6 +54,7 @@ export default class EmailChannel implements PluginHandler {
     this.watcher = new Watcher(
       this.settings,
       state,
+      this.checks,
       services.egressProxy,
       (group, payload, key) => services.publish('message.inbound', group, payload, { key }),
       (seen) => this.noteReceived(seen, true),
@@ -95,7 +100,8 @@ export default class EmailChannel implements PluginHandler {
   /** For the console's page only: a failure to note it costs the page a line, never the mail. */
   private noteReceived({ group, folder, uid, view }: Seen, started: boolean): void {
     try {
-      this.recent.received(group, { folder, uid, from: view.from ?? '', subject: view.subject, date: view.date, started, read: !started });
+      // As the agent got them: escaped (the page shows the same text).
+      this.recent.received(group, { folder, uid, from: external(view.from ?? ''), subject: external(view.subject), date: view.date, started, read: !started, hidden_chars: view.hiddenChars });
     } catch (err) {
       log.warn({ err: (err as Error).message }, 'could not note the mail for the console\'s page');
     }
@@ -112,7 +118,7 @@ export default class EmailChannel implements PluginHandler {
   }
 
   private context(group: string, signal: AbortSignal | undefined): ToolContext {
-    return { settings: this.settings, proxy: this.services.egressProxy, group, signal };
+    return { settings: this.settings, checks: this.checks, proxy: this.services.egressProxy, group, signal };
   }
 }
 

@@ -1,13 +1,20 @@
 // One mail as the agent may see it, from its raw source (mailparser does the MIME): the
-// From address, subject, a text body (HTML turned into text by mailparser), attachment
-// names and sizes. Nothing here decides whether it may be shown: see policy.ts.
+// From address and name, subject, a text body (of an HTML mail, the text a reader sees:
+// visible-html.ts), attachment names and sizes. As the sender wrote them: what is handed
+// out is escaped where it is handed out (external-text.ts). Nothing here decides whether
+// it may be shown: see policy.ts.
 import { simpleParser, type AddressObject, type ParsedMail } from 'mailparser';
 import { truncate } from '#sdk';
+import { visibleText } from './visible-html.js';
 
 export interface MailView {
   from: string | null;
   /** The From header held more or less than one address: never a listed sender. */
   fromCount: number;
+  /** From header lines: a mail with two is nobody's. */
+  fromLines: number;
+  /** The From address's display name ('' when none). */
+  fromName: string;
   reply_to: string[];
   to: string[];
   cc: string[];
@@ -16,9 +23,16 @@ export interface MailView {
   message_id: string | null;
   references: string[];
   body: string;
+  /** Characters of HTML text a reader would not see, left out of `body`. */
+  hiddenChars: number;
   truncated: boolean;
   attachments: Array<{ filename: string; size: number; content_type: string }>;
   headerLines: ReadonlyArray<{ key: string; line: string }>;
+}
+
+function firstName(field: AddressObject | AddressObject[] | undefined): string {
+  const first = field === undefined ? undefined : Array.isArray(field) ? field[0] : field;
+  return first?.value[0]?.name ?? '';
 }
 
 function addresses(field: AddressObject | AddressObject[] | undefined): string[] {
@@ -73,13 +87,20 @@ export async function parseMail(source: Buffer, maxBodyChars: number, cut = fals
   // Attachments are not kept: their names and sizes are enough, and their bytes would cost memory.
   // HTML longer than MAX_HTML_CHARS is not turned into text: the conversion's memory grows
   // many times the HTML's size (9 MB of <br> exhausts a 384 MB heap), and anyone can send it.
-  const parsed: ParsedMail = await simpleParser(source, { skipImageLinks: true, skipTextLinks: true, keepCidLinks: false, maxHtmlLengthToParse: MAX_HTML_CHARS });
+  // The HTML is turned into text here, not by mailparser: what a reader would not see is left out.
+  const parsed: ParsedMail = await simpleParser(source, { skipImageLinks: true, skipTextLinks: true, keepCidLinks: false, maxHtmlLengthToParse: MAX_HTML_CHARS, skipHtmlToText: true });
   const from = addresses(parsed.from);
-  const text = (parsed.text ?? '').replace(/\r\n/g, '\n').trim();
+  const html = typeof parsed.html === 'string' && parsed.html.length > 0 ? parsed.html : null;
+  // A mail client shows the HTML of a mail that has one: so does the agent get it.
+  const visible = html !== null && html.length <= MAX_HTML_CHARS ? visibleText(html) : null;
+  const unconverted = html !== null && visible === null;
+  const text = (visible ? visible.text : parsed.text ?? '').replace(/\r\n/g, '\n').trim();
   const references = parsed.references === undefined ? [] : Array.isArray(parsed.references) ? parsed.references : [parsed.references];
   return {
     from: from.length === 1 ? from[0] : null,
     fromCount: from.length,
+    fromLines: parsed.headerLines.filter((h) => h.key.toLowerCase() === 'from').length,
+    fromName: truncate(firstName(parsed.from), 200),
     reply_to: capped(addresses(parsed.replyTo)),
     to: capped(addresses(parsed.to)),
     cc: capped(addresses(parsed.cc)),
@@ -88,7 +109,8 @@ export async function parseMail(source: Buffer, maxBodyChars: number, cut = fals
     message_id: parsed.messageId === undefined ? null : truncate(parsed.messageId, MAX_ID_CHARS),
     references: capped(references).map((r) => truncate(r, MAX_ID_CHARS)),
     body: truncate(text, maxBodyChars),
-    truncated: cut || text.length > maxBodyChars || (typeof parsed.html === 'string' && parsed.html.length > MAX_HTML_CHARS),
+    hiddenChars: visible?.hiddenChars ?? 0,
+    truncated: cut || text.length > maxBodyChars || unconverted,
     attachments: capped(parsed.attachments).map((a) => ({ filename: truncate(a.filename ?? '(unnamed)', 200), size: a.size, content_type: a.contentType })),
     headerLines: parsed.headerLines,
   };

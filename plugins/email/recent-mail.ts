@@ -19,6 +19,8 @@ export interface ReceivedMail {
   started: boolean;
   /** The agent read it with read_email. */
   read: boolean;
+  /** Characters of its HTML a reader would not see, left out of what the agent got. */
+  hidden_chars?: number;
 }
 
 export interface SentMail {

@@ -23,8 +23,10 @@ export interface Settings {
   imap: Server;
   smtp: Server;
   address: string;
-  /** Where the receiving server's verdict on a sender is. */
-  verifier: Verifier;
+  /** Where the receiving server's verdict on a sender is (a second opinion that may refuse), or null: none is read. */
+  verifier: Verifier | null;
+  /** The DNS-over-HTTPS resolver (JSON API) the DKIM keys and DMARC policies are looked up with. */
+  dnsResolverUrl: string;
   /** sender address → group */
   senders: Map<string, string>;
   mailboxes: Map<string, Mailbox>;
@@ -32,6 +34,9 @@ export interface Settings {
   maxBodyChars: number;
   maxMessageBytes: number;
 }
+
+/** Where DKIM keys and DMARC policies are looked up when the settings name no resolver. */
+export const DEFAULT_RESOLVER = 'https://cloudflare-dns.com/dns-query';
 
 export const normalAddress = (value: string): string => value.trim().toLowerCase();
 
@@ -66,7 +71,8 @@ export function parseSettings(config: PluginConfig): Settings {
     imap: server(config.imap, 993),
     smtp: server(config.smtp, 465),
     address: String(config.address),
-    verifier: { authservId: String(config.authserv_id).toLowerCase(), split: config.authserv_split === true },
+    verifier: typeof config.authserv_id === 'string' ? { authservId: config.authserv_id.toLowerCase(), split: config.authserv_split === true } : null,
+    dnsResolverUrl: typeof config.dns_resolver_url === 'string' ? config.dns_resolver_url : DEFAULT_RESOLVER,
     senders,
     mailboxes,
     pollIntervalMs: (typeof config.poll_interval_s === 'number' ? config.poll_interval_s : 60) * 1000,

@@ -4,7 +4,9 @@
 // its event key. Before a mail is fetched and parsed its UID is noted as being handled
 // (with how many times that began): a mail that ends the plugin's process (a crash, or a
 // busy loop the host kills) is tried once more after the restart and then skipped, so one
-// stranger's mail cannot end the plugin for good (watcher.ts).
+// stranger's mail cannot end the plugin for good (watcher.ts). A listed sender's mail whose
+// check could not be finished (a DNS lookup failed) is kept as deferred, with when to try
+// it again, so that it is neither lost nor in the way of the mail after it.
 import { join } from 'node:path';
 import { readJsonState, writeAtomically } from '#sdk';
 
@@ -13,7 +15,19 @@ export interface FolderState {
   last_uid: number;
   /** The mail being handled, and how many times its handling began: present only while it is. */
   handling?: { uid: number; tries: number };
+  /** Mails to check again: since (ms) it was first deferred, tries so far, and when next (ms). */
+  deferred?: Deferred[];
 }
+
+export interface Deferred {
+  uid: number;
+  since: number;
+  tries: number;
+  next: number;
+}
+
+/** Deferred mails kept per folder: past this, the oldest is given up (and said). */
+export const MAX_DEFERRED = 100;
 
 const FILE = 'sync.json';
 
@@ -33,7 +47,8 @@ export class SyncState {
       if (typeof s?.uidvalidity !== 'string' || !Number.isSafeInteger(s.last_uid) || s.last_uid < 0) continue;
       const h = s.handling;
       const handling = h && Number.isSafeInteger(h.uid) && Number.isSafeInteger(h.tries) ? { uid: h.uid, tries: h.tries } : undefined;
-      this.folders.set(folder, { uidvalidity: s.uidvalidity, last_uid: s.last_uid, ...(handling ? { handling } : {}) });
+      const deferred = (Array.isArray(s.deferred) ? s.deferred : []).filter((d) => [d?.uid, d?.since, d?.tries, d?.next].every(Number.isSafeInteger)).slice(-MAX_DEFERRED);
+      this.folders.set(folder, { uidvalidity: s.uidvalidity, last_uid: s.last_uid, ...(handling ? { handling } : {}), ...(deferred.length ? { deferred } : {}) });
     }
     return {};
   }
@@ -54,7 +69,29 @@ export class SyncState {
     return before;
   }
 
+  /** The folder's deferred mails (oldest first). */
+  deferred(folder: string): Deferred[] {
+    return [...(this.folders.get(folder)?.deferred ?? [])];
+  }
+
+  /** Replaces the folder's deferred mails; returns those past MAX_DEFERRED, dropped (oldest). */
+  setDeferred(folder: string, list: Deferred[]): Deferred[] {
+    const current = this.folders.get(folder);
+    if (!current) return [];
+    const sorted = [...list].sort((a, b) => a.since - b.since);
+    const dropped = sorted.slice(0, Math.max(0, sorted.length - MAX_DEFERRED));
+    this.write(folder, { ...current, deferred: sorted.slice(dropped.length) });
+    return dropped;
+  }
+
+  /** The folder's progress; its deferred mails are kept unless `state` says them (a new UIDVALIDITY: `[]`). */
   set(folder: string, state: FolderState): void {
+    const deferred = state.deferred ?? this.folders.get(folder)?.deferred;
+    this.write(folder, { uidvalidity: state.uidvalidity, last_uid: state.last_uid, ...(state.handling ? { handling: state.handling } : {}), ...(deferred?.length ? { deferred } : {}) });
+  }
+
+  private write(folder: string, state: FolderState): void {
+    if (!state.deferred?.length) delete state.deferred;
     this.folders.set(folder, state);
     writeAtomically(this.file, JSON.stringify({ folders: Object.fromEntries(this.folders) }), 0o600);
   }

@@ -6,18 +6,24 @@
 // back. Progress is saved after every mail (sync-state.ts).
 //
 // Anyone can send mail here, so every mail is bounded: its header is fetched and judged
-// first (a stranger's body is never fetched nor parsed), a parse has a time limit, and a
-// mail that cannot be handled (refused by the parser, too slow, or one the process died
-// handling twice) is logged by UID and reason and skipped: it never stops the mail after it.
+// first (a stranger's body is never fetched nor parsed); a mail whose From names a listed
+// sender is fetched whole (up to max_message_bytes) and its sender checked on the raw bytes
+// (sender-auth.ts) before anything parses its body; a parse has a time limit, and a mail
+// that cannot be handled (refused by the parser, too slow, or one the process died handling
+// twice) is logged by UID and reason and skipped: it never stops the mail after it. A mail
+// whose check could not finish (a DNS lookup failed) is deferred and checked again later,
+// with back-off, for up to a day; then the group's people are told of it.
 import { createHash } from 'node:crypto';
 import pino from 'pino';
 import type { ImapFlow } from 'imapflow';
 import type { JsonObject } from '#sdk';
 import { imapClient } from './imap.js';
 import { PARSE_MS, parseMailWithin, type MailView } from './mail.js';
-import { startsAgent } from './policy.js';
+import { addressed, startsAgent } from './policy.js';
+import type { SenderChecks } from './sender-checks.js';
 import { watchedFolders, type Settings } from './settings.js';
-import type { SyncState } from './sync-state.js';
+import type { Deferred, SyncState } from './sync-state.js';
+import { agentFields, external } from './external-text.js';
 
 const log = pino({ base: { service: 'plugin-host', plugin: 'email' } }, pino.destination(2));
 
@@ -27,6 +33,15 @@ const BATCH = 100;
 export const HEAD_BYTES = 256 * 1024;
 /** Times the process may end while handling one mail before the mail is skipped. */
 const MAX_TRIES = 2;
+/** A deferred mail is checked again after a minute, then twice as long each time (at most an hour)... */
+const RETRY_FIRST_MS = 60_000;
+const RETRY_MAX_MS = 3_600_000;
+/** ...and given up a day after it was first deferred. */
+const GIVE_UP_MS = 24 * 3_600_000;
+
+/** How handling a mail ended: done with it, or to be checked again (whose it says it is, for a notice). */
+type Outcome = { done: true } | { done: false; group: string; from: string; subject: string };
+const DONE: Outcome = { done: true };
 
 export interface Seen {
   group: string;
@@ -44,6 +59,7 @@ export class Watcher {
   constructor(
     private readonly settings: Settings,
     private readonly state: SyncState,
+    private readonly checks: SenderChecks,
     private readonly proxy: string | undefined,
     /** Resolves once the plugin host holds the event: only then is progress saved past it. */
     private readonly publish: (group: string, payload: JsonObject, key: string) => Promise<void>,
@@ -138,16 +154,21 @@ export class Watcher {
         // First run: the mail already there is not new. A new UIDVALIDITY: the old UIDs mean
         // nothing now, and replaying the folder would start the agent on old mail.
         if (saved) log.error({ folder }, 'the folder\'s UIDVALIDITY changed: mail from before now is not replayed');
-        this.state.set(folder, { uidvalidity, last_uid: Math.max(0, mailbox.uidNext - 1) });
+        this.state.set(folder, { uidvalidity, last_uid: Math.max(0, mailbox.uidNext - 1), deferred: [] });
         return false;
       }
       // Always ask: a folder that stays selected keeps the counts it had when it was opened.
       const found = await client.search({ uid: `${saved.last_uid + 1}:*` }, { uid: true });
       const uids = (Array.isArray(found) ? found : []).filter((u) => u > saved.last_uid).sort((a, b) => a - b).slice(0, BATCH);
+      await this.retryDeferred(client, folder, uidvalidity);
       for (const uid of uids) {
         if (this.stopping) return false;
         if (this.state.begin(folder, uid) >= MAX_TRIES) log.error({ folder, uid, reason: `the plugin ended ${MAX_TRIES} times while handling it` }, 'mail skipped');
-        else await this.handle(client, folder, uidvalidity, uid);
+        else {
+          const outcome = await this.handle(client, folder, uidvalidity, uid);
+          // Saved as deferred before the progress passes it: a crash now loses nothing.
+          if (!outcome.done) this.defer(folder, [...this.state.deferred(folder), { uid, since: Date.now(), tries: 1, next: Date.now() + RETRY_FIRST_MS }]);
+        }
         this.state.set(folder, { uidvalidity, last_uid: uid });
       }
       return uids.length === BATCH;
@@ -156,46 +177,91 @@ export class Watcher {
     }
   }
 
-  private async handle(client: ImapFlow, folder: string, uidvalidity: string, uid: number): Promise<void> {
+  /** The deferred mails of `folder` whose time has come, checked again; given up after GIVE_UP_MS. */
+  private async retryDeferred(client: ImapFlow, folder: string, uidvalidity: string): Promise<void> {
+    const now = Date.now();
+    const list = this.state.deferred(folder);
+    if (!list.some((d) => d.next <= now)) return;
+    const kept: Deferred[] = [];
+    for (const d of list) {
+      if (d.next > now || this.stopping) {
+        kept.push(d);
+        continue;
+      }
+      const outcome = await this.handle(client, folder, uidvalidity, d.uid);
+      if (outcome.done) continue;
+      if (Date.now() - d.since >= GIVE_UP_MS) {
+        this.giveUp(folder, d.uid, outcome);
+        continue;
+      }
+      kept.push({ ...d, tries: d.tries + 1, next: Date.now() + Math.min(RETRY_FIRST_MS * 2 ** d.tries, RETRY_MAX_MS) });
+    }
+    this.defer(folder, kept);
+  }
+
+  /** Saves the folder's deferred list; any it cannot keep are given up at once. */
+  private defer(folder: string, list: Deferred[]): void {
+    for (const d of this.state.setDeferred(folder, list)) {
+      log.error({ folder, uid: d.uid, reason: 'too many mails wait for their sender check' }, 'mail skipped');
+    }
+  }
+
+  private giveUp(folder: string, uid: number, outcome: Extract<Outcome, { done: false }>): void {
+    log.error({ folder, uid, reason: 'its sender could not be checked for a day' }, 'mail skipped');
+    this.onSkipped(outcome.group, `A mail from ${outcome.from} ("${outcome.subject}") could not be checked (its sender's DKIM key or DMARC policy could not be looked up for a day) and reached no agent; open it in your mail client.`);
+  }
+
+  private async handle(client: ImapFlow, folder: string, uidvalidity: string, uid: number): Promise<Outcome> {
     const max = this.settings.maxMessageBytes;
     const first = await client.fetchOne(String(uid), { uid: true, size: true, source: { maxLength: Math.min(HEAD_BYTES, max) } }, { uid: true });
-    if (!first || !first.source) return; // expunged meanwhile
+    if (!first || !first.source) return DONE; // expunged meanwhile
     const size = first.size ?? first.source.length;
     const complete = size <= first.source.length;
-    // The sender check needs the header only: a stranger's body is never fetched nor parsed.
+    // Whose it says it is needs the header only: a stranger's body is never fetched nor parsed.
     const headEnd = endOfHeader(first.source);
     if (headEnd < 0 && !complete) return skipped(folder, uid, 'HEADER_TOO_LARGE', `no end of header within ${HEAD_BYTES} bytes`);
     const head = await parseMailWithin(headEnd < 0 ? first.source : first.source.subarray(0, headEnd), 0, false, PARSE_MS);
     if (!head.ok) return skipped(folder, uid, head.code, head.reason);
-    const early = startsAgent(this.settings, head.view, folder);
+    const early = addressed(this.settings, head.view, folder, null);
     // The reason and the UID only: a stranger's mail is neither shown nor logged.
-    if (!early.ok) {
-      log.info({ folder, uid, reason: early.reason }, 'mail starts no agent');
-      return;
-    }
+    if (!early.ok) return noAgent(folder, uid, early.reason);
+    const from = head.view.from!;
+    // Said in a notice only if the sender turns out to be who it says (or cannot be checked).
+    const subject = external(head.view.subject).slice(0, 120);
+    if (size > max) return noAgent(folder, uid, `larger than max_message_bytes (${size} bytes): its signature cannot be checked`);
     const whole = complete ? first : await client.fetchOne(String(uid), { uid: true, size: true, source: { maxLength: max } }, { uid: true });
-    if (!whole || !whole.source) return;
-    const parsed = await parseMailWithin(whole.source, this.settings.maxBodyChars, size > max, PARSE_MS);
+    if (!whole || !whole.source) return DONE;
+    const verdict = await this.checks.verdict({ folder, uidvalidity, uid }, whole.source, from);
+    if (verdict.kind === 'temporary') {
+      log.info({ folder, uid, reason: verdict.reason }, 'sender check deferred');
+      return { done: false, group: early.group, from, subject };
+    }
+    if (verdict.kind === 'refused') return noAgent(folder, uid, `sender not authenticated (${verdict.reason})`);
+    const parsed = await parseMailWithin(whole.source, this.settings.maxBodyChars, false, PARSE_MS);
     if (!parsed.ok) {
       // Its sender counts: the person would wait for an answer that never comes.
-      const subject = (head.view.subject ?? '').replace(/[\p{Cc}\p{Cf}]+/gu, ' ').slice(0, 120);
-      this.onSkipped(early.group, `A mail from ${head.view.from} ("${subject}") could not be read (${parsed.code}) and reached no agent; open it in your mail client.`);
+      this.onSkipped(early.group, `A mail from ${from} ("${subject}") could not be read (${parsed.code}) and reached no agent; open it in your mail client.`);
       return skipped(folder, uid, parsed.code, parsed.reason);
     }
     const view = parsed.view;
-    const admission = startsAgent(this.settings, view, folder);
-    if (!admission.ok) {
-      log.info({ folder, uid, reason: admission.reason }, 'mail starts no agent');
-      return;
-    }
+    if (view.from !== from) return noAgent(folder, uid, 'its From reads differently in the header and in the whole mail');
+    const admission = startsAgent(this.settings, view, folder, verdict);
+    if (!admission.ok) return noAgent(folder, uid, admission.reason);
     const folderId = createHash('sha256').update(folder).digest('hex').slice(0, 16);
-    await this.publish(admission.group, inboundPayload(view, folder, uid), `mail ${folderId} ${uidvalidity}:${uid}`);
+    await this.publish(admission.group, inboundPayload(view, folder, uid, this.settings.maxBodyChars), `mail ${folderId} ${uidvalidity}:${uid}`);
     this.onSeen({ group: admission.group, folder, uid, view });
+    return DONE;
   }
 }
 
-function skipped(folder: string, uid: number, code: string, reason: string): void {
+function noAgent(folder: string, uid: number, reason: string): Outcome {
+  log.info({ folder, uid, reason }, 'mail starts no agent');
+  return DONE;
+}
+
+function skipped(folder: string, uid: number, code: string, reason: string): Outcome {
   log.warn({ folder, uid, code, reason }, 'mail skipped: it could not be handled');
+  return DONE;
 }
 
 /** Where the header ends (the blank line's end), or -1. */
@@ -206,21 +272,25 @@ function endOfHeader(source: Buffer): number {
   return lf >= 0 ? lf + 2 : -1;
 }
 
-export function inboundPayload(view: MailView, folder: string, uid: number): JsonObject {
+/** The event for a mail: everything its sender wrote escaped (external-text.ts). */
+export function inboundPayload(view: MailView, folder: string, uid: number, maxBodyChars: number): JsonObject {
+  const shown = agentFields(view, maxBodyChars);
   return {
     channel: 'email',
-    sender: view.from ?? '',
+    sender: shown.from ?? '',
     content_type: 'email',
-    body: view.body,
+    body: shown.body,
     metadata: {
-      from: view.from,
-      subject: view.subject,
+      from: shown.from,
+      from_name: shown.from_name,
+      subject: shown.subject,
       date: view.date,
-      message_id: view.message_id,
+      message_id: view.message_id === null ? null : external(view.message_id),
       folder,
       uid,
-      truncated: view.truncated,
-      attachments: view.attachments,
+      truncated: shown.truncated,
+      hidden_chars: shown.hidden_chars,
+      attachments: shown.attachments,
     },
   };
 }

@@ -10,6 +10,7 @@ import type { AgentManager } from '../../src/agents/agent-manager.js';
 import { eventually, ROOT, Stack, until } from '../harness.js';
 import { newAgentManager } from '../support/agents.js';
 import { AnthropicStandIn, hasTool, toolResults } from '../support/anthropic-standin.js';
+import type { DkimKey } from '../support/dns-standin.js';
 import { MailServers } from '../support/mail-servers.js';
 import { runAgentsOnEvents } from '../support/milk-scenario.js';
 import { TelegramStandIn } from '../support/telegram-standin.js';
@@ -23,6 +24,7 @@ const OWNER = 42;
 const REPLY = 'Yes, 8 pm works. I booked the table.';
 
 let mail: MailServers;
+let aliceKey: DkimKey;
 let tg: TelegramStandIn;
 let model: AnthropicStandIn;
 let modelUrl: string;
@@ -31,6 +33,8 @@ let manager: AgentManager;
 
 beforeAll(async () => {
   mail = await MailServers.start([AGENT, ALICE]);
+  // Alice's mail carries her domain's DKIM signature (the plugin admits nothing else).
+  aliceKey = mail.dns.dkimKey('example.test');
   tg = await TelegramStandIn.start(BOT_TOKEN);
   // The model reads the mail's uid from its prompt, replies to it, then ends the turn.
   model = new AnthropicStandIn((request) => {
@@ -69,7 +73,7 @@ afterAll(async () => {
 describe('a mail, end to end', () => {
   it('Alice mails → the real agent reads it as marked content → reply_email, approved on Telegram → the reply in her mailbox', async () => {
     const runs = runAgentsOnEvents(stack, manager);
-    await mail.deliver(AGENT.address, { envelopeFrom: ALICE.address, subject: 'Dinner on Friday', text: 'Can we meet at 8 pm?\nAlice' });
+    await mail.deliver(AGENT.address, { envelopeFrom: ALICE.address, subject: 'Dinner on Friday', text: 'Can we meet at 8 pm?\nAlice', sign: aliceKey });
     // The turn was started by mail: the reply waits for the person, who sees it in Telegram.
     const prompt = await until(() => tg.sentTo(CHAT).find((m) => m.reply_markup !== undefined && m.text.includes(REPLY)), 150_000).catch(async (err: unknown) => {
       const results = model.requests.map((r) => toolResults(r).join(' | ').slice(0, 400));

@@ -15,6 +15,7 @@ import type { EventEnvelope } from '../../src/protocol/envelope.js';
 import { ROOT, Stack, until } from '../harness.js';
 import { launchBrowser, logIn } from '../support/browser.js';
 import { AUTHSERV_ID, MailServers } from '../support/mail-servers.js';
+import type { DkimKey } from '../support/dns-standin.js';
 
 const SHOTS = process.env.SCREENSHOT_DIR || join(ROOT, 'dist', 'screenshots');
 const TOKEN = 'email-panel-token-0123456789';
@@ -26,6 +27,8 @@ const CAROL = { address: 'carol@example.test', password: 'carol-pw' };
 const HOSTILE = 'Lunch <img src=x onerror="window.__pwned=1"> <script>window.__pwned=2</script> & <b>bold</b>';
 
 let mail: MailServers;
+/** example.test's signing key: Alice's mail carries its signature, as her provider's would. */
+let signer: DkimKey;
 let stack: Stack;
 let admin: FastifyInstance;
 let base: string;
@@ -35,7 +38,7 @@ const events: Array<{ at: number; event: EventEnvelope }> = [];
 const inbound = (subject: string) => events.find((e) => e.event.topic === 'message.inbound' && (e.event.payload.metadata as Record<string, unknown>)?.subject === subject);
 
 async function deliver(opts: Parameters<MailServers['deliver']>[1]): Promise<number> {
-  await mail.deliver(AGENT.address, opts);
+  await mail.deliver(AGENT.address, { ...(opts.envelopeFrom === ALICE.address && (opts.from ?? ALICE.address) === ALICE.address ? { sign: signer } : {}), ...opts });
   return Date.now();
 }
 
@@ -58,6 +61,7 @@ async function uidOf(subject: string): Promise<number> {
 beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
   mail = await MailServers.start([AGENT, ALICE, BOB, CAROL]);
+  signer = mail.dns.dkimKey('example.test');
   stack = await Stack.start({
     plugins: [],
     extraPluginDirs: { email: join(ROOT, 'plugins/email') },

@@ -4,8 +4,10 @@
 // by Dovecot (SASL), and delivers every mail for example.test to Dovecot. Postfix stamps
 // each mail with the receiving server's Authentication-Results (authserv-id
 // mx.example.test): an SPF pass for the envelope sender's domain, as a real MX would for
-// mail from that domain's servers (loopback has no DNS to check). Whatever Authentication-
-// Results a sender writes itself stays below that header.
+// mail from that domain's servers (loopback has no DNS to check); a test may give another
+// stamp (`stamp`: a Postfix regexp table on the envelope sender). Whatever Authentication-
+// Results a sender writes itself stays below that header. DNS is a DNS-over-HTTPS stand-in
+// (dns-standin.ts): a test publishes a domain's DKIM key there and signs its mail with it.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
@@ -13,10 +15,14 @@ import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { ImapFlow } from 'imapflow';
 import nodemailer from 'nodemailer';
+import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import { freePort, sleep } from '../harness.js';
+import { DnsStandIn, type DkimKey } from './dns-standin.js';
 
 export const AUTHSERV_ID = 'mx.example.test';
 export const DOMAIN = 'example.test';
+/** The receiving server's stamp: an SPF pass for the envelope sender's domain. */
+export const SPF_STAMP = `/@([^@]+)$/ PREPEND Authentication-Results: ${AUTHSERV_ID}; spf=pass smtp.mailfrom=$1`;
 
 export interface MailUser {
   address: string;
@@ -54,16 +60,22 @@ export class MailServers {
   private dovecotOutput = '';
   private dovecot: ChildProcess | null = null;
   private postfix: ChildProcess | null = null;
+  /** The DNS the plugin looks DKIM keys and DMARC policies up in. */
+  dns!: DnsStandIn;
 
-  private constructor(readonly users: MailUser[]) {}
+  private constructor(
+    readonly users: MailUser[],
+    private readonly stamp: string,
+  ) {}
 
-  static async start(users: MailUser[]): Promise<MailServers> {
+  static async start(users: MailUser[], options: { stamp?: string } = {}): Promise<MailServers> {
     for (const bin of ['/usr/sbin/dovecot', '/usr/sbin/postfix']) {
       if (!existsSync(bin)) throw new Error(`${bin} is missing: apt-get install -y dovecot-imapd dovecot-lmtpd postfix`);
     }
     if (userInfo().uid !== 0) throw new Error('the mail servers need root (Postfix and Dovecot drop to their own users)');
-    const servers = new MailServers(users);
+    const servers = new MailServers(users, options.stamp ?? SPF_STAMP);
     try {
+      servers.dns = await DnsStandIn.start();
       await servers.launch();
       return servers;
     } catch (err) {
@@ -144,7 +156,7 @@ export class MailServers {
       'queue_run_delay = 1s',
       '',
     ].join('\n'));
-    writeFileSync(join(d, 'postfix/stamp'), `/@([^@]+)$/ PREPEND Authentication-Results: ${AUTHSERV_ID}; spf=pass smtp.mailfrom=$1\n`);
+    writeFileSync(join(d, 'postfix/stamp'), `${this.stamp}\n`);
     this.postfix = spawn('/usr/sbin/postfix', ['-c', join(d, 'postfix'), 'start-fg'], { stdio: ['ignore', 'pipe', 'pipe'] });
     this.postfix.once('exit', (code) => (this.dovecotOutput += `\npostfix exited: ${code}\n`));
     this.capture(this.postfix);
@@ -170,28 +182,41 @@ export class MailServers {
     child.stderr?.on('data', keep);
   }
 
-  /** A mail as the outside world sends it to `to`: through the real SMTP server, as mail from `envelopeFrom`. */
-  async deliver(to: string, opts: { envelopeFrom: string; from?: string; subject: string; text?: string; html?: string; headers?: Record<string, string> }): Promise<void> {
+  /**
+   * A mail as the outside world sends it to `to`: through the real SMTP server, as mail from
+   * `envelopeFrom`; with `sign`, DKIM-signed by that key first (as its domain's server would).
+   */
+  async deliver(to: string, opts: { envelopeFrom: string; from?: string; subject: string; text?: string; html?: string; headers?: Record<string, string>; sign?: DkimKey }): Promise<void> {
+    const composed = await new MailComposer({
+      from: opts.from ?? opts.envelopeFrom,
+      to,
+      subject: opts.subject,
+      ...(opts.text !== undefined ? { text: opts.text } : {}),
+      ...(opts.html !== undefined ? { html: opts.html } : {}),
+      headers: opts.headers ?? {},
+    }).compile().build();
+    const raw = opts.sign ? await opts.sign.sign(composed) : composed.toString('utf8');
+    const refused = await this.deliverRaw(to, opts.envelopeFrom, raw);
+    if (refused) throw new Error(refused);
+  }
+
+  /** One raw mail (CRLF lines) through the real SMTP server; Postfix's refusal is returned, not thrown. */
+  async deliverRaw(to: string, envelopeFrom: string, raw: string | Buffer): Promise<string | null> {
     const transport = nodemailer.createTransport({ host: '127.0.0.1', port: this.smtpPort, secure: false, ignoreTLS: true });
     try {
-      await transport.sendMail({
-        envelope: { from: opts.envelopeFrom, to: [to] },
-        from: opts.from ?? opts.envelopeFrom,
-        to,
-        subject: opts.subject,
-        ...(opts.text !== undefined ? { text: opts.text } : {}),
-        ...(opts.html !== undefined ? { html: opts.html } : {}),
-        headers: opts.headers ?? {},
-      });
+      await transport.sendMail({ envelope: { from: envelopeFrom, to: [to] }, raw });
+      return null;
+    } catch (err) {
+      return (err as Error).message;
     } finally {
       transport.close();
     }
   }
 
-  /** The email plugin's settings for `user`'s mailbox here (its password from `${EMAIL_PASSWORD}`, the servers' authserv-id). */
-  pluginSettings(user: MailUser): { imap: Record<string, unknown>; smtp: Record<string, unknown>; address: string; authserv_id: string } {
+  /** The email plugin's settings for `user`'s mailbox here (its password from `${EMAIL_PASSWORD}`, the servers' authserv-id, the DNS stand-in). */
+  pluginSettings(user: MailUser): { imap: Record<string, unknown>; smtp: Record<string, unknown>; address: string; authserv_id: string; dns_resolver_url: string } {
     const server = (port: number) => ({ host: '127.0.0.1', port, secure: false, user: user.address, password: '${EMAIL_PASSWORD}' });
-    return { imap: server(this.imapPort), smtp: server(this.smtpPort), address: user.address, authserv_id: AUTHSERV_ID };
+    return { imap: server(this.imapPort), smtp: server(this.smtpPort), address: user.address, authserv_id: AUTHSERV_ID, dns_resolver_url: this.dns.url };
   }
 
   /** The mails in `user`'s INBOX, as their own IMAP login sees them (quoted-printable soft breaks joined in `source`). */
@@ -216,6 +241,7 @@ export class MailServers {
   }
 
   async stop(): Promise<void> {
+    await this.dns?.close();
     if (this.postfix && this.postfix.exitCode === null) {
       const exited = new Promise((r) => this.postfix!.once('exit', r));
       spawnSync('/usr/sbin/postfix', ['-c', join(this.dir, 'postfix'), 'stop'], { stdio: 'ignore' });

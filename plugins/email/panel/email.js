@@ -1,7 +1,8 @@
 // The email page (served by the email plugin, mounted by the console at /plugins/email/):
 // per group, the latest mails that reached its agent and the latest it sent. Read only.
 // Every field is a text child of the template (htm escapes it): a subject is whatever a
-// sender wrote, and must never become markup here.
+// sender wrote, and must never become markup here. Subjects and senders come as the agent
+// got them (invisible characters as ⟦U+…⟧ escapes), with how much hidden HTML text was left out.
 import { html, render, useEffect, useState } from '/assets/vendor/preact-htm.js';
 import { get } from '/assets/api.js';
 
@@ -11,13 +12,14 @@ const list = (addresses) => (addresses && addresses.length ? addresses.join(', '
 
 function Received({ mails }) {
   if (mails.length === 0) return html`<p class="muted">No mail has reached this group's agent yet.</p>`;
-  return html`<div class="scroll"><table id="received" class="wide"><thead><tr><th>Arrived</th><th>From</th><th>Subject</th><th>Folder</th><th>Started a turn</th></tr></thead>
+  return html`<div class="scroll"><table id="received" class="wide"><thead><tr><th>Arrived</th><th>From</th><th>Subject</th><th>Folder</th><th>Started a turn</th><th>Hidden text</th></tr></thead>
     <tbody>${mails.map((m) => html`<tr data-uid=${m.uid}>
       <td title=${m.date ? `Date: ${when(m.date)}` : ''}>${when(m.at)}</td>
       <td class="mono">${m.from}</td>
       <td class="subject">${m.subject || '(no subject)'}</td>
       <td>${m.folder}</td>
       <td class="started">${m.started ? 'yes' : 'no'}${m.read ? html` <span class="muted">(read by the agent)</span>` : ''}</td>
+      <td class="hidden-text">${m.hidden_chars ? `${m.hidden_chars.toLocaleString()} characters a reader would not see, left out` : ''}</td>
     </tr>`)}</tbody></table></div>`;
 }
 
@@ -56,7 +58,7 @@ function Email() {
     ${groups.length === 0 && html`<p class="muted">No group has a mailbox configured.</p>`}
     ${recent && html`<section>
       <h2>Mail the agent saw</h2>
-      <p class="muted">Only mail from senders listed for this group, authenticated by the receiving server. Mail from anyone else never reaches the agent and is not shown here.</p>
+      <p class="muted">Only mail from senders listed for this group, with a valid DKIM signature of their domain (checked by the plugin). Mail from anyone else never reaches the agent and is not shown here.</p>
       <${Received} mails=${recent.received} />
       <h2>Mail the agent sent</h2>
       <${Sent} mails=${recent.sent} />
