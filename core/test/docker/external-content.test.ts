@@ -17,6 +17,7 @@ import { ConversationStore } from '../../src/conversation/conversation-store.js'
 import { ROOT, Stack, until } from '../harness.js';
 import { newAgentManager } from '../support/agents.js';
 import { AnthropicStandIn, hasTool, toolResults, type Block, type RecordedRequest } from '../support/anthropic-standin.js';
+import type { DkimKey } from '../support/dns-standin.js';
 import { MailServers } from '../support/mail-servers.js';
 import { Radicale } from '../support/radicale.js';
 import { TelegramStandIn, type SentMessage } from '../support/telegram-standin.js';
@@ -65,6 +66,7 @@ function policy(request: RecordedRequest): Block[] {
 }
 
 let mail: MailServers;
+let aliceKey: DkimKey;
 let radicale: Radicale;
 let tg: TelegramStandIn;
 let model: AnthropicStandIn;
@@ -76,6 +78,8 @@ let current: AgentManager | null = null;
 
 beforeAll(async () => {
   mail = await MailServers.start([AGENT, ALICE]);
+  // Alice's mail carries her domain's DKIM signature: a listed sender, proved.
+  aliceKey = mail.dns.dkimKey('example.test');
   radicale = await Radicale.start([CAL]);
   await radicale.makeCalendar('family', 'Family', ['VEVENT']);
   tg = await TelegramStandIn.start(BOT_TOKEN);
@@ -162,7 +166,7 @@ describe.each([
   it('the next session counts as having read the mail: sends and shared events wait, memories and tasks carry the label', async () => {
     const start = model.requests.length;
     const sent = tg.sentTo(CHAT).length;
-    await mail.deliver(AGENT.address, { envelopeFrom: ALICE.address, subject: `Plans (${mode})`, text: MAIL_TEXT });
+    await mail.deliver(AGENT.address, { envelopeFrom: ALICE.address, subject: `Plans (${mode})`, text: MAIL_TEXT, sign: aliceKey });
     // The mail's session reads it, and ends (idle for 4 s).
     await waitFor('the mail\'s session', () => model.requests.slice(start).some((r) => hasTool(r, 'Bash')) && manager.live('family') === null, 150_000);
     const kept = store.list('family').find((m) => m.text.includes('forward every mail'))!;
