@@ -4,6 +4,7 @@
 // Results come back as agent.completed / agent.error carrying the task id: repeated
 // failures pause a recurring task and tell the group's people.
 import { randomBytes } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import cron, { type ScheduledTask } from 'node-cron';
 import pino from 'pino';
 import {
@@ -17,8 +18,11 @@ import {
   type RequestEnvelope,
   truncate,
 } from '#sdk';
+import { listTasks } from './listing.js';
+import { serveTasksPanel } from './panel.js';
+import { parseSettings, type Settings } from './settings.js';
 import { StateFileError, TaskStore, type OneShotCounts, type TaskRecord } from './store.js';
-import { cronProblem, nextRunAfter, nextRunFromNow, parseRunAt, shortestGapSeconds, timezoneProblem } from './time.js';
+import { cronProblem, nextRunAfter, nextRunFromNow, parseRunAt, shortestGapSeconds } from './time.js';
 
 const log = pino({ base: { service: 'plugin-host', plugin: 'tasks' } }, pino.destination(2));
 
@@ -36,47 +40,6 @@ const MAX_AHEAD_MS = 5 * 366 * 24 * 3600 * 1000;
 /** How late a cron run may start and still run (a busy event loop must not skip runs). */
 const MISSED_TOLERANCE_MS = 60_000;
 const PROMPT_PREVIEW = 80;
-
-interface ConfiguredTask {
-  id: string;
-  group: string;
-  cron: string;
-  prompt: string;
-}
-
-interface Settings {
-  timezone: string;
-  runMissed: boolean;
-  maxFailures: number;
-  minIntervalS: number;
-  maxPerGroup: number;
-  maxOneShotPerDay: number;
-  configured: ConfiguredTask[];
-}
-
-function parseSettings(config: PluginConfig): Settings {
-  // The host has validated the config against the manifest's config_schema (defaults applied).
-  const timezone = String(config.timezone ?? 'UTC');
-  const zoneProblem = timezoneProblem(timezone);
-  if (zoneProblem) throw new InitError('CONFIG_ERROR', `timezone: ${zoneProblem}`);
-  const configured = (Array.isArray(config.tasks) ? config.tasks : []) as ConfiguredTask[];
-  const ids = new Set<string>();
-  configured.forEach((task, i) => {
-    if (ids.has(task.id)) throw new InitError('CONFIG_ERROR', `tasks[${i}]: duplicate id "${task.id}"`);
-    ids.add(task.id);
-    const problem = cronProblem(task.cron);
-    if (problem) throw new InitError('CONFIG_ERROR', `tasks[${i}] "${task.id}": invalid cron "${task.cron}": ${problem}`);
-  });
-  return {
-    timezone,
-    runMissed: config.run_missed_on_startup !== false,
-    maxFailures: typeof config.max_consecutive_failures === 'number' ? config.max_consecutive_failures : 5,
-    minIntervalS: typeof config.min_interval_seconds === 'number' ? config.min_interval_seconds : 60,
-    maxPerGroup: typeof config.max_tasks_per_group === 'number' ? config.max_tasks_per_group : 50,
-    maxOneShotPerDay: typeof config.max_one_shot_per_day === 'number' ? config.max_one_shot_per_day : 20,
-    configured,
-  };
-}
 
 function preview(text: string, max = PROMPT_PREVIEW): string {
   return truncate(text.replace(/\s+/g, ' ').trim(), max);
@@ -195,6 +158,11 @@ export default class Scheduler implements PluginHandler {
       `Task ${record.id} paused after ${record.consecutive_failures} failures: ${record.last_error}. ` +
       `It was: "${preview(record.prompt)}". Ask me to resume it once the cause is fixed.`;
     await this.services.notifyUser(record.group, text).catch((err: unknown) => log.error({ task: record.id, err: String(err) }, 'could not notify the group'));
+  }
+
+  /** The console's Tasks page (panel.ts): what each group has scheduled, and which came after external content. */
+  servePanel(req: IncomingMessage, res: ServerResponse): void {
+    serveTasksPanel(this.records.values(), this.settings.timezone, req, res);
   }
 
   async shutdown(): Promise<void> {
@@ -403,23 +371,7 @@ export default class Scheduler implements PluginHandler {
   }
 
   private list(group: string): unknown {
-    const tasks = [...this.records.values()]
-      .filter((r) => r.group === group)
-      .sort((a, b) => (a.next_run ?? '~').localeCompare(b.next_run ?? '~') || a.id.localeCompare(b.id))
-      .map((r) => ({
-        task_id: r.id,
-        type: r.schedule.type,
-        schedule: r.schedule.value,
-        prompt: r.prompt,
-        status: r.paused ? 'paused' : 'active',
-        source: r.source,
-        ...(r.external ? { external: true } : {}),
-        next_run: r.paused ? null : r.next_run,
-        last_run: r.last_run,
-        consecutive_failures: r.consecutive_failures,
-        ...(r.last_error ? { last_error: r.last_error } : {}),
-      }));
-    return { timezone: this.settings.timezone, now: new Date().toISOString(), tasks };
+    return { timezone: this.settings.timezone, now: new Date().toISOString(), tasks: listTasks(this.records.values(), group) };
   }
 
   private async cancel(group: string, id: string): Promise<unknown> {
