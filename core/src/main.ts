@@ -25,6 +25,7 @@ import { writeDefaultConfig } from './first-run-config.js';
 import { runChecks, type Report } from './doctor/checks.js';
 import { SOCKETS } from './plugins/host-protocol.js';
 import { ConversationStore } from './conversation/conversation-store.js';
+import { WorkspaceLabels } from './agents/workspace-labels.js';
 import { ConversationKeeper } from './conversation/conversation-keeper.js';
 
 const log = pino({ base: { service: 'core' } });
@@ -109,7 +110,10 @@ async function main(): Promise<void> {
     agentImageDir: paths.agentImageDir,
     instance: process.env.CARAPACE_INSTANCE || 'carapace',
     apiKeyDir: paths.apiKeyDir,
-  }, () => Object.keys(config.groups), undefined, unfinished, conversation);
+  }, () => Object.keys(config.groups), undefined, unfinished, conversation, new WorkspaceLabels(join(paths.dataDir, 'workspace-labels.json'), (problem) => {
+    // Labels lost: a file a labelled session wrote no longer labels later sessions. Loud.
+    core.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'agent', outcome: 'error', severity: 'CRITICAL', reason: `workspace labels unreadable (${problem.error}); moved to ${problem.movedAside}: files written after reading external content are no longer marked` });
+  }));
   core.metrics.agents(() => agents.counts());
   core.metrics.llmTokens(() => llm.usage(Object.keys(config.groups)));
   // Plugins may publish (a Telegram message waiting since the last run) as soon as the

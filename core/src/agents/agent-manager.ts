@@ -32,6 +32,7 @@ import { writeSkills } from './skills.js';
 import { StartupCpus } from './startup-cpus.js';
 import { engineOf, groupStorage, NoDiskSpace, type GroupStorage } from './storage.js';
 import { noAnswerNotice, previewOf, type UnfinishedTurns } from './unfinished-turns.js';
+import { WorkspaceLabels } from './workspace-labels.js';
 import { batchPrompt, TurnQueue, type QueuedTurn } from './turn-queue.js';
 import type { AgentCounts } from '../metrics/metrics.js';
 import { AgentStates } from './agent-states.js';
@@ -144,7 +145,10 @@ export class AgentManager {
     private readonly unfinished: UnfinishedTurns | null = null,
     /** The group's earlier conversation, for a new session's first prompt. */
     private readonly earlier: EarlierConversation | null = null,
+    /** Groups whose workspace a labelled session may have written (in memory unless main.ts gives a file). */
+    readonly workspaceLabels = new WorkspaceLabels(null),
   ) {
+    core.sessions.onLabelled((session) => workspaceLabels.labelled(session.group));
     core.on('quarantined', ({ session, group }) => this.onQuarantined(session, group));
     core.on('replied', (reply) => this.onReplied(reply));
     if (storage.fsErrors) {
@@ -472,6 +476,7 @@ export class AgentManager {
         throw new Error('session quarantined while the agent started');
       }
       agent.fsErrors = (await this.storage.fsErrors?.(group)) ?? 0;
+      await this.checkWorkspaceLabel(group, session.id, container);
       this.agents.set(group, agent);
       agent.unwatch = this.storage.watch?.(group, (used, quota) => void this.overQuota(group, agent, used, quota));
       this.core.publish('agent.started', group, { session: session.id });
@@ -510,6 +515,21 @@ export class AgentManager {
       throw err;
     }
     return dir;
+  }
+
+  /**
+   * Before the first turn: files a labelled session of the group may have written label this
+   * one too (workspace-labels.ts). Only for such groups; a runtime that cannot look labels it.
+   */
+  private async checkWorkspaceLabel(group: string, session: string, container: string): Promise<void> {
+    const since = this.workspaceLabels.since(group);
+    if (since === null) return;
+    const found = (await this.runtime.changedFiles?.(container, since)) ?? null;
+    if (!this.workspaceLabels.checked(group, found)) return;
+    this.core.sessions.markUntrustedInput(session);
+    const label = this.workspaceLabels.get(group)!;
+    const what = found ? `${found.files.length} file${found.files.length === 1 ? '' : 's'}${found.complete ? '' : ' at least'}` : 'files it could not list';
+    this.core.audit.record({ group, session, source: 'core', topic: null, correlation: null, stage: 'agent', outcome: 'ok', reason: `the workspace holds ${what} changed since a session read external content (${label.since}): this session counts as having read it` });
   }
 
   /** API mode: wait until the container's server is healthy on its socket, check the token file is gone. */

@@ -9,9 +9,12 @@ import tar from 'tar-stream';
 import type { FileRead } from '../files/attach-files.js';
 import { chooseSandbox, type Sandbox, type SandboxSetting } from './sandbox.js';
 import { LABELS, type AgentProcess, type AgentRuntime, type AgentSpec, type AttachedAgent } from './runtime.js';
+import { changedFilesCommand, type ChangedFiles } from './workspace-labels.js';
 
 /** exec(): output kept per call, stdout and stderr together. */
 const MAX_OUTPUT = 4 * 1024 * 1024;
+/** changedFiles(): a workspace of many files still answers well within this; past it, the session counts as labelled. */
+const CHANGED_FILES_MS = 5000;
 
 export interface ExecResult {
   exitCode: number | null;
@@ -213,7 +216,20 @@ export class DockerRuntime implements AgentRuntime {
     await this.docker.getContainer(id).update({ NanoCpus: nanoCpus });
   }
 
-  /** Not part of AgentRuntime: the core never execs; tests look inside containers with it. */
+  /**
+   * AgentRuntime.changedFiles: `find` in the container, as the agent's user, before its
+   * agent has had a turn (so nothing of it runs yet). The one exec the core makes, and only
+   * for a group whose workspace a labelled session may have written.
+   */
+  async changedFiles(id: string, since: string): Promise<ChangedFiles> {
+    const r = await this.exec(id, changedFilesCommand(since), CHANGED_FILES_MS).catch(() => null);
+    if (!r || r.timedOut || r.exitCode === null) return null;
+    const files = r.stdout.split('\0').filter((f) => f.length > 0);
+    // A folder it could not read, output past the bound: incomplete (the session counts as labelled).
+    return { files, complete: r.exitCode === 0 && r.stdout.length < MAX_OUTPUT };
+  }
+
+  /** Tests look inside containers with it (the core itself only through changedFiles). */
   async exec(id: string, cmd: string[], timeoutMs: number): Promise<ExecResult> {
     const container = this.docker.getContainer(id);
     const exec = await container.exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true, User: '1000:1000', WorkingDir: '/workspace/group' });

@@ -1,5 +1,7 @@
 // What the agent manager needs from a container runtime. Docker (dockerode) is the
 // runtime; the interface keeps the manager testable and the runtime swappable.
+import type { ChangedFiles } from './workspace-labels.js';
+
 export interface MountSpec {
   /** Path as the core sees it; the runtime maps it to a host path if the core is containerized. */
   source: string;
@@ -71,6 +73,11 @@ export interface AgentRuntime {
   remove(id: string): Promise<void>;
   /** Containers of this instance (by label), including ones left by an earlier run. */
   listManaged(instance: string): Promise<string[]>;
+  /**
+   * The workspace files and links a container sees changed (ctime) since `since`, looked at
+   * before its agent's first turn (workspace-labels.ts); null when it could not look.
+   */
+  changedFiles?(id: string, since: string): Promise<ChangedFiles>;
 }
 
 export const LABELS = { managed: 'carapace.managed', instance: 'carapace.instance', group: 'carapace.group', session: 'carapace.session' } as const;

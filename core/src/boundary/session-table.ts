@@ -24,6 +24,7 @@ export interface Session {
 
 export class SessionTable {
   private readonly sessions = new Map<string, Session>();
+  private readonly labelListeners: Array<(session: Session) => void> = [];
 
   create(group: string, socketPathFor: (id: string) => string): Session {
     if (!GROUP_NAME_PATTERN.test(group)) {
@@ -51,10 +52,17 @@ export class SessionTable {
     if (session) session.taskStarted = true;
   }
 
-  /** Sticky for the session's life: the content stays in the agent's context. */
+  /** Sticky for the session's life: the content stays in the agent's context. Listeners hear the first time. */
   markUntrustedInput(id: string): void {
     const session = this.sessions.get(id);
-    if (session) session.untrustedInput = true;
+    if (!session || session.untrustedInput) return;
+    session.untrustedInput = true;
+    for (const listener of this.labelListeners) listener(session);
+  }
+
+  /** Hears each session that reads external content, once (what it writes from then on is labelled: agents/workspace-labels.ts). */
+  onLabelled(listener: (session: Session) => void): void {
+    this.labelListeners.push(listener);
   }
 
   delete(id: string): void {

@@ -22,12 +22,13 @@ import { LiveEvents } from './live-events.js';
 import { registerPanelProxy, type Panel } from './panel-proxy.js';
 import { answerPairing, refusePairing } from '../pairing/answers.js';
 import { registerLogin, registerShell, type ConsoleSessions } from './console-login.js';
+import type { WorkspaceLabels } from '../agents/workspace-labels.js';
 import type { ConversationKeeper } from '../conversation/conversation-keeper.js';
 
 export interface ConsoleDeps {
   core: Core;
   token: string;
-  agents?: { states: AgentStates; end(group: string, reason: string, by: string): Promise<boolean> };
+  agents?: { states: AgentStates; end(group: string, reason: string, by: string): Promise<boolean>; workspaceLabels?: Pick<WorkspaceLabels, 'get' | 'reviewed'> };
   usage?: () => GroupUsage[];
   usageHistory?: (days: number) => DayUsage[];
   /** Whether the model API takes the key (the LLM proxy's last answer). */
@@ -139,7 +140,17 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
     // What a group's next session will be told of the earlier conversation, and the person's way to clear it.
     authed.get<{ Params: { group: string } }>('/api/conversation/:group', async (request, reply) => {
       if (!deps.conversation || !(request.params.group in core.config.groups)) return reply.code(404).send({ code: 'NOT_FOUND', message: 'no such group' });
-      return { group: request.params.group, messages: deps.conversation.list(request.params.group) };
+      return { group: request.params.group, messages: deps.conversation.list(request.params.group), workspace: deps.agents?.workspaceLabels?.get(request.params.group) ?? null };
+    });
+    // The person looked at the files a labelled session may have written, and takes them as theirs.
+    authed.post<{ Params: { group: string } }>('/api/workspace/:group/reviewed', async (request, reply) => {
+      const labels = deps.agents?.workspaceLabels;
+      if (!labels || !(request.params.group in core.config.groups)) return reply.code(404).send({ code: 'NOT_FOUND', message: 'no such group' });
+      const group = request.params.group;
+      const was = labels.get(group);
+      const reviewed = labels.reviewed(group);
+      if (reviewed) core.audit.record({ group, session: null, source: 'console', topic: null, correlation: null, stage: 'agent', outcome: 'ok', reason: `workspace files reviewed by a person: no longer marked as written after external content (since ${was?.since ?? '?'}; ${was?.files.length ?? 0} listed)` });
+      return { group, reviewed };
     });
     authed.delete<{ Params: { group: string } }>('/api/conversation/:group', async (request, reply) => {
       if (!deps.conversation || !(request.params.group in core.config.groups)) return reply.code(404).send({ code: 'NOT_FOUND', message: 'no such group' });

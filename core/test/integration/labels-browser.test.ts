@@ -10,6 +10,8 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Browser, Page } from 'puppeteer-core';
 import { startAdminApi } from '../../src/admin/http-api.js';
+import { AgentStates } from '../../src/agents/agent-states.js';
+import { WorkspaceLabels } from '../../src/agents/workspace-labels.js';
 import { parseConfig } from '../../src/config.js';
 import { ConversationKeeper } from '../../src/conversation/conversation-keeper.js';
 import { ConversationStore } from '../../src/conversation/conversation-store.js';
@@ -25,6 +27,7 @@ const TOKEN = 'labels-browser-token-0123456789';
 const LATER = '2030-01-01T09:00:00+01:00';
 let stack: Stack;
 let store: ConversationStore;
+const labels = new WorkspaceLabels(null);
 let admin: FastifyInstance;
 let base: string;
 let browser: Browser;
@@ -40,9 +43,12 @@ beforeAll(async () => {
   const settings = parseConfig({}).conversation;
   store = new ConversationStore(null, settings);
   const keeper = new ConversationKeeper(stack.core, store, settings, async () => undefined);
+  // A labelled session of the group wrote a note in its workspace (what the agent manager finds before a new session's first turn).
+  labels.labelled('family', new Date(Date.now() - 60_000));
+  labels.checked('family', { files: ['notes.md'], complete: true });
   stack.core.on('event', (event) => void keeper.take(event));
   admin = await startAdminApi(stack.core, '127.0.0.1', 0, TOKEN, {
-    console: { conversation: keeper, panels: () => stack.core.catalog.panels().map((p) => ({ ...p, socket: join(stack.runDir, SOCKETS.panels, `${p.name}.sock`) })) },
+    console: { conversation: keeper, agents: { states: new AgentStates(), end: async () => false, workspaceLabels: labels }, panels: () => stack.core.catalog.panels().map((p) => ({ ...p, socket: join(stack.runDir, SOCKETS.panels, `${p.name}.sock`) })) },
   });
   base = `http://127.0.0.1:${(admin.server.address() as AddressInfo).port}`;
 
@@ -91,6 +97,17 @@ describe('what came from outside, as the person sees it', () => {
     expect(own).toContain('What is on today?');
     expect(own).not.toContain('external');
     await page.screenshot({ path: join(SHOTS, 'labels-conversation.png') as `${string}.png`, fullPage: true });
+  });
+
+  it('Groups & channels: files written after external content are named; once checked, the person says so and they no longer count', async () => {
+    await page.goto(`${base}/#/groups`);
+    const warning = await page.waitForSelector('.conversation[data-group="family"] .workspace-label');
+    expect(await warning!.evaluate((e) => e.textContent)).toContain('Changed since: notes.md');
+    page.once('dialog', (dialog) => void dialog.accept());
+    await page.click('.conversation[data-group="family"] .workspace-label button.reviewed');
+    await page.waitForFunction(() => !document.querySelector('.workspace-label'), { timeout: 10_000 });
+    expect(labels.get('family')).toBeNull();
+    expect(stack.core.audit.query({ group: 'family' }).some((e) => e.source === 'console' && e.reason?.startsWith('workspace files reviewed by a person'))).toBe(true);
   });
 
   it('Memory: the entry stored after reading the mail is marked, and says why', async () => {

@@ -40,6 +40,14 @@ function Conversation({ group }) {
   const path = `/api/conversation/${encodeURIComponent(group)}`;
   const convo = useData(path, (e) => open && e.type === 'audit' && e.group === group && (e.stage === 'event' || e.stage === 'response' || e.reason?.startsWith('conversation cleared')));
   const messages = convo.data?.messages ?? [];
+  const workspace = convo.data?.workspace ?? null;
+  const reviewed = () => {
+    if (!confirm(`Take the files in group "${group}"'s workspace as yours? Its next sessions will no longer count them as external content.`)) return;
+    post(`/api/workspace/${encodeURIComponent(group)}/reviewed`, {}).then(() => {
+      setProblem(null);
+      convo.reload();
+    }, (err) => setProblem(err.message));
+  };
   const clear = () => {
     if (!confirm(`Clear the conversation of group "${group}"? Its next session starts without it.`)) return;
     del(path).then(() => {
@@ -53,6 +61,10 @@ function Conversation({ group }) {
       <button class="danger clear" type="button" disabled=${messages.length === 0} onClick=${clear}>Clear</button></div>
     ${problem && html`<div class="error">${problem}</div>`}
     ${convo.error && html`<div class="error">${convo.error}</div>`}
+    ${workspace && html`<div class="warn workspace-label">
+      <p>A session read external content on ${when(workspace.since)}; files its workspace holds from then on count as external, so each new session waits for you before it sends, shares or deletes anything.
+        ${workspace.files.length > 0 ? ` Changed since: ${workspace.files.join(', ')}${workspace.more === true ? ' (the list may be incomplete)' : workspace.more > 0 ? ` and ${workspace.more} more` : ''}.` : ''}</p>
+      <button class="reviewed" type="button" onClick=${reviewed}>I've checked these files</button></div>`}
     ${open && html`<div class="scroll"><table><thead><tr><th>When</th><th>Who</th><th>Text</th></tr></thead><tbody>
       ${messages.map((m) => html`<tr data-direction=${m.direction} data-origin=${m.origin}><td class="muted">${when(new Date(m.at).toISOString())}</td>
         <td>${m.direction === 'in' ? `${m.party} on ${m.channel}` : `agent → ${m.party} on ${m.channel}`}${ORIGIN[m.origin] ? html` <span class="warn origin" title=${ORIGIN[m.origin].title}>${ORIGIN[m.origin].label}</span>` : ''}</td><td><pre>${m.text}</pre></td></tr>`)}
