@@ -371,7 +371,9 @@ export default class Scheduler implements PluginHandler {
   }
 
   private list(group: string): unknown {
-    return { timezone: this.settings.timezone, now: new Date().toISOString(), tasks: listTasks(this.records.values(), group) };
+    const tasks = listTasks(this.records.values(), group);
+    // Prompts a labelled session wrote: the session that reads them is labelled too (the core reads this).
+    return { timezone: this.settings.timezone, now: new Date().toISOString(), tasks, ...(tasks.some((t) => t.external) ? { external_content: true } : {}) };
   }
 
   private async cancel(group: string, id: string): Promise<unknown> {

@@ -68,6 +68,8 @@ interface HistoryEntry {
   sender: string | null;
   text: string;
   date: string;
+  /** The bot's message, sent by a session that had read external content (the core's label). */
+  external?: true;
 }
 
 /** 429s that outlast the retry budget: the agent may try again after `retryAfter` s. */
@@ -158,7 +160,7 @@ export default class TelegramChannel implements PluginHandler {
   async handleRequest(envelope: RequestEnvelope, context?: RequestContext): Promise<unknown> {
     const args = envelope.payload.arguments;
     const tool = envelope.topic.slice('tool.invoke.'.length);
-    if (tool === 'send_telegram') return this.sendTelegram(envelope.group, String(args.recipient), String(args.body), context?.signal);
+    if (tool === 'send_telegram') return this.sendTelegram(envelope.group, String(args.recipient), String(args.body), context?.signal, envelope.external_content === true);
     if (tool === 'get_telegram_history') return this.getHistory(envelope.group, String(args.chat_id), typeof args.limit === 'number' ? args.limit : 20);
     throw new ToolError({ message: `unknown tool ${tool}`, retriable: false });
   }
@@ -224,7 +226,7 @@ export default class TelegramChannel implements PluginHandler {
   }
 
   /** `deadline`: the request's signal, aborted by the core when its time is up. */
-  private async sendTelegram(group: string, recipient: string, body: string, deadline?: AbortSignal): Promise<unknown> {
+  private async sendTelegram(group: string, recipient: string, body: string, deadline?: AbortSignal, external = false): Promise<unknown> {
     const chat = recipient.trim();
     if (this.settings.chats.get(chat) !== group) throw new ToolError({ message: 'recipient is not a chat of this group', retriable: false });
     const chunks = splitMessage(body);
@@ -237,13 +239,18 @@ export default class TelegramChannel implements PluginHandler {
       // A sendMessage cut off in flight may have reached Telegram: only before any did, nothing happened.
       const progress = { inFlight: false };
       if (deadline?.aborted) throw new AbortedBeforeActing();
-      for (const chunk of chunks) {
-        try {
-          ids.push((await this.send(chat, chunk, {}, budget, signal, progress)).message_id);
-        } catch (err) {
-          if (deadline?.aborted && ids.length === 0 && !progress.inFlight) throw new AbortedBeforeActing();
-          throw toolError(err, ids.length, chunks.length);
+      try {
+        for (const chunk of chunks) {
+          try {
+            ids.push((await this.send(chat, chunk, {}, budget, signal, progress)).message_id);
+          } catch (err) {
+            if (deadline?.aborted && ids.length === 0 && !progress.inFlight) throw new AbortedBeforeActing();
+            throw toolError(err, ids.length, chunks.length);
+          }
         }
+      } finally {
+        // Whatever parts went out keep the label (get_telegram_history shows them).
+        if (external) this.labelSent(chat, ids);
       }
       return { message_ids: ids, chunks: chunks.length };
     });
@@ -252,8 +259,14 @@ export default class TelegramChannel implements PluginHandler {
   private getHistory(group: string, chatId: string, limit: number): unknown {
     const chat = chatId.trim();
     if (this.settings.chats.get(chat) !== group) throw new ToolError({ message: 'chat_id is not a chat of this group', retriable: false });
-    const messages = this.history.get(chat) ?? [];
-    return { chat_id: chat, messages: messages.slice(-Math.max(1, limit)) };
+    const messages = (this.history.get(chat) ?? []).slice(-Math.max(1, limit));
+    // What a labelled session sent: the session that reads it back is labelled too (the core reads this).
+    return { chat_id: chat, messages, ...(messages.some((m) => m.external) ? { external_content: true } : {}) };
+  }
+
+  /** The bot's messages `ids` in `chat` were written after reading external content. */
+  private labelSent(chat: string, ids: number[]): void {
+    for (const entry of this.history.get(chat) ?? []) if (entry.from === 'bot' && ids.includes(entry.message_id)) entry.external = true;
   }
 
   private async exclusive<T>(chat: string, fn: () => Promise<T>): Promise<T> {
