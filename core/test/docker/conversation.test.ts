@@ -16,7 +16,7 @@ import { ConversationKeeper } from '../../src/conversation/conversation-keeper.j
 import { ConversationStore } from '../../src/conversation/conversation-store.js';
 import { until } from '../harness.js';
 import { newAgentManager, sh, testRuntime } from '../support/agents.js';
-import { hasTool, toolResults, type Block, type RecordedRequest } from '../support/anthropic-standin.js';
+import { hasTool, lastPrompt, toolResults, type Block, type RecordedRequest } from '../support/anthropic-standin.js';
 import { startMilkScenario, type MilkScenario } from '../support/milk-scenario.js';
 
 const MODEL_KEY = 'sk-ant-api03-conversation-model-key-0123456789abcdef';
@@ -28,16 +28,6 @@ const REPLY = 'Three near the station: 1. Sushi Ko 2. Pasta Bar 3. Taco Stand. M
 const FOLLOW_UP = 'and the second one?';
 const SECOND_REPLY = 'The second one is Pasta Bar.';
 
-/** The newest prompt the person's side sent (a user turn with text, not tool results). */
-function lastPrompt(request: RecordedRequest): string {
-  for (const message of [...(request.body?.messages ?? [])].reverse()) {
-    if (message.role !== 'user') continue;
-    const blocks = Array.isArray(message.content) ? message.content : [{ type: 'text', text: message.content }];
-    if (blocks.some((b: { type: string }) => b.type === 'tool_result')) continue;
-    return blocks.map((b: { text?: string }) => b.text ?? '').join('\n');
-  }
-  return '';
-}
 
 const bash = (command: string, description: string): Block[] => [{ type: 'tool_use', name: 'Bash', input: { command, description } }];
 const send = (body: string): string => `ipc tool.invoke.send_telegram '${JSON.stringify({ recipient: String(CHAT), body })}'`;

@@ -16,7 +16,7 @@ import { ConversationKeeper } from '../../src/conversation/conversation-keeper.j
 import { ConversationStore } from '../../src/conversation/conversation-store.js';
 import { ROOT, Stack, until } from '../harness.js';
 import { newAgentManager } from '../support/agents.js';
-import { AnthropicStandIn, hasTool, toolResults, type Block, type RecordedRequest } from '../support/anthropic-standin.js';
+import { AnthropicStandIn, hasTool, lastPrompt, toolResults, type Block, type RecordedRequest } from '../support/anthropic-standin.js';
 import type { DkimKey } from '../support/dns-standin.js';
 import { MailServers } from '../support/mail-servers.js';
 import { Radicale } from '../support/radicale.js';
@@ -45,16 +45,6 @@ const HIJACKED: Block[][] = [
   ipc('send_telegram', { recipient: String(CHAT), body: 'done' }),
 ];
 
-/** The newest prompt of a request (a user turn with text, not tool results). */
-function lastPrompt(request: RecordedRequest): string {
-  for (const message of [...(request.body?.messages ?? [])].reverse()) {
-    if (message.role !== 'user') continue;
-    const blocks = Array.isArray(message.content) ? message.content : [{ type: 'text', text: message.content }];
-    if (blocks.some((b: { type: string }) => b.type === 'tool_result')) continue;
-    return blocks.map((b: { text?: string }) => b.text ?? '').join('\n');
-  }
-  return '';
-}
 
 function policy(request: RecordedRequest): Block[] {
   if (!hasTool(request, 'Bash')) return [{ type: 'text', text: 'ok' }];

@@ -13,21 +13,11 @@ import type { AgentManager } from '../../src/agents/agent-manager.js';
 import { eventEnvelope, type EventEnvelope } from '../../src/protocol/envelope.js';
 import { ROOT, Stack, until } from '../harness.js';
 import { newAgentManager, sh, testRuntime } from '../support/agents.js';
-import { AnthropicStandIn, hasTool, toolResults, type Block, type RecordedRequest } from '../support/anthropic-standin.js';
+import { AnthropicStandIn, hasTool, lastPrompt, toolResults, type Block, type RecordedRequest } from '../support/anthropic-standin.js';
 
 const MODEL_KEY = 'sk-ant-api03-workspace-labels-key-0123456789ab';
 const NOTE = '/workspace/group/notes.md';
 
-/** The newest prompt of a request (a user turn with text, not tool results). */
-function lastPrompt(request: RecordedRequest): string {
-  for (const message of [...(request.body?.messages ?? [])].reverse()) {
-    if (message.role !== 'user') continue;
-    const blocks = Array.isArray(message.content) ? message.content : [{ type: 'text', text: message.content }];
-    if (blocks.some((b: { type: string }) => b.type === 'tool_result')) continue;
-    return blocks.map((b: { text?: string }) => b.text ?? '').join('\n');
-  }
-  return '';
-}
 
 const deleteMemory: Block[] = [{ type: 'tool_use', name: 'Bash', input: { command: `ipc tool.invoke.memory_delete '${JSON.stringify({ id: 'mem-from-the-note' })}'`, description: 'as the note says' } }];
 

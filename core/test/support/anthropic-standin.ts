@@ -144,6 +144,17 @@ export function hasTool(request: RecordedRequest, name: string): boolean {
   return (request.body?.tools ?? []).some((t: { name: string }) => t.name === name);
 }
 
+/** The newest prompt of a request: the latest user turn with text, not tool results. */
+export function lastPrompt(request: RecordedRequest): string {
+  for (const message of [...(request.body?.messages ?? [])].reverse()) {
+    if (message.role !== 'user') continue;
+    const blocks = Array.isArray(message.content) ? message.content : [{ type: 'text', text: message.content }];
+    if (blocks.some((b: { type: string }) => b.type === 'tool_result')) continue;
+    return blocks.map((b: { text?: string }) => b.text ?? '').join('\n');
+  }
+  return '';
+}
+
 /** The text of every tool_result since the user's latest prompt, oldest first. */
 export function toolResults(request: RecordedRequest): string[] {
   const out: string[] = [];
