@@ -6,7 +6,6 @@
 import pino from 'pino';
 import {
   AbortedBeforeActing,
-  InitError,
   ServiceError,
   ToolError,
   type ConfirmationStatus,
@@ -19,28 +18,20 @@ import {
   type RequestEnvelope,
   truncate,
 } from '#sdk';
-import { BotApi, BotApiAborted, BotApiError, BotApiUnreachable, type TgCallbackQuery, type TgMessage, type TgUpdate, type TgUser } from './bot-api.js';
+import { BotApi, BotApiAborted, BotApiError, type TgCallbackQuery, type TgMessage, type TgUpdate, type TgUser } from './bot-api.js';
 import { OffsetStore } from './offset-store.js';
 import { PromptLedger, type Prompt } from './prompt-ledger.js';
 import { outcomeNote } from './prompt-outcome.js';
+import { ChatHistory, type HistoryEntry } from './chat-history.js';
+import { describe, initFailure, RateLimited, toolError } from './errors.js';
+import { renderPrompt } from './prompt-render.js';
 import { splitMessage } from './split.js';
 
 const log = pino({ base: { service: 'plugin-host', plugin: 'telegram' } }, pino.destination(2));
 
-/** Messages remembered per chat for get_telegram_history (both directions). */
-const HISTORY_PER_CHAT = 200;
 /** 429 handling for one tool call: at most this many retries, and this much waiting in all. */
 const MAX_RETRIES = 3;
 const RETRY_BUDGET_MS = 20_000;
-// Telegram allows 4,096 characters per message. A prompt is rendered from the core's
-// description of the call (escaped, with warnings): the message with the buttons holds the
-// warnings, the tool, the group and one line per argument, at most PROMPT_CHUNK characters.
-// The complete (escaped) arguments go in messages before it only when that takes at most
-// PROMPT_MESSAGES messages in all; otherwise the prompt points to the console.
-const PROMPT_CHUNK = 3500;
-const PROMPT_MESSAGES = 3;
-/** Of the buttons' message: at most this much for the warnings. */
-const WARNINGS_BUDGET = 1200;
 const TRACKED_PROMPTS = 200;
 /** A button carries this many hex digits of the description's hash: the answer binds to what was shown. */
 const HASH_PREFIX = 12;
@@ -59,24 +50,6 @@ interface Settings {
   chats: Map<string, string>;
   owners: Set<string>;
   pollTimeoutS: number;
-}
-
-interface HistoryEntry {
-  message_id: number;
-  from: 'user' | 'bot';
-  /** The Telegram user id of a user's message; null for the bot's own. */
-  sender: string | null;
-  text: string;
-  date: string;
-  /** The bot's message, sent by a session that had read external content (the core's label). */
-  external?: true;
-}
-
-/** 429s that outlast the retry budget: the agent may try again after `retryAfter` s. */
-class RateLimited extends Error {
-  constructor(readonly retryAfter: number) {
-    super(`rate limited for ${retryAfter} s`);
-  }
 }
 
 function parseSettings(config: PluginConfig): Settings {
@@ -118,7 +91,7 @@ export default class TelegramChannel implements PluginHandler {
   private loop: Promise<void> | null = null;
   private stopping = false;
   private readonly abort = new AbortController();
-  private readonly history = new Map<string, HistoryEntry[]>();
+  private readonly history = new ChatHistory();
   /** Open prompts by confirmation id, on disk: closed after a restart too (prompt-ledger.ts). */
   private prompts!: PromptLedger;
   private readonly locks = new Map<string, Promise<void>>();
@@ -180,7 +153,7 @@ export default class TelegramChannel implements PluginHandler {
 
   /** The person cleared the group's conversation ("/forget" here or elsewhere): get_telegram_history forgets its chats too. */
   private forgetGroup(group: string): void {
-    for (const [chat, mapped] of this.settings.chats) if (mapped === group) this.history.delete(chat);
+    for (const [chat, mapped] of this.settings.chats) if (mapped === group) this.history.forget(chat);
   }
 
   // ---- pairing -----------------------------------------------------------------------------
@@ -250,7 +223,7 @@ export default class TelegramChannel implements PluginHandler {
         }
       } finally {
         // Whatever parts went out keep the label (get_telegram_history shows them).
-        if (external) this.labelSent(chat, ids);
+        if (external) this.history.labelSent(chat, ids);
       }
       return { message_ids: ids, chunks: chunks.length };
     });
@@ -259,14 +232,9 @@ export default class TelegramChannel implements PluginHandler {
   private getHistory(group: string, chatId: string, limit: number): unknown {
     const chat = chatId.trim();
     if (this.settings.chats.get(chat) !== group) throw new ToolError({ message: 'chat_id is not a chat of this group', retriable: false });
-    const messages = (this.history.get(chat) ?? []).slice(-Math.max(1, limit));
+    const messages = this.history.latest(chat, limit);
     // What a labelled session sent: the session that reads it back is labelled too (the core reads this).
     return { chat_id: chat, messages, ...(messages.some((m) => m.external) ? { external_content: true } : {}) };
-  }
-
-  /** The bot's messages `ids` in `chat` were written after reading external content. */
-  private labelSent(chat: string, ids: number[]): void {
-    for (const entry of this.history.get(chat) ?? []) if (entry.from === 'bot' && ids.includes(entry.message_id)) entry.external = true;
   }
 
   private async exclusive<T>(chat: string, fn: () => Promise<T>): Promise<T> {
@@ -307,12 +275,9 @@ export default class TelegramChannel implements PluginHandler {
     }
   }
 
+  /** Only a group's chats have a history (not one per stranger). */
   private remember(chat: string, entry: HistoryEntry): void {
-    if (!this.settings.chats.has(chat)) return; // only a group's chats have a history (not one per stranger)
-    let list = this.history.get(chat);
-    if (!list) this.history.set(chat, (list = []));
-    list.push(entry);
-    if (list.length > HISTORY_PER_CHAT) list.splice(0, list.length - HISTORY_PER_CHAT);
+    if (this.settings.chats.has(chat)) this.history.remember(chat, entry);
   }
 
   // ---- events from the core ---------------------------------------------------------------
@@ -547,95 +512,3 @@ export default class TelegramChannel implements PluginHandler {
   }
 }
 
-/**
- * A prompt from the core's description of the call (core/src/confirm/describe-call.ts):
- * `text` (warnings first, then tool, group and one line per argument, at most PROMPT_CHUNK
- * characters) goes with the buttons; `before` holds the complete escaped arguments when
- * they say more than the lines and fit, so that the prompt takes at most PROMPT_MESSAGES messages.
- */
-export function renderPrompt(tool: string, group: string, raw: unknown, minutes: number | null): { before: string[]; text: string; hash: string | null } {
-  const d = (raw && typeof raw === 'object' ? raw : {}) as Record<string, unknown>;
-  const list = (v: unknown): string[] => (Array.isArray(v) ? v.map((x) => String(x)) : []);
-  const warnings = list(d.warnings);
-  // What the call refers to on the host (its plugin says) goes with the arguments, after them.
-  const state = list(d.state);
-  const summary = [...list(d.summary), ...(state.length > 0 ? ['What it refers to:', ...state.map((l) => `↳ ${l}`)] : [])];
-  const full = typeof d.full === 'string' ? d.full : '';
-  const hash = typeof d.hash === 'string' && /^[0-9a-f]{64}$/.test(d.hash) ? d.hash : null;
-  const described = typeof d.full === 'string';
-  const expiry = minutes ? `\n(expires in ${minutes} min)` : '';
-
-  let head = '';
-  for (const [i, w] of warnings.entries()) {
-    const line = `⚠️ ${truncate(w, 400)}\n`;
-    if (head.length + line.length > WARNINGS_BUDGET) {
-      head += `⚠️ …and ${warnings.length - i} more warnings (on the console's Approvals page)\n`;
-      break;
-    }
-    head += line;
-  }
-  if (head) head += '\n';
-  const title = `Approve ${tool} for group "${group}"?`;
-
-  // The complete arguments: before the buttons when they add something and fit.
-  const fullParts = chunks(full, PROMPT_CHUNK - 100);
-  const fullFits = described && full.length > 0 && fullParts.length <= PROMPT_MESSAGES - 1;
-  const needsFull = !described || d.summary_cut === true;
-  const before = needsFull && fullFits ? fullParts.map((part, i) => `The complete arguments of the ${tool} request below (part ${i + 1}/${fullParts.length}):\n${part}`) : [];
-  const pointer = !needsFull ? '' : before.length > 0 ? `\n(the complete arguments are in the message${before.length > 1 ? 's' : ''} above)` : `\n(the complete arguments${full ? ` (${full.length.toLocaleString('en-US')} characters)` : ''} are on the console's Approvals page)`;
-
-  const budget = PROMPT_CHUNK - head.length - title.length - pointer.length - expiry.length - 80;
-  let lines = '';
-  for (const [i, line] of summary.entries()) {
-    const shown = `\n${truncate(line, 700)}`;
-    if (lines.length + shown.length > budget) {
-      lines += `\n…and ${summary.length - i} more arguments (on the console's Approvals page)`;
-      break;
-    }
-    lines += shown;
-  }
-  const text = `${head}${title}${lines}${pointer}${expiry}`;
-  return { before, text: truncate(text, PROMPT_CHUNK), hash };
-}
-
-/** `text` in pieces of at most `size` characters (never splitting a surrogate pair). */
-function chunks(text: string, size: number): string[] {
-  const out: string[] = [];
-  const chars = Array.from(text);
-  for (let i = 0; i < chars.length; i += size) out.push(chars.slice(i, i + size).join(''));
-  return out.length ? out : [''];
-}
-
-function describe(err: unknown): string {
-  if (err instanceof BotApiError || err instanceof BotApiUnreachable || err instanceof BotApiAborted || err instanceof RateLimited) return err.message;
-  return err instanceof Error ? err.name : 'unknown error';
-}
-
-function initFailure(err: unknown): Error {
-  if (err instanceof BotApiUnreachable) return new InitError('NETWORK_ERROR', err.message);
-  if (err instanceof BotApiError) {
-    if (err.errorCode === 401 || err.errorCode === 403) return new InitError('AUTH_ERROR', `Telegram rejected the bot token (${err.errorCode} ${err.description})`);
-    if (err.errorCode === 404) return new InitError('CONFIG_ERROR', 'the Bot API answered 404 to getMe: check api_base_url and the token format');
-    if (err.errorCode === 429 || err.errorCode >= 500) return new InitError('NETWORK_ERROR', err.message);
-    return new InitError('INTERNAL_ERROR', err.message);
-  }
-  return err instanceof Error ? err : new Error(String(err));
-}
-
-/** What the agent sees when a send fails: actionable, and never a URL. */
-function toolError(err: unknown, sent: number, total: number): unknown {
-  const partial = sent > 0 ? ` (${sent} of ${total} parts were already sent; send only the rest)` : '';
-  // The Bot API may have delivered it without our hearing back: a retry could say it twice.
-  if ((err instanceof BotApiUnreachable || err instanceof BotApiAborted) && err.maybeDone) {
-    const why = err instanceof BotApiAborted ? 'the Telegram plugin stopped while waiting for' : 'Telegram did not send';
-    return new ToolError({ code: 'RESULT_UNKNOWN', message: `${why} its confirmation: part ${sent + 1} of ${total} may or may not have reached the chat${partial}. Do not send it again unless the person asks`, retriable: false });
-  }
-  if (err instanceof RateLimited) return new ToolError({ message: `Telegram rate limit reached: try again in ${err.retryAfter} s${partial}`, retriable: true });
-  if (err instanceof BotApiUnreachable) return new ToolError({ message: `Telegram is unreachable right now${partial}`, retriable: true });
-  if (err instanceof BotApiAborted) return new ToolError({ message: `the Telegram plugin is stopping${partial}`, retriable: true });
-  if (err instanceof BotApiError) {
-    const retriable = err.errorCode >= 500;
-    return new ToolError({ message: `Telegram refused the message: ${err.description}${partial}`, retriable });
-  }
-  return err;
-}
