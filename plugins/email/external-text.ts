@@ -25,10 +25,16 @@ export function externalBounded(text: string, max: number): { text: string; cut:
 }
 
 /** The body as the agent gets it: what a reader sees, escaped, and what was left out said. */
-export function agentBody(view: Pick<MailView, 'body' | 'hiddenChars' | 'truncated'>, max: number): { body: string; truncated: boolean } {
+export function agentBody(view: Pick<MailView, 'body' | 'hiddenChars' | 'styleGaps' | 'truncated'>, max: number): { body: string; truncated: boolean } {
   const { text, cut } = externalBounded(view.body, max);
-  const note = view.hiddenChars > 0 ? `\n\n[Carapace: ${view.hiddenChars.toLocaleString('en-US')} characters of this mail's HTML were hidden from a reader (invisible by their style or markup) and were left out.]` : '';
-  return { body: `${text}${note}`, truncated: view.truncated || cut };
+  const hidden = view.hiddenChars > 0 ? `\n\n[Carapace: ${view.hiddenChars.toLocaleString('en-US')} characters of this mail's HTML were hidden from a reader (invisible by their style or markup) and were left out.]` : '';
+  return { body: `${text}${hidden}${styleGapNote(view.styleGaps)}`, truncated: view.truncated || cut };
+}
+
+/** The agent's note when the mail's style sheets were not evaluated in full (the phrases are Carapace's own). */
+export function styleGapNote(gaps: readonly string[]): string {
+  if (gaps.length === 0) return '';
+  return `\n\n[Carapace: this mail's style sheets were not evaluated in full (${gaps.join('; ')}): text they hide may appear above as if a reader saw it.]`;
 }
 
 /** What the agent is told of a mail: every field a stranger wrote, escaped. */
@@ -42,6 +48,7 @@ export function agentFields(view: MailView, max: number): {
   body: string;
   truncated: boolean;
   hidden_chars: number;
+  styles_not_evaluated: string[];
   attachments: Array<{ filename: string; size: number; content_type: string }>;
 } {
   const { body, truncated } = agentBody(view, max);
@@ -55,6 +62,7 @@ export function agentFields(view: MailView, max: number): {
     body,
     truncated,
     hidden_chars: view.hiddenChars,
+    styles_not_evaluated: view.styleGaps,
     attachments: view.attachments.map(externalAttachment),
   };
 }

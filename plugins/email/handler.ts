@@ -101,7 +101,7 @@ export default class EmailChannel implements PluginHandler {
   private noteReceived({ group, folder, uid, view }: Seen, started: boolean): void {
     try {
       // As the agent got them: escaped (the page shows the same text).
-      this.recent.received(group, { folder, uid, from: external(view.from ?? ''), subject: external(view.subject), date: view.date, started, read: !started, hidden_chars: view.hiddenChars });
+      this.recent.received(group, { folder, uid, from: external(view.from ?? ''), subject: external(view.subject), date: view.date, started, read: !started, hidden_chars: view.hiddenChars, ...(view.styleGaps.length > 0 ? { styles_not_evaluated: view.styleGaps } : {}) });
     } catch (err) {
       log.warn({ err: (err as Error).message }, 'could not note the mail for the console\'s page');
     }

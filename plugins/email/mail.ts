@@ -25,6 +25,8 @@ export interface MailView {
   body: string;
   /** Characters of HTML text a reader would not see, left out of `body`. */
   hiddenChars: number;
+  /** What of the HTML's style sheets was not evaluated (visible-html.ts): text it hides may be in `body`. */
+  styleGaps: string[];
   truncated: boolean;
   attachments: Array<{ filename: string; size: number; content_type: string }>;
   headerLines: ReadonlyArray<{ key: string; line: string }>;
@@ -110,6 +112,7 @@ export async function parseMail(source: Buffer, maxBodyChars: number, cut = fals
     references: capped(references).map((r) => truncate(r, MAX_ID_CHARS)),
     body: truncate(text, maxBodyChars),
     hiddenChars: visible?.hiddenChars ?? 0,
+    styleGaps: visible?.styleGaps ?? [],
     truncated: cut || text.length > maxBodyChars || unconverted,
     attachments: capped(parsed.attachments).map((a) => ({ filename: truncate(a.filename ?? '(unnamed)', 200), size: a.size, content_type: a.contentType })),
     headerLines: parsed.headerLines,

@@ -21,6 +21,8 @@ export interface ReceivedMail {
   read: boolean;
   /** Characters of its HTML a reader would not see, left out of what the agent got. */
   hidden_chars?: number;
+  /** What of its style sheets was not evaluated (text they hide may have reached the agent). */
+  styles_not_evaluated?: string[];
 }
 
 export interface SentMail {

@@ -162,6 +162,7 @@ export async function readEmail(ctx: ToolContext, args: JsonObject): Promise<unk
         body: shown.body,
         truncated: shown.truncated,
         hidden_chars: shown.hidden_chars,
+        styles_not_evaluated: shown.styles_not_evaluated,
         attachments: shown.attachments,
       };
     } finally {

@@ -290,6 +290,7 @@ export function inboundPayload(view: MailView, folder: string, uid: number, maxB
       uid,
       truncated: shown.truncated,
       hidden_chars: shown.hidden_chars,
+      styles_not_evaluated: shown.styles_not_evaluated,
       attachments: shown.attachments,
     },
   };

@@ -2,7 +2,8 @@
 // per group, the latest mails that reached its agent and the latest it sent. Read only.
 // Every field is a text child of the template (htm escapes it): a subject is whatever a
 // sender wrote, and must never become markup here. Subjects and senders come as the agent
-// got them (invisible characters as ⟦U+…⟧ escapes), with how much hidden HTML text was left out.
+// got them (invisible characters as ⟦U+…⟧ escapes), with how much hidden HTML text was left out
+// and whether the mail's style sheets were too large to evaluate in full.
 import { html, render, useEffect, useState } from '/assets/vendor/preact-htm.js';
 import { get } from '/assets/api.js';
 
@@ -19,7 +20,7 @@ function Received({ mails }) {
       <td class="subject">${m.subject || '(no subject)'}</td>
       <td>${m.folder}</td>
       <td class="started">${m.started ? 'yes' : 'no'}${m.read ? html` <span class="muted">(read by the agent)</span>` : ''}</td>
-      <td class="hidden-text">${m.hidden_chars ? `${m.hidden_chars.toLocaleString()} characters a reader would not see, left out` : ''}</td>
+      <td class="hidden-text">${m.hidden_chars ? `${m.hidden_chars.toLocaleString()} characters a reader would not see, left out` : ''}${m.styles_not_evaluated && m.styles_not_evaluated.length ? html`<div class="warn styles-not-evaluated">Style sheets not evaluated in full (${m.styles_not_evaluated.join('; ')}): text they hide may have reached the agent.</div>` : ''}</td>
     </tr>`)}</tbody></table></div>`;
 }
 
