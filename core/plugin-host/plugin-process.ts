@@ -56,6 +56,7 @@ export interface PluginProcessEvents {
 }
 
 export interface PluginProcessOptions {
+  /** Replaced only by useConfig. */
   start: Omit<StartMessage, 't'>;
   /** The plugin's own uid and gid (the host runs as root), or null: the host's own. */
   ids: { uid: number; gid: number } | null;
@@ -93,7 +94,15 @@ export class PluginProcess {
   private pingedBefore = -1;
   private stopped: ((outcome: StopOutcome) => void) | null = null;
 
+  /** Its bus subscriptions ("<plugin> <prefix>"), ended with it when it starts again on new settings. */
+  subscriptions: string[] = [];
+
   constructor(private readonly options: PluginProcessOptions) {}
+
+  /** Settings for its next start (after a crash): the plugin applied the change itself meanwhile. */
+  useConfig(config: StartMessage['config']): void {
+    this.options.start = { ...this.options.start, config };
+  }
 
   get name(): string {
     return this.options.start.plugin;

@@ -26,9 +26,10 @@ import { RecentRequests } from './pipeline/recent-requests.js';
 import { answerCarriesUntrustedInput } from './pipeline/untrusted-input.js';
 import { ToolCatalog, type PluginState } from './plugins/catalog.js';
 import { discoverPlugins, type ToolEntry } from './plugins/discovery.js';
-import { SOCKETS, type HostToCore, type PublishedEvent } from './plugins/host-protocol.js';
+import { HOST_LINK_VERSION, SOCKETS, type PublishedEvent } from './plugins/host-protocol.js';
 import { answerService, type ServiceDeps } from './plugins/services.js';
 import { PluginHostLink } from './plugins/host-link.js';
+import { HostSession } from './plugins/host-session.js';
 import { PluginPowers } from './plugins/plugin-powers.js';
 import { eventEnvelope, PROTOCOL_VERSION, type EventEnvelope, type JsonObject } from './protocol/envelope.js';
 import { createSanitizer, type Sanitizer } from './response/sanitize.js';
@@ -91,6 +92,7 @@ export class Core extends EventEmitter<CoreEvents> {
   private readonly sockets = new Map<string, SessionSocket>();
   private readonly seenKeys: SeenKeys;
   private readonly hostLink = new PluginHostLink();
+  private readonly host: HostSession;
   private readonly bus = new EventBus();
   private readonly authorizer: GroupAuthorizer;
   private readonly powers: PluginPowers;
@@ -113,7 +115,20 @@ export class Core extends EventEmitter<CoreEvents> {
     this.audit.on('down', (reason) => this.tellAuditState(`The audit log cannot be written (${reason}): tool calls are refused until it can. Free space on the log volume; it recovers by itself.`));
     this.audit.on('up', (lost) => this.tellAuditState(`The audit log is writable again (${lost} entries could not be written during the outage).`));
     this.catalog = new ToolCatalog(intrinsicTools, discovery.plugins, discovery.rejected);
-    for (const bad of discovery.rejected) this.auditPluginFailure(bad.name, 'CONFIG_ERROR', bad.reason);
+    this.host = new HostSession({
+      hostLink: this.hostLink,
+      catalog: this.catalog,
+      audit: this.audit,
+      config,
+      addSecrets: (secrets) => {
+        for (const secret of secrets) this.secrets.add(secret);
+        this.current = createSanitizer(this.secrets);
+      },
+      scrub: (text) => this.current.scrub(text),
+      publish: (topic, group, payload) => void this.publish(topic, group, payload),
+      settled: () => this.emit('plugins-settled'),
+    });
+    for (const bad of discovery.rejected) this.host.auditFailure(bad.name, 'CONFIG_ERROR', bad.reason);
     this.authorizer = new GroupAuthorizer(config);
     this.powers = new PluginPowers(this.catalog, config, this.authorizer);
     this.limiter = new RateLimiter(config.rate_limit, config.tool_rate_limits);
@@ -177,9 +192,6 @@ export class Core extends EventEmitter<CoreEvents> {
   static async start(options: CoreOptions): Promise<Core> {
     const core = new Core(options);
     mkdirSync(join(options.runDir, SOCKETS.sessions), { recursive: true, mode: 0o755 });
-    core.hostLink.on('hello', (m) => core.onHostHello(m));
-    core.hostLink.on('init', (m) => core.onPluginInit(m));
-    core.hostLink.on('pluginDown', (m) => core.onPluginDown(m));
     const services: ServiceDeps = {
       hostLink: core.hostLink,
       catalog: core.catalog,
@@ -193,8 +205,7 @@ export class Core extends EventEmitter<CoreEvents> {
       publish: (topic, group, payload, source) => void core.publish(topic, group, payload, source, source),
     };
     core.hostLink.on('service', (m, reply) => reply(answerService(m, services)));
-    core.hostLink.on('down', () => core.onHostDown());
-    core.hostLink.on('refused', (m) => core.audit.record({ group: null, session: null, source: 'plugin-host', topic: null, correlation: null, stage: 'plugin', outcome: 'rejected', code: 'UNSUPPORTED_VERSION', reason: `a plugin host (pid ${String(m.pid).slice(0, 16)}) speaking protocol version ${JSON.stringify(m.version ?? null).slice(0, 16)} was refused (this core speaks ${PROTOCOL_VERSION})` }));
+    core.hostLink.on('refused', (m) => core.audit.record({ group: null, session: null, source: 'plugin-host', topic: null, correlation: null, stage: 'plugin', outcome: 'rejected', code: 'UNSUPPORTED_VERSION', reason: `a plugin host (pid ${String(m.pid).slice(0, 16)}) speaking protocol version ${JSON.stringify(m.version ?? null).slice(0, 16)} was refused (this core speaks ${HOST_LINK_VERSION})` }));
     // Whether a handler aborted at its deadline stopped, and how: the caller was answered RESULT_UNKNOWN meanwhile.
     core.hostLink.on('late', (l) => core.audit.record({ group: l.group, session: l.session, source: l.plugin, topic: l.topic, correlation: l.correlation, stage: 'handler', outcome: l.outcome === 'stopped' ? 'ok' : 'error', reason: l.outcome === 'stopped' ? 'after its deadline the handler stopped before acting' : `after its deadline the handler ran on and ended with ${l.outcome}` }));
     await core.hostLink.open(`ipc://${join(options.runDir, SOCKETS.pluginHost)}`);
@@ -389,54 +400,9 @@ export class Core extends EventEmitter<CoreEvents> {
 
   // ---- plugin host -----------------------------------------------------------------
 
-  private onHostHello(message: Extract<HostToCore, { t: 'hello' }>): void {
-    for (const secret of message.secrets) this.secrets.add(secret);
-    this.current = createSanitizer(this.secrets);
-    for (const name of this.catalog.pluginNames()) if (this.catalog.state(name) !== 'failed') this.catalog.setState(name, 'starting');
-    this.audit.record({ group: null, session: null, source: 'plugin-host', topic: null, correlation: null, stage: 'plugin', outcome: 'ok', reason: `plugin host connected (pid ${message.pid})` });
-  }
-
-  private onPluginInit(message: Extract<HostToCore, { t: 'init' }>): void {
-    if (this.catalog.state(message.plugin) === undefined) return;
-    if (message.ok) {
-      this.catalog.setState(message.plugin, 'healthy');
-      this.audit.record({ group: null, session: null, source: message.plugin, topic: null, correlation: null, stage: 'plugin', outcome: 'ok', reason: 'initialized' });
-      this.publish('plugin.ready', null, { plugin: message.plugin });
-    } else {
-      this.catalog.setState(message.plugin, 'failed', message.category, this.current.scrub(message.detail));
-      this.auditPluginFailure(message.plugin, message.category, message.detail);
-    }
-    if (this.pluginsSettled()) this.emit('plugins-settled');
-  }
-
-  /** A plugin's process ended: its tools are unavailable until it is back (or for good). */
-  private onPluginDown(message: Extract<HostToCore, { t: 'plugin_down' }>): void {
-    if (this.catalog.state(message.plugin) === undefined) return;
-    if (message.restarting) {
-      this.catalog.setState(message.plugin, 'starting', undefined, `its process ended (${this.current.scrub(message.detail)}); starting it again`);
-      this.audit.record({ group: null, session: null, source: message.plugin, topic: null, correlation: null, stage: 'plugin', outcome: 'error', reason: `the process of plugin "${message.plugin}" ended (${message.detail}); its tools are unavailable until it is started again`, detail: message.detail });
-    } else {
-      this.catalog.setState(message.plugin, 'failed', 'INTERNAL_ERROR', this.current.scrub(message.detail));
-      this.auditPluginFailure(message.plugin, 'INTERNAL_ERROR', message.detail);
-    }
-  }
-
   /** No plugin is waiting for its init answer (see the `plugins-settled` event). */
   pluginsSettled(): boolean {
-    return !this.catalog.pluginNames().some((name) => this.catalog.state(name) === 'starting');
-  }
-
-  private auditPluginFailure(plugin: string, category: string, detail: string): void {
-    if (category === 'NOT_CONFIGURED') {
-      this.audit.record({ group: null, session: null, source: plugin, topic: null, correlation: null, stage: 'plugin', outcome: 'ok', code: category, reason: `plugin "${plugin}" is not configured: off`, detail });
-      return;
-    }
-    this.audit.record({ group: null, session: null, source: plugin, topic: null, correlation: null, stage: 'plugin', outcome: 'error', severity: 'CRITICAL', code: category, reason: `plugin "${plugin}" failed to initialize (${category})`, detail });
-  }
-
-  private onHostDown(): void {
-    for (const name of this.catalog.pluginNames()) if (this.catalog.state(name) === 'healthy') this.catalog.setState(name, 'starting');
-    this.audit.record({ group: null, session: null, source: 'plugin-host', topic: null, correlation: null, stage: 'plugin', outcome: 'error', reason: 'plugin host disconnected; its tools are unavailable until it returns' });
+    return this.host.settled();
   }
 
   /**

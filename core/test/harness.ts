@@ -94,7 +94,6 @@ export class Stack {
         CARAPACE_RUN_DIR: this.runDir,
         CARAPACE_PLUGINS_DIR: this.pluginsDir,
         CARAPACE_HANDLERS_DIR: `${FIXTURE_HANDLERS}:${join(ROOT, 'dist/plugins')}`,
-        CARAPACE_CONFIG: this.configFile,
         CARAPACE_DATA_DIR: join(this.dir, 'data'),
         FAULTY_TOKEN,
         CARAPACE_PLUGIN_FIRST_UID: String(this.firstUid),
