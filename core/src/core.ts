@@ -12,6 +12,10 @@ import { EventBus } from './bus/event-bus.js';
 import { SeenKeys } from './bus/seen-keys.js';
 import { Metrics } from './metrics/metrics.js';
 import type { CoreConfig } from './config.js';
+import type { ConfigProblem } from './config-errors.js';
+import { applyLive, type LiveTargets } from './config-watch/apply-config.js';
+import type { ConfigDiff } from './config-watch/config-diff.js';
+import { ConfigReload } from './config-watch/config-reload.js';
 import { stateFrom, stateHash, type CallState } from './confirm/call-state.js';
 import { describeCall } from './confirm/describe-call.js';
 import { Confirmations, hashMatches } from './confirm/confirmations.js';
@@ -68,6 +72,8 @@ export interface CoreOptions {
   configFile?: string;
   /** Where the names of accepted events persist, so a restarted core still refuses their repeats (in memory without it). */
   eventKeysFile?: string;
+  /** Take changes to `configFile` while running (config-watch/; default true when there is a file). */
+  watchConfig?: boolean;
 }
 
 export interface CoreEvents {
@@ -101,6 +107,9 @@ export class Core extends EventEmitter<CoreEvents> {
   private secrets: Set<string>;
   private current: Sanitizer;
   private stopping: Promise<void> | null = null;
+  private reload: ConfigReload | null = null;
+  /** What a changed carapace.json updates besides the configuration object. */
+  private readonly live: LiveTargets;
 
   private constructor(private readonly options: CoreOptions) {
     super();
@@ -132,6 +141,7 @@ export class Core extends EventEmitter<CoreEvents> {
     this.authorizer = new GroupAuthorizer(config);
     this.powers = new PluginPowers(this.catalog, config, this.authorizer);
     this.limiter = new RateLimiter(config.rate_limit, config.tool_rate_limits);
+    this.live = { limiter: this.limiter, allowHiddenCharacters: new Set(config.confirmations.allow_hidden_characters), allowAfterExternal: new Set(config.confirmations.allow_after_external_content) };
     this.confirmations = new Confirmations(config.confirmation_timeout_ms, config.confirmations.max_pending_per_group);
     this.confirmations.on('requested', (p) =>
       this.publish('confirmation.requested', p.group, { id: p.id, tool: p.tool, arguments: p.arguments, expires_at: p.expires_at, description: { ...p.description } }),
@@ -151,7 +161,8 @@ export class Core extends EventEmitter<CoreEvents> {
       (problem) => this.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'event', outcome: 'error', reason: `event keys file unreadable (${problem.error}); moved to ${problem.movedTo}: an event the plugin host sends again after this restart may be handled twice` }),
       (err) => this.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'event', outcome: 'error', reason: `an accepted event's key could not be written (${err.message}): after a restart a repeat of it would be handled again` }),
     );
-    this.pairing = new Pairing({ config, configFile: options.configFile ?? null, audit: this.audit, publish: (topic, group, payload) => this.publish(topic, group, payload) });
+    // The channel maps the paired chat itself: the host only takes its new section for a later start.
+    this.pairing = new Pairing({ config, configFile: options.configFile ?? null, audit: this.audit, publish: (topic, group, payload) => this.publish(topic, group, payload), sectionChanged: (plugin) => this.host.reconfigure([], [plugin]) });
     this.metrics = new Metrics({ catalog: this.catalog, audit: () => this.audit.health(), pendingConfirmations: () => this.confirmations.list().length });
     this.deps = {
       metrics: this.metrics,
@@ -165,8 +176,8 @@ export class Core extends EventEmitter<CoreEvents> {
       standing: this.standing,
       describeState: (tool, session, args) => this.describeState(tool, session.group, args, session.id),
       calls: new WaitingCalls(config.handler_timeout_ms + config.handler_abort_grace_ms, config.confirmations.keepalive_ms),
-      allowHiddenCharacters: new Set(config.confirmations.allow_hidden_characters),
-      allowAfterExternal: new Set(config.confirmations.allow_after_external_content),
+      allowHiddenCharacters: this.live.allowHiddenCharacters,
+      allowAfterExternal: this.live.allowAfterExternal,
       pluginConfig: (plugin) => (Object.hasOwn(config.plugins, plugin) ? config.plugins[plugin] : undefined),
       succeeded: (session, tool, args, result) => {
         // What the tool answered is external content: it is in the agent's context now.
@@ -209,6 +220,10 @@ export class Core extends EventEmitter<CoreEvents> {
     // Whether a handler aborted at its deadline stopped, and how: the caller was answered RESULT_UNKNOWN meanwhile.
     core.hostLink.on('late', (l) => core.audit.record({ group: l.group, session: l.session, source: l.plugin, topic: l.topic, correlation: l.correlation, stage: 'handler', outcome: l.outcome === 'stopped' ? 'ok' : 'error', reason: l.outcome === 'stopped' ? 'after its deadline the handler stopped before acting' : `after its deadline the handler ran on and ended with ${l.outcome}` }));
     await core.hostLink.open(`ipc://${join(options.runDir, SOCKETS.pluginHost)}`);
+    if (options.configFile && options.watchConfig !== false) {
+      core.reload = new ConfigReload(options.configFile, { config: options.config, audit: core.audit, apply: (next, diff) => core.applyConfig(next, diff) });
+      core.reload.start();
+    }
     await core.bus.open(`ipc://${join(options.runDir, SOCKETS.busOut)}`, `ipc://${join(options.runDir, SOCKETS.busIn)}`, (t, e) => core.onPublished(t, e));
     // Only the plugin host (root, or the core's own user) may connect; never a plugin's uid.
     for (const socket of [SOCKETS.pluginHost, SOCKETS.busOut, SOCKETS.busIn]) chmodSync(join(options.runDir, socket), 0o600);
@@ -329,7 +344,18 @@ export class Core extends EventEmitter<CoreEvents> {
     return this.hostLink.connected;
   }
 
-  /** The running configuration (pairing adds groups and chats to it in place). */
+  /** carapace.json changed and is valid: what takes effect live does, everywhere (config-watch/). */
+  private applyConfig(next: CoreConfig, diff: ConfigDiff): void {
+    applyLive(this.options.config, next, this.live);
+    this.host.reconfigure(diff.pluginsChanged.filter((name) => this.catalog.discovered(name) !== null));
+  }
+
+  /** Where carapace.json on disk is wrong (the last good one runs), and settings that wait for a restart. */
+  configStatus(): { problem: ConfigProblem | null; waiting_for_restart: string[] } {
+    return { problem: this.reload?.problem ?? null, waiting_for_restart: this.reload?.waitingForRestart ?? [] };
+  }
+
+  /** The running configuration (pairing adds groups and chats to it in place; a changed carapace.json replaces its live parts). */
   get config(): CoreConfig {
     return this.options.config;
   }
@@ -462,6 +488,7 @@ export class Core extends EventEmitter<CoreEvents> {
     await this.hostLink.close();
     await this.bus.close();
     this.seenKeys.close();
+    this.reload?.close();
     this.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'core', outcome: 'ok', reason: 'core stopped' });
     await this.audit.close();
   }

@@ -149,6 +149,7 @@ async function main(): Promise<void> {
       audit: () => core.audit.health(),
       folders: [{ name: 'logs', path: paths.logDir }, { name: 'data', path: paths.dataDir }, workspaces],
       sandbox,
+      config: () => core.configStatus(),
     });
   const server = await startAdminApi(
     core,

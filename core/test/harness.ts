@@ -9,6 +9,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseConfig } from '../src/config.js';
 import { Core } from '../src/core.js';
+import { canonicalJson } from '../src/plugins/plugin-settings.js';
 import type { AuditEntry } from '../src/audit/audit-log.js';
 import type { Session } from '../src/boundary/session-table.js';
 import type { PendingConfirmation } from '../src/confirm/confirmations.js';
@@ -85,6 +86,16 @@ export class Stack {
     stack.startHost();
     await stack.waitSettled();
     return stack;
+  }
+
+  /**
+   * Writes carapace.json and waits until the core has taken it (it watches the file): its
+   * groups and plugin sections are those written. The plugin host gets them from the core.
+   */
+  async writeConfig(raw: Record<string, unknown>, timeoutMs = 10_000): Promise<void> {
+    writeFileSync(this.configFile, JSON.stringify(raw, null, 2));
+    const want = canonicalJson({ groups: Object.keys((raw.groups as object | undefined) ?? {}).sort(), plugins: raw.plugins ?? {} });
+    await until(() => canonicalJson({ groups: Object.keys(this.core.config.groups).sort(), plugins: this.core.config.plugins }) === want, timeoutMs);
   }
 
   startHost(): void {

@@ -73,6 +73,8 @@ export class HostSession {
       log.info({ plugin: message.plugin, revision: message.revision }, 'an init for settings no longer in force: the host starts it again on the current ones');
       return;
     }
+    // Running already and moved to settings it took itself (a paired chat): nothing new to say.
+    if (message.ok && catalog.state(message.plugin) === 'healthy') return;
     if (message.ok) {
       catalog.setState(message.plugin, 'healthy');
       audit.record({ group: null, session: null, source: message.plugin, topic: null, correlation: null, stage: 'plugin', outcome: 'ok', reason: 'initialized' });

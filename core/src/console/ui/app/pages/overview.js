@@ -6,12 +6,14 @@ const STATE_CLASS = { healthy: 'ok', starting: 'warn', failed: 'bad' };
 const stateOf = (p) => (p.category === 'NOT_CONFIGURED' ? 'not configured' : p.state === 'starting' ? 'starting (or plugin host away)' : p.state);
 
 export function Overview() {
-  const { data, error, reload } = useData('/api/overview', (e) => e.type === 'agent' || (e.type === 'audit' && (e.stage === 'plugin' || e.stage === 'confirm' || e.code === 'MODEL_REFUSED')));
+  const { data, error, reload } = useData('/api/overview', (e) => e.type === 'agent' || (e.type === 'audit' && (e.stage === 'plugin' || e.stage === 'core' || e.stage === 'confirm' || e.code === 'MODEL_REFUSED')));
   if (!data) return html`<h1>Overview</h1>${error ? html`<div class="error">${error}</div>` : html`<p class="muted">Loading…</p>`}`;
   if (data.safe_mode) return html`<${SafeMode} problem=${data.safe_mode} reload=${reload} />`;
   const running = data.agents.filter((a) => a.state === 'working' || a.state === 'idle' || a.state === 'starting');
   return html`<h1>Overview</h1>
     ${error && html`<div class="error">${error}</div>`}
+    ${data.config?.problem && html`<div class="card" id="config-problem"><div class="big bad">carapace.json is broken</div>
+      <p><span class="mono">${data.config.problem.file}</span>, <strong>line ${data.config.problem.line}, column ${data.config.problem.column}</strong>: ${data.config.problem.message}. The configuration the core last took stays in force everywhere until it is fixed.</p></div>`}
     <div class="cards">
       <div class="card"><div class="muted">Core</div><div class="big ok">running</div><div class="muted">version ${data.version}, up ${Math.round(data.uptime_s / 60)} min</div></div>
       <div class="card"><div class="muted">Plugin host</div><div class="big ${data.plugin_host ? 'ok' : 'bad'}">${data.plugin_host ? 'linked' : 'away'}</div><div class="muted">${data.plugin_host ? 'runs the plugins' : 'its tools are unavailable: see docker compose logs plugins'}</div></div>
