@@ -247,7 +247,7 @@ export class PluginHost {
           const id = randomUUID();
           const body = Buffer.from(JSON.stringify({ plugin: name, group: message.group, payload: message.payload, key: message.key, version: PROTOCOL_VERSION, id } satisfies PublishedEvent));
           if (body.length > MAX_EVENT_BYTES) return answer(`the event is ${body.length} bytes; at most ${MAX_EVENT_BYTES} are published`);
-          this.bus.publish(name, id, [Buffer.from(message.topic), body], answer);
+          this.bus.publish(name, id, [Buffer.from(message.topic), body], (held) => answer(undefined, held));
         },
       },
     });
@@ -327,7 +327,7 @@ export class PluginHost {
           else if (message.t === 'shutdown') void this.busDrained().then(() => this.stop(message.drain_ms, message.shutdown_ms));
           else if (message.t === 'register') this.register();
           else if (message.t === 'configuration') this.applying = this.applying.then(() => this.configure(message)).catch((err: unknown) => log.error({ err }, 'could not apply the core\'s configuration'));
-          else if (message.t === 'received') this.bus.received(message.id);
+          else if (message.t === 'received') this.bus.received(message.id, typeof message.held === 'string' ? message.held.slice(0, 500) : undefined);
           else if (message.t === 'cancel') this.requestOwner.get(message.rid)?.cancel(message.rid);
           else if (message.t === 'refused') log.fatal({ code: message.code, speaks: message.speaks }, `the core refused this plugin host: ${message.message}`);
         }

@@ -52,7 +52,7 @@ export interface PluginProcessEvents {
   /** A service call; `rid` is kept only when it names a request or describe_call this process holds. */
   service(message: Extract<RunnerToSupervisor, { t: 'service' }>): void;
   /** `answer` reaches the process that published (not one started after it, whose ids start again). */
-  publish(message: Extract<RunnerToSupervisor, { t: 'publish' }>, answer: (refused?: string) => void): void;
+  publish(message: Extract<RunnerToSupervisor, { t: 'publish' }>, answer: (refused?: string, held?: string) => void): void;
 }
 
 export interface PluginProcessOptions {
@@ -269,8 +269,8 @@ export class PluginProcess {
       }
       case 'publish': {
         const link = this.link;
-        this.options.events.publish(message, (refused) => {
-          if (this.link === link) link?.send({ t: 'published', id: message.id, ...(refused === undefined ? {} : { refused }) });
+        this.options.events.publish(message, (refused, held) => {
+          if (this.link === link) link?.send({ t: 'published', id: message.id, ...(refused === undefined ? {} : { refused }), ...(held === undefined ? {} : { held }) });
         });
         return false;
       }

@@ -4,12 +4,14 @@ import { EventEmitter } from 'node:events';
 import { chmodSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { replyOf, type ReplyTarget } from './agents/replies.js';
-import { AuditLog, type AuditOutcome } from './audit/audit-log.js';
+import { AuditLog } from './audit/audit-log.js';
 import { quarantineNotice, SessionGuard, type Abuse } from './boundary/session-guard.js';
 import { SessionSocket } from './boundary/session-socket.js';
 import { GROUP_NAME_PATTERN, SessionTable, type Session } from './boundary/session-table.js';
 import { EventBus } from './bus/event-bus.js';
 import { SeenKeys } from './bus/seen-keys.js';
+import { EventIntake, MAX_EVENT_ID } from './bus/event-intake.js';
+import { HeldEvents } from './bus/held-events.js';
 import { Metrics } from './metrics/metrics.js';
 import type { CoreConfig } from './config.js';
 import type { ConfigProblem } from './config-errors.js';
@@ -28,26 +30,22 @@ import type { AttachDeps } from './files/attach-files.js';
 import { RateLimiter } from './pipeline/rate-limit.js';
 import { RecentRequests } from './pipeline/recent-requests.js';
 import { answerCarriesUntrustedInput } from './pipeline/untrusted-input.js';
-import { ToolCatalog, type PluginState } from './plugins/catalog.js';
+import { ToolCatalog } from './plugins/catalog.js';
 import { discoverPlugins, type ToolEntry } from './plugins/discovery.js';
 import { HOST_LINK_VERSION, SOCKETS, type PublishedEvent } from './plugins/host-protocol.js';
 import { answerService, type ServiceDeps } from './plugins/services.js';
 import { PluginHostLink } from './plugins/host-link.js';
 import { HostSession } from './plugins/host-session.js';
 import { PluginPowers } from './plugins/plugin-powers.js';
-import { eventEnvelope, PROTOCOL_VERSION, type EventEnvelope, type JsonObject } from './protocol/envelope.js';
+import { eventEnvelope, type EventEnvelope, type JsonObject } from './protocol/envelope.js';
 import { createSanitizer, type Sanitizer } from './response/sanitize.js';
 import { Pairing } from './pairing/pairing.js';
 import { APP_VERSION } from './version.js';
 
 export { APP_VERSION } from './version.js';
 
-/** Topics a plugin may publish (if its manifest gives it the power: plugin-powers.ts); everything else on the bus is the core's to say. */
-const PLUGIN_TOPICS = new Set(['message.inbound', 'task.created', 'task.triggered']);
 /** Event keys remembered to refuse repeats: far more than a plugin replays after a crash. */
 const MAX_EVENT_KEYS = 10_000;
-/** The plugin host names its events with UUIDs: a longer name is not echoed back. */
-const MAX_EVENT_ID = 64;
 
 /** A reply that reached a person (the `replied` event). */
 export interface Reply extends ReplyTarget {
@@ -72,6 +70,8 @@ export interface CoreOptions {
   configFile?: string;
   /** Where the names of accepted events persist, so a restarted core still refuses their repeats (in memory without it). */
   eventKeysFile?: string;
+  /** Where events the configuration does not allow yet are kept (in memory without it). */
+  heldEventsFile?: string;
   /** Take changes to `configFile` while running (config-watch/; default true when there is a file). */
   watchConfig?: boolean;
 }
@@ -108,6 +108,7 @@ export class Core extends EventEmitter<CoreEvents> {
   private current: Sanitizer;
   private stopping: Promise<void> | null = null;
   private reload: ConfigReload | null = null;
+  private readonly intake: EventIntake;
   /** What a changed carapace.json updates besides the configuration object. */
   private readonly live: LiveTargets;
 
@@ -162,7 +163,23 @@ export class Core extends EventEmitter<CoreEvents> {
       (err) => this.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'event', outcome: 'error', reason: `an accepted event's key could not be written (${err.message}): after a restart a repeat of it would be handled again` }),
     );
     // The channel maps the paired chat itself: the host only takes its new section for a later start.
-    this.pairing = new Pairing({ config, configFile: options.configFile ?? null, audit: this.audit, publish: (topic, group, payload) => this.publish(topic, group, payload), sectionChanged: (plugin) => this.host.reconfigure([], [plugin]) });
+    this.pairing = new Pairing({ config, configFile: options.configFile ?? null, audit: this.audit, publish: (topic, group, payload) => this.publish(topic, group, payload), sectionChanged: (plugin) => {
+        this.host.reconfigure([], [plugin]);
+        this.intake.retry();
+      },
+    });
+    this.intake = new EventIntake({
+      catalog: this.catalog,
+      powers: this.powers,
+      seenKeys: this.seenKeys,
+      held: new HeldEvents(options.heldEventsFile ?? null, (problem) => this.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'event', outcome: 'error', reason: `held events file unreadable (${problem.error}); moved to ${problem.movedTo}: messages kept for a configuration that allows them are lost` })),
+      audit: this.audit,
+      accept: (topic, group, payload, plugin) => {
+        const envelope = this.publish(topic, group, payload, plugin, plugin);
+        this.emit('event', envelope);
+        return envelope;
+      },
+    });
     this.metrics = new Metrics({ catalog: this.catalog, audit: () => this.audit.health(), pendingConfirmations: () => this.confirmations.list().length });
     this.deps = {
       metrics: this.metrics,
@@ -348,6 +365,7 @@ export class Core extends EventEmitter<CoreEvents> {
   private applyConfig(next: CoreConfig, diff: ConfigDiff): void {
     applyLive(this.options.config, next, this.live);
     this.host.reconfigure(diff.pluginsChanged.filter((name) => this.catalog.discovered(name) !== null));
+    this.intake.retry();
   }
 
   /** Where carapace.json on disk is wrong (the last good one runs), and settings that wait for a restart. */
@@ -381,47 +399,18 @@ export class Core extends EventEmitter<CoreEvents> {
   }
 
   /**
-   * An event is accepted or refused for good, at once, and the plugin host hears so
-   * (`received`): only then may its plugin save its progress. A stopping core takes none
-   * and confirms none: the host keeps them for the next run.
+   * An event is accepted, refused for good or held for a configuration that allows it, at
+   * once, and the plugin host hears so (`received`): only then may its plugin save its
+   * progress. A stopping core takes none and confirms none: the host keeps them for the next run.
    */
   private onPublished(topic: string, event: PublishedEvent): void {
     const state = this.catalog.state(event.plugin);
     if (this.stopping || state === 'draining' || state === 'stopped') {
-      this.auditEvent(topic, event, 'pending', 'not taken while the core stops: the plugin host keeps it for the next run');
+      this.intake.auditEvent(topic, event, 'pending', 'not taken while the core stops: the plugin host keeps it for the next run');
       return;
     }
-    this.take(topic, event, state);
-    if (typeof event.id === 'string' && event.id.length <= MAX_EVENT_ID) this.hostLink.received(event.id);
-  }
-
-  /** What a plugin's event came to; its fields as the plugin sent them, bounded. */
-  private auditEvent(topic: string, event: PublishedEvent, outcome: AuditOutcome, reason: string, code?: string): void {
-    this.audit.record({ group: typeof event.group === 'string' ? event.group.slice(0, 64) : null, session: null, source: String(event.plugin).slice(0, 64), topic: topic.slice(0, 128), correlation: null, stage: 'event', outcome, reason, ...(code ? { code } : {}) });
-  }
-
-  private take(topic: string, event: PublishedEvent, state: PluginState | undefined): void {
-    const drop = (reason: string, code?: string): void => this.auditEvent(topic, event, 'dropped', reason, code);
-    if (event.version !== PROTOCOL_VERSION) return drop(`envelope version ${JSON.stringify(event.version ?? null).slice(0, 16)} is not one this core speaks (${PROTOCOL_VERSION})`, 'UNSUPPORTED_VERSION');
-    if (!PLUGIN_TOPICS.has(topic)) return drop('plugins may not publish this topic');
-    // A starting plugin's events are taken too: the bus and the link are separate sockets, so
-    // a plugin's first event (a Telegram message waiting since the last run) can arrive before
-    // its init answer, and a plugin may publish from initialize(), which waits for the receipt.
-    if (state !== 'healthy' && state !== 'starting') return drop('publisher is not a running plugin');
-    if (typeof event.group !== 'string' || !GROUP_NAME_PATTERN.test(event.group)) return drop('invalid group');
-    const refusal = this.powers.mayPublish(event.plugin, topic, event.group);
-    if (refusal) return drop(refusal, 'UNAUTHORIZED');
-    if (typeof event.payload !== 'object' || event.payload === null || Array.isArray(event.payload)) return drop('payload must be an object');
-    // The plugin's own name for it, else the host's: a repeat either made is refused.
-    const name = typeof event.key === 'string' ? event.key.slice(0, 128) : typeof event.id === 'string' ? `#${event.id.slice(0, MAX_EVENT_ID)}` : null;
-    const seen = name === null ? null : `${event.plugin} ${name}`;
-    if (seen !== null && this.seenKeys.has(seen)) return drop(`a repeat of event ${name!.slice(0, 64)}, already accepted`);
-    const envelope = this.publish(topic, event.group, event.payload, event.plugin, event.plugin);
-    this.auditEvent(topic, event, 'routed', 'event accepted');
-    this.emit('event', envelope);
-    // After its handlers ran (an agent's message is recorded as unfinished by then): a core
-    // killed in between takes the event again rather than losing it.
-    if (seen !== null) this.seenKeys.add(seen);
+    const { held } = this.intake.take(topic, event);
+    if (typeof event.id === 'string' && event.id.length <= MAX_EVENT_ID) this.hostLink.received(event.id, held);
   }
 
   // ---- plugin host -----------------------------------------------------------------
@@ -488,6 +477,7 @@ export class Core extends EventEmitter<CoreEvents> {
     await this.hostLink.close();
     await this.bus.close();
     this.seenKeys.close();
+    this.intake.close();
     this.reload?.close();
     this.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'core', outcome: 'ok', reason: 'core stopped' });
     await this.audit.close();

@@ -82,6 +82,7 @@ export class Stack {
       auditFile: stack.auditFile,
       config: parseConfig(stack.rawConfig),
       configFile: stack.configFile,
+      heldEventsFile: join(stack.dir, 'data', 'held-events.sqlite'),
     });
     stack.startHost();
     await stack.waitSettled();

@@ -29,6 +29,8 @@ export interface PluginState {
   category: string | null;
   /** Why it failed or is starting again, when known. */
   detail?: string | null;
+  /** Its events the configuration does not allow, kept until it does (why). */
+  refusing?: string | null;
 }
 
 export interface DoctorDeps {
@@ -86,8 +88,14 @@ async function docker(deps: DoctorDeps): Promise<Check[]> {
 }
 
 function plugins(deps: DoctorDeps): Check[] {
-  return deps.plugins().map(({ name, state, category, detail }): Check => {
+  return pluginChecks(deps.plugins());
+}
+
+/** One check per plugin: running, not set up, starting, failed, or refusing messages for its configuration. */
+export function pluginChecks(states: PluginState[]): Check[] {
+  return states.map(({ name, state, category, detail, refusing }): Check => {
     const base = { id: `plugin-${name}`, title: `Plugin ${name}` };
+    if (refusing) return { ...base, status: 'fail', detail: `${refusing}.`, fix: `in volumes/config/carapace.json, map that group in plugins.${name} (chats or groups), or list "${name}" in the group's plugins; the core takes the edit within a second and handles the kept messages` };
     if (state === 'healthy') return { ...base, status: 'ok', detail: 'Running.' };
     if (category === 'NOT_CONFIGURED') return { ...base, status: 'warn', detail: 'Not set up, so off.', fix: name === 'telegram' ? `to use Telegram, put your bot's token in TELEGRAM_BOT_TOKEN; ${FIX_ENV}` : `add its settings to volumes/config/carapace.json (see carapace.example.json), then restart` };
     if (state === 'starting') return { ...base, status: 'warn', detail: detail ? `Starting again: ${detail}.` : 'Starting, or the plugin host is away.', fix: 'wait a minute; if it stays, see `docker compose logs plugins`' };

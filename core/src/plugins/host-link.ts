@@ -80,7 +80,7 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
   private readonly hooks = new Map<string, (r: Extract<HostToCore, { t: 'hook_result' }>) => void>();
   private loops: Promise<void>[] = [];
   /** `received` for events that came before any host's hello. */
-  private unsaid: string[] = [];
+  private unsaid: { id: string; held?: string }[] = [];
 
   async open(endpoint: string): Promise<void> {
     await this.router.bind(endpoint);
@@ -181,13 +181,13 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
    * Said once a host is linked if none is yet (the bus may bring a restarted core the
    * host's events before its hello); a host that died meanwhile does not need it.
    */
-  received(id: string): void {
+  received(id: string, held?: string): void {
     if (!this.host) {
-      this.unsaid.push(id);
+      this.unsaid.push({ id, held });
       if (this.unsaid.length > MAX_UNSAID_RECEIPTS) this.unsaid.shift();
       return;
     }
-    void this.send({ t: 'received', id }).catch(() => undefined);
+    void this.send({ t: 'received', id, ...(held === undefined ? {} : { held }) }).catch(() => undefined);
   }
 
   /** What the linked host is to run on (see the `configuration` message); false: no host is linked. */
@@ -242,7 +242,7 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
         this.asked.clear();
         this.initialized.clear();
         this.emit('hello', message);
-        for (const id of this.unsaid.splice(0)) this.received(id);
+        for (const { id, held } of this.unsaid.splice(0)) this.received(id, held);
         break;
       case 'secrets':
         if (Array.isArray(message.secrets)) this.emit('secrets', message);

@@ -74,8 +74,12 @@ export type CoreToHost =
    * a chat pairing added): then only its settings for a later start are replaced.
    */
   | { t: 'configuration'; configuration: HostConfiguration; applied_live?: string[] }
-  /** The event the host named `id` (PublishedEvent.id) is accepted or refused for good: its plugin may save its progress. */
-  | { t: 'received'; id: string };
+  /**
+   * The event the host named `id` (PublishedEvent.id) is the core's now: accepted, refused
+   * for good, or `held` (why: the configuration does not allow it yet; it is kept and
+   * handled once it does). Its plugin may save its progress.
+   */
+  | { t: 'received'; id: string; held?: string };
 
 /** Events travel on the PUB/SUB bus; the first frame is "<plugin> <topic>" so each
  *  plugin subscribes only to what the core addressed to it. */

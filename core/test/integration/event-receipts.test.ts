@@ -110,7 +110,8 @@ describe('receipts for plugin events', () => {
     expect(raw.receipts()).toEqual(['while starting', 'stranger', 'again']);
     expect(events().map((e) => [e.outcome, e.reason])).toEqual([
       ['routed', 'event accepted'],
-      ['dropped', expect.stringMatching(/group/)],
+      // Kept for a configuration that maps the group (refused-events.test.ts), and confirmed all the same.
+      ['pending', expect.stringMatching(/group/)],
       ['dropped', 'a repeat of event update 1, already accepted'],
     ]);
   });

@@ -60,10 +60,11 @@ describe('events follow the manifest', () => {
     expect(accepted.some((e) => e.topic === 'task.triggered')).toBe(false);
   });
 
-  it('a channel publishes only for the groups its own configuration maps', async () => {
+  it('a channel publishes only for the groups its own configuration maps (another is kept, unhandled, until the configuration allows it)', async () => {
     expect((await stack.ipc(family, 'tool.invoke.publish_inbound', { group: 'other' })).code).toBe(0);
-    const dropped = await audited((e) => e.source === 'services' && e.group === 'other' && e.outcome === 'dropped');
-    expect(dropped.reason).toMatch(/not one that plugin's configuration maps/);
+    const held = await audited((e) => e.source === 'services' && e.group === 'other' && e.stage === 'event' && e.outcome === 'pending');
+    expect(held).toMatchObject({ code: 'UNAUTHORIZED' });
+    expect(held.reason).toMatch(/not one that plugin's configuration maps/);
     expect(accepted.some((e) => e.group === 'other')).toBe(false);
   });
 });

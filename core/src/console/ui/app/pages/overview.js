@@ -28,7 +28,7 @@ export function Overview() {
     </div>
     <h2>Plugins</h2>
     <div class="scroll"><table><thead><tr><th>Plugin</th><th>State</th><th>Problem</th></tr></thead><tbody>
-      ${data.plugins.map((p) => html`<tr><td>${p.name}</td><td class=${p.category === 'NOT_CONFIGURED' ? 'muted' : STATE_CLASS[p.state] ?? ''}>${stateOf(p)}</td><td class="problem">${p.category === 'NOT_CONFIGURED' ? '' : p.category ?? ''}${p.detail && p.category !== 'NOT_CONFIGURED' ? html`<div class="muted">${p.detail}</div>` : ''}</td></tr>`)}
+      ${data.plugins.map((p) => html`<tr><td>${p.name}</td><td class=${p.refusing ? 'bad' : p.category === 'NOT_CONFIGURED' ? 'muted' : STATE_CLASS[p.state] ?? ''}>${p.refusing ? 'messages refused' : stateOf(p)}</td><td class="problem">${p.category === 'NOT_CONFIGURED' ? '' : p.category ?? ''}${p.refusing ? html`<div class="bad refusing">${p.refusing}</div>` : ''}${p.detail && p.category !== 'NOT_CONFIGURED' ? html`<div class="muted">${p.detail}</div>` : ''}</td></tr>`)}
     </tbody></table></div>
     <h2>Disk</h2>
     <div class="scroll"><table><thead><tr><th>Folder</th><th>Used</th><th>Free on its disk</th></tr></thead><tbody>
