@@ -20,7 +20,7 @@ done
 if [ -f /app/volumes/data/.held-events.json ] && [ ! -e /app/volumes/data/plugins/.held-events.json ]; then
   mv /app/volumes/data/.held-events.json /app/volumes/data/plugins/.held-events.json
 fi
-# The core writes carapace.json (first start, pairing); the plugin host has it read-only.
+# The core writes carapace.json (first start, pairing); the plugin host never sees it (the core hands it each plugin's section).
 if [ -w /app/volumes/config ]; then chown node:node /app/volumes/config; fi
 groups=node
 if [ -S /var/run/docker.sock ]; then

@@ -18,7 +18,8 @@ interface Unconfirmed {
   frames: Buffer[];
   /** When it was last sent (0: not yet). */
   sentAt: number;
-  confirmed: () => void;
+  /** `held`: the core keeps it for a configuration that allows it (why). */
+  confirmed: (held?: string) => void;
 }
 
 export class BusPublisher {
@@ -42,7 +43,7 @@ export class BusPublisher {
   }
 
   /** `frames` carry `id` in their body (PublishedEvent.id); `confirmed` runs once the core has the event. */
-  publish(plugin: string, id: string, frames: Buffer[], confirmed: () => void = () => undefined): void {
+  publish(plugin: string, id: string, frames: Buffer[], confirmed: (held?: string) => void = () => undefined): void {
     const events = this.unconfirmed.get(plugin) ?? new Map<string, Unconfirmed>();
     this.unconfirmed.set(plugin, events);
     const event: Unconfirmed = { frames, sentAt: 0, confirmed };
@@ -56,13 +57,13 @@ export class BusPublisher {
     if (this.subscribed) this.send(event);
   }
 
-  /** The core's `received`: the event is its now. */
-  received(id: string): void {
+  /** The core's `received`: the event is its now (`held`: kept until the configuration allows it). */
+  received(id: string, held?: string): void {
     for (const events of this.unconfirmed.values()) {
       const event = events.get(id);
       if (!event) continue;
       events.delete(id);
-      event.confirmed();
+      event.confirmed(held);
       return;
     }
   }

@@ -33,8 +33,8 @@ export type SupervisorToRunner =
   | { t: 'event'; envelope: EventEnvelope }
   | { t: 'service_result'; sid: string; ok: boolean; value?: unknown; message?: string; code?: string }
   | { t: 'ping'; n: number }
-  /** The core has the event this id published (bus-publisher.ts): the plugin may save its progress. `refused`: it was not published, and why. */
-  | { t: 'published'; id: number; refused?: string }
+  /** The core has the event this id published (bus-publisher.ts): the plugin may save its progress. `refused`: it was not published, and why; `held`: the core keeps it, unhandled, until the configuration allows it (why). */
+  | { t: 'published'; id: number; refused?: string; held?: string }
   | { t: 'shutdown'; shutdown_ms: number };
 
 export type StopOutcome = { outcome: 'clean' | 'timeout' | 'error'; detail?: string };

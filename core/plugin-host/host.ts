@@ -2,36 +2,35 @@
 // that crashes, hangs or is hostile reaches neither the core nor another plugin. It holds
 // the one link to the core (the private plugin socket and the event bus) and says which
 // plugin each message is from; the core has already validated everything it sends.
+// It never reads carapace.json: the core hands it each plugin's settings (`configuration`,
+// the answer to its hello and again whenever the file changes) and it starts again only
+// the plugins whose settings changed.
 import { randomUUID } from 'node:crypto';
-import { chownSync, mkdirSync, realpathSync, statSync } from 'node:fs';
-import type { Server } from 'node:http';
-import { dirname, join } from 'node:path';
+import { mkdirSync, realpathSync } from 'node:fs';
+import { join } from 'node:path';
 import * as zmq from 'zeromq';
 import pino from 'pino';
 import { FrameBatch, parseFrames } from '../src/boundary/frame-batch.js';
 import { SendQueue } from '../src/boundary/send-queue.js';
-import type { CoreConfig } from '../src/config.js';
 import { INTRINSIC_NAMES } from '../src/intrinsics/intrinsics.js';
 import { discoverPlugins, type DiscoveredPlugin } from '../src/plugins/discovery.js';
-import { BUS_DRAINED, MAX_EVENT_BYTES, SOCKETS, type CoreToHost, type HostToCore, type PublishedEvent } from '../src/plugins/host-protocol.js';
+import { BUS_DRAINED, HOST_LINK_VERSION, MAX_EVENT_BYTES, SOCKETS, type CoreToHost, type HostToCore, type PublishedEvent } from '../src/plugins/host-protocol.js';
 import { PROTOCOL_VERSION, type EventEnvelope, type JsonObject } from '../src/protocol/envelope.js';
 import { APP_VERSION } from '../src/version.js';
-import { handlerPath } from './load-handler.js';
-import { panelSocket, relayTo, servePanel } from './panel-server.js';
+import { PublicPanels } from './panel-server.js';
 import { BusPublisher } from './bus-publisher.js';
 import { CorePresence } from './core-presence.js';
 import { EgressRelay } from './egress-relay.js';
 import { endEverythingOf, PluginIds, pluginEnv, prepareDataDir } from './isolation.js';
 import { AllowList } from './network-allow-list.js';
 import { PluginProcess } from './plugin-process.js';
-import { pluginSection, resolvePluginConfig } from './plugin-config.js';
+import { planConfiguration, type PluginStep } from './configuration-plan.js';
 
 export interface HostOptions {
   runDir: string;
   pluginsDir: string;
   handlersDir: string;
   dataDir: string;
-  config: CoreConfig;
   env?: NodeJS.ProcessEnv;
   /** A core away (or never there) for longer than this: the host gives up and onCoreLost runs. */
   coreLostAfterMs?: number;
@@ -49,6 +48,8 @@ const CORE_LOST_AFTER_MS = 120_000;
 const HELD_EVENTS_FILE = '.held-events.json';
 /** Each plugin's panel, served by its process in its own folder (relayed: panel-server.ts). */
 const PRIVATE_PANEL = '.panel.sock';
+/** Bounds until the core's configuration says otherwise (its defaults). */
+const DEFAULT_BOUNDS = { handler_timeout_ms: 30_000, shutdown_timeout_ms: 10_000 };
 
 const log = pino({ base: { service: 'plugin-host' } }, pino.destination(2));
 
@@ -70,21 +71,27 @@ export class PluginHost {
   private readonly requestOwner = new Map<string, PluginProcess>();
   /** Service calls passed on to the core: the asking process and its own id for the call. */
   private readonly calls = new Map<string, { process: PluginProcess; sid: string }>();
-  private readonly relays: EgressRelay[] = [];
-  /** Plugin panels' HTTP servers (panel-server.ts), closed at stop. */
-  private readonly panels = new Map<string, Server>();
+  /** Each running plugin's network relay, closed when it stops or starts again. */
+  private readonly relays = new Map<string, EgressRelay>();
+  private plugins: DiscoveredPlugin[] = [];
+  /** The settings revision each plugin runs on (or failed on), as the core last said. */
+  private readonly running = new Map<string, string>();
+  private bounds = DEFAULT_BOUNDS;
+  /** Configurations are applied one after another, in the order the core sent them. */
+  private applying: Promise<void> = Promise.resolve();
+  private ids: PluginIds | null = null;
+  private readonly panels: PublicPanels;
   /** hello, then each plugin's latest init result: said again to a core that restarted. */
   private hello: HostToCore | null = null;
   private readonly inits = new Map<string, HostToCore>();
   private stopping: Promise<void> | null = null;
   private loops: Promise<void>[] = [];
   private readonly presence: CorePresence;
-  private linkedOnce!: () => void;
-  private readonly firstLink = new Promise<void>((resolve) => (this.linkedOnce = resolve));
   onStopped: () => void = () => undefined;
   onCoreLost: () => void = () => undefined;
 
   constructor(private readonly options: HostOptions) {
+    this.panels = new PublicPanels(options.runDir, log);
     this.presence = new CorePresence(join(options.runDir, SOCKETS.pluginHostHealth), options.coreLostAfterMs ?? CORE_LOST_AFTER_MS, () => this.coreLost());
   }
 
@@ -113,45 +120,77 @@ export class PluginHost {
     const restored = this.bus.restoreUnconfirmed(join(this.dataRoot, HELD_EVENTS_FILE));
     if (restored > 0) log.info({ events: restored }, 'events an earlier plugin host held for the core: published first');
 
-    const { plugins } = discoverPlugins(this.options.pluginsDir, APP_VERSION, INTRINSIC_NAMES);
-    const env = this.options.env ?? process.env;
-    const secrets: string[] = [];
-    const failures: Extract<HostToCore, { t: 'init' }>[] = [];
-    const runnable: { plugin: DiscoveredPlugin; handlerFile: string; config: JsonObject }[] = [];
-    for (const plugin of plugins) {
-      const resolved = resolvePluginConfig(pluginSection(this.options.config.plugins, plugin.name), plugin.manifest.config_schema, env);
-      if (!resolved.ok) {
-        failures.push({ t: 'init', plugin: plugin.name, ok: false, category: resolved.notConfigured ? 'NOT_CONFIGURED' : 'CONFIG_ERROR', detail: resolved.reason });
-        continue;
-      }
-      secrets.push(...resolved.secrets);
-      const file = handlerPath(plugin.name, plugin.dir, this.options.handlersDir);
-      if (!file) {
-        failures.push({ t: 'init', plugin: plugin.name, ok: false, category: 'CONFIG_ERROR', detail: 'no handler.js found (was the project built?)' });
-        continue;
-      }
-      runnable.push({ plugin, handlerFile: realpathSync(file), config: resolved.config });
-    }
-    // Secrets first, so the core can scrub them from anything a handler says later.
-    this.hello = { t: 'hello', pid: process.pid, secrets, version: PROTOCOL_VERSION };
+    this.plugins = discoverPlugins(this.options.pluginsDir, APP_VERSION, INTRINSIC_NAMES).plugins;
+    // Nothing runs before the core says on what: a core in safe mode (carapace.json broken) says nothing.
+    this.hello = { t: 'hello', pid: process.pid, version: HOST_LINK_VERSION };
+    log.info({ plugins: this.plugins.length }, 'waiting for the core to hand over each plugin\'s settings (while carapace.json is broken, no plugin runs until it is fixed)');
     await this.send(this.hello);
-    for (const failure of failures) await this.registered(failure);
-    // Plugins start once a core is there: it moves an older layout's plugin data first
-    // (core-entrypoint.sh), and nothing they publish could be handled before.
-    await this.firstLink;
+  }
+
+  /**
+   * The core's configuration: secrets first (so the core can scrub them from anything a
+   * plugin says), then each plugin kept, started (again) or registered as not running.
+   */
+  private async configure(message: Extract<CoreToHost, { t: 'configuration' }>): Promise<void> {
     if (this.stopping) return;
-    const ids = new PluginIds(this.dataRoot);
-    await Promise.all(runnable.map((entry) => this.launch(entry.plugin, entry.handlerFile, entry.config, ids)));
+    const { configuration } = message;
+    this.bounds = { handler_timeout_ms: configuration.handler_timeout_ms, shutdown_timeout_ms: configuration.shutdown_timeout_ms };
+    const plan = planConfiguration(this.plugins, configuration, this.running, new Set(message.applied_live ?? []), this.options.env ?? process.env, this.options.handlersDir);
+    await this.send({ t: 'secrets', secrets: plan.secrets }).catch(() => undefined);
+    const changed = plan.steps.filter((step) => step.action !== 'keep');
+    if (changed.length > 0) log.info({ changed: changed.map((step) => `${step.plugin.name}: ${step.action}`) }, 'configuration from the core');
+    this.ids ??= new PluginIds(this.dataRoot);
+    const ids = this.ids;
+    await Promise.all(changed.map((step) => this.apply(step, ids)));
+  }
+
+  private async apply(step: PluginStep, ids: PluginIds): Promise<void> {
+    const name = step.plugin.name;
+    if (step.action === 'keep') return;
+    if (step.action === 'update') {
+      // The plugin took the change itself (a chat pairing added): its next start uses the new settings.
+      this.running.set(name, step.revision);
+      this.processes.get(name)?.useConfig(step.config);
+      const init = this.inits.get(name);
+      if (init?.t === 'init' && init.ok) await this.registered({ ...init, revision: step.revision });
+      return;
+    }
+    await this.retire(name);
+    if (this.stopping) return;
+    this.running.set(name, step.revision);
+    if (step.action === 'fail') {
+      if (step.category !== 'NOT_CONFIGURED') log.error({ plugin: name, category: step.category, detail: step.detail }, 'not started');
+      await this.registered({ t: 'init', plugin: name, ok: false, category: step.category, detail: step.detail, revision: step.revision });
+      return;
+    }
+    await this.launch(step.plugin, realpathSync(step.handlerFile), step.config, ids);
+  }
+
+  /** Ends a plugin's process to start it again on new settings: its requests first (bounded), then its shutdown(). */
+  private async retire(name: string): Promise<void> {
+    const child = this.processes.get(name);
+    this.inits.delete(name);
+    if (!child) return;
+    const deadline = Date.now() + this.bounds.handler_timeout_ms;
+    while (child.busy > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    const outcome = await child.stop(this.bounds.shutdown_timeout_ms);
+    log.info({ plugin: name, outcome: outcome?.outcome ?? 'not running' }, 'stopped to start again on its new settings');
+    if (this.processes.get(name) === child) this.processes.delete(name);
+    for (const prefix of child.subscriptions) this.sub.unsubscribe(prefix);
+    this.relays.get(name)?.close();
+    this.relays.delete(name);
   }
 
   private async launch(plugin: DiscoveredPlugin, handlerFile: string, config: JsonObject, ids: PluginIds): Promise<void> {
+    // Read when it is said: an `update` may have moved the plugin to newer settings meanwhile.
+    const revision = (): string => this.running.get(plugin.name) ?? '';
     const name = plugin.name;
     const dataDir = join(this.dataRoot, name);
     const pluginIds = ids.idsFor(name);
     try {
       prepareDataDir(this.dataRoot, dataDir, pluginIds);
     } catch (err) {
-      await this.registered({ t: 'init', plugin: name, ok: false, category: 'CONFIG_ERROR', detail: `its data folder ${dataDir} could not be prepared: ${String((err as Error)?.message ?? err)}` });
+      await this.registered({ t: 'init', plugin: name, ok: false, category: 'CONFIG_ERROR', detail: `its data folder ${dataDir} could not be prepared: ${String((err as Error)?.message ?? err)}`, revision: revision() });
       return;
     }
     // A plugin that names no host gets no way out at all (and its process does not load a proxy client).
@@ -166,23 +205,23 @@ export class PluginHost {
             log,
             refused: (target, reason) => log.warn({ plugin: name, target, reason }, 'egress refused'),
           });
-    if (relay) this.relays.push(relay);
+    if (relay) this.relays.set(name, relay);
     const hasPanel = plugin.manifest.panel !== undefined;
     const child: PluginProcess = new PluginProcess({
-      start: { plugin: name, handlerFile, config, dataDir, initTimeoutMs: this.options.config.handler_timeout_ms, panelSocket: hasPanel ? join(dataDir, PRIVATE_PANEL) : null, egressProxy: relay?.url ?? null },
+      start: { plugin: name, handlerFile, config, dataDir, initTimeoutMs: this.bounds.handler_timeout_ms, panelSocket: hasPanel ? join(dataDir, PRIVATE_PANEL) : null, egressProxy: relay?.url ?? null },
       ids: pluginIds,
       env: pluginEnv(this.options.env ?? process.env, dataDir),
       inProcess: this.options.inProcessPlugins === true,
       events: {
         init: (result) => {
-          if (result.ok && hasPanel) void this.publicPanel(name, join(dataDir, PRIVATE_PANEL));
+          if (result.ok && hasPanel && !this.stopping) void this.panels.open(name, join(dataDir, PRIVATE_PANEL));
           if (!result.ok) log.error({ plugin: name, category: result.category, detail: result.detail }, 'initialize failed');
-          void this.registered(result.ok ? { t: 'init', plugin: name, ok: true } : { t: 'init', plugin: name, ok: false, category: result.category, detail: result.detail });
+          void this.registered(result.ok ? { t: 'init', plugin: name, ok: true, revision: revision() } : { t: 'init', plugin: name, ok: false, category: result.category, detail: result.detail, revision: revision() });
         },
         down: (detail, restartInMs) => {
           log.error({ plugin: name, detail, restart_in_ms: restartInMs }, 'plugin process ended');
           this.inits.delete(name);
-          if (restartInMs === null) this.inits.set(name, { t: 'init', plugin: name, ok: false, category: 'INTERNAL_ERROR', detail });
+          if (restartInMs === null) this.inits.set(name, { t: 'init', plugin: name, ok: false, category: 'INTERNAL_ERROR', detail, revision: revision() });
           void this.send({ t: 'plugin_down', plugin: name, detail, restarting: restartInMs !== null }).catch(() => undefined);
         },
         response: (rid, outcome) => {
@@ -208,31 +247,16 @@ export class PluginHost {
           const id = randomUUID();
           const body = Buffer.from(JSON.stringify({ plugin: name, group: message.group, payload: message.payload, key: message.key, version: PROTOCOL_VERSION, id } satisfies PublishedEvent));
           if (body.length > MAX_EVENT_BYTES) return answer(`the event is ${body.length} bytes; at most ${MAX_EVENT_BYTES} are published`);
-          this.bus.publish(name, id, [Buffer.from(message.topic), body], answer);
+          this.bus.publish(name, id, [Buffer.from(message.topic), body], (held) => answer(undefined, held));
         },
       },
     });
     this.processes.set(name, child);
-    for (const prefix of plugin.manifest.subscribes) this.sub.subscribe(`${name} ${prefix}`);
+    child.subscriptions = plugin.manifest.subscribes.map((prefix) => `${name} ${prefix}`);
+    for (const prefix of child.subscriptions) this.sub.subscribe(prefix);
     // What an earlier host's run of it left (a host killed with -9 ends no grandchild).
     if (!this.options.inProcessPlugins) await endEverythingOf(pluginIds, undefined);
     child.start();
-  }
-
-  /** The console's socket for a plugin's panel, relaying to the plugin's own (made once). */
-  private async publicPanel(name: string, privateSocket: string): Promise<void> {
-    if (this.panels.has(name) || this.stopping) return;
-    try {
-      const socket = panelSocket(this.options.runDir, name);
-      this.panels.set(name, await servePanel(socket, name, relayTo(privateSocket)));
-      // The console connects as the core's user, who owns the run folder; a root host hands it over.
-      if (PluginIds.isolating()) {
-        const { uid, gid } = statSync(this.options.runDir);
-        for (const path of [dirname(socket), socket]) chownSync(path, uid, gid);
-      }
-    } catch (err) {
-      log.error({ plugin: name, err }, 'panel socket could not be made');
-    }
   }
 
   /** Sends a plugin's init result and keeps it for the next core. */
@@ -263,7 +287,6 @@ export class PluginHost {
         if (event.type !== 'handshake') continue;
         log.info('linked to the core');
         this.presence.linked();
-        this.linkedOnce();
         if (++connections > 1) {
           log.info({ connection: connections }, 'core connected again: registering');
           this.register();
@@ -303,7 +326,8 @@ export class PluginHost {
           else if (message.t === 'service_result') this.onServiceResult(message);
           else if (message.t === 'shutdown') void this.busDrained().then(() => this.stop(message.drain_ms, message.shutdown_ms));
           else if (message.t === 'register') this.register();
-          else if (message.t === 'received') this.bus.received(message.id);
+          else if (message.t === 'configuration') this.applying = this.applying.then(() => this.configure(message)).catch((err: unknown) => log.error({ err }, 'could not apply the core\'s configuration'));
+          else if (message.t === 'received') this.bus.received(message.id, typeof message.held === 'string' ? message.held.slice(0, 500) : undefined);
           else if (message.t === 'cancel') this.requestOwner.get(message.rid)?.cancel(message.rid);
           else if (message.t === 'refused') log.fatal({ code: message.code, speaks: message.speaks }, `the core refused this plugin host: ${message.message}`);
         }
@@ -346,9 +370,8 @@ export class PluginHost {
   }
 
   /** Drain in-flight requests, then every plugin's shutdown() in parallel, bounded; then their processes end. */
-  stop(drainMs = this.options.config.handler_timeout_ms, shutdownMs = this.options.config.shutdown_timeout_ms): Promise<void> {
+  stop(drainMs = this.bounds.handler_timeout_ms, shutdownMs = this.bounds.shutdown_timeout_ms): Promise<void> {
     this.stopping ??= (async () => {
-      this.linkedOnce();
       const deadline = Date.now() + drainMs;
       const busy = (): boolean => [...this.processes.values()].some((p) => p.busy > 0);
       while (busy() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
@@ -360,8 +383,8 @@ export class PluginHost {
       );
       await this.send({ t: 'stopped', results: results.filter((r) => r !== null) }).catch(() => undefined);
       this.presence.close();
-      for (const panel of this.panels.values()) panel.close();
-      for (const relay of this.relays) relay.close();
+      this.panels.close();
+      for (const relay of this.relays.values()) relay.close();
       // Give the report a moment to leave before the sockets close.
       await new Promise((r) => setTimeout(r, 50));
       this.dealer.close();

@@ -4,11 +4,12 @@
 // first and mounts the panel at /plugins/<plugin>/. Agents have no path to this folder.
 // The plugin's process serves it on a socket in its own data folder; the plugin host
 // passes each request on (`relayTo`), so the core never reaches a plugin's files.
-import { chmodSync, mkdirSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, rmSync, statSync } from 'node:fs';
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { dirname, join } from 'node:path';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import { SOCKETS } from '../src/plugins/host-protocol.js';
+import { PluginIds } from './isolation.js';
 
 const log = pino({ base: { service: 'plugin-host' } });
 /** Concurrent connections per panel: the console's proxy keeps a few; more is a flood. */
@@ -59,4 +60,35 @@ export function relayTo(socketPath: string): (req: IncomingMessage, res: ServerR
       upstream.on('error', reject);
       req.pipe(upstream);
     });
+}
+
+/** The console's socket for each plugin's panel, relaying to the plugin's own: made once, kept across the plugin's restarts. */
+export class PublicPanels {
+  private readonly servers = new Map<string, Server>();
+  private closed = false;
+
+  constructor(
+    private readonly runDir: string,
+    private readonly logger: Logger,
+  ) {}
+
+  async open(name: string, privateSocket: string): Promise<void> {
+    if (this.servers.has(name) || this.closed) return;
+    try {
+      const socket = panelSocket(this.runDir, name);
+      this.servers.set(name, await servePanel(socket, name, relayTo(privateSocket)));
+      // The console connects as the core's user, who owns the run folder; a root host hands it over.
+      if (PluginIds.isolating()) {
+        const { uid, gid } = statSync(this.runDir);
+        for (const path of [dirname(socket), socket]) chownSync(path, uid, gid);
+      }
+    } catch (err) {
+      this.logger.error({ plugin: name, err }, 'panel socket could not be made');
+    }
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const server of this.servers.values()) server.close();
+  }
 }

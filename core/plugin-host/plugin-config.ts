@@ -1,5 +1,6 @@
-// A plugin's configuration: its section of carapace.json with ${VAR} references filled
-// from the environment (.env), validated against the manifest's config_schema.
+// A plugin's configuration: its section of carapace.json, as the core handed it over the
+// link, with ${VAR} references filled from the host's environment (.env), validated
+// against the manifest's config_schema.
 // Every value taken from the environment is treated as a secret by the core's sanitizer.
 import type { JsonObject } from '../src/protocol/envelope.js';
 import { createAjv, describeFailure } from '../src/plugins/schema-compiler.js';
@@ -9,11 +10,6 @@ export type ConfigResult = { ok: true; config: JsonObject; secrets: string[] } |
 
 const REFERENCE = /\$\{([A-Z_][A-Z0-9_]*)\}/g;
 const ajv = createAjv();
-
-/** A plugin's own section of the "plugins" config, or none: a folder named like an Object.prototype member ("constructor") must not get that member as its config. */
-export function pluginSection(plugins: Record<string, JsonObject>, name: string): JsonObject {
-  return Object.hasOwn(plugins, name) ? plugins[name] : {};
-}
 
 export function resolvePluginConfig(raw: JsonObject, schema: JsonObject | undefined, env: NodeJS.ProcessEnv): ConfigResult {
   const secrets: string[] = [];

@@ -52,10 +52,11 @@ export interface PluginProcessEvents {
   /** A service call; `rid` is kept only when it names a request or describe_call this process holds. */
   service(message: Extract<RunnerToSupervisor, { t: 'service' }>): void;
   /** `answer` reaches the process that published (not one started after it, whose ids start again). */
-  publish(message: Extract<RunnerToSupervisor, { t: 'publish' }>, answer: (refused?: string) => void): void;
+  publish(message: Extract<RunnerToSupervisor, { t: 'publish' }>, answer: (refused?: string, held?: string) => void): void;
 }
 
 export interface PluginProcessOptions {
+  /** Replaced only by useConfig. */
   start: Omit<StartMessage, 't'>;
   /** The plugin's own uid and gid (the host runs as root), or null: the host's own. */
   ids: { uid: number; gid: number } | null;
@@ -93,7 +94,15 @@ export class PluginProcess {
   private pingedBefore = -1;
   private stopped: ((outcome: StopOutcome) => void) | null = null;
 
+  /** Its bus subscriptions ("<plugin> <prefix>"), ended with it when it starts again on new settings. */
+  subscriptions: string[] = [];
+
   constructor(private readonly options: PluginProcessOptions) {}
+
+  /** Settings for its next start (after a crash): the plugin applied the change itself meanwhile. */
+  useConfig(config: StartMessage['config']): void {
+    this.options.start = { ...this.options.start, config };
+  }
 
   get name(): string {
     return this.options.start.plugin;
@@ -260,8 +269,8 @@ export class PluginProcess {
       }
       case 'publish': {
         const link = this.link;
-        this.options.events.publish(message, (refused) => {
-          if (this.link === link) link?.send({ t: 'published', id: message.id, ...(refused === undefined ? {} : { refused }) });
+        this.options.events.publish(message, (refused, held) => {
+          if (this.link === link) link?.send({ t: 'published', id: message.id, ...(refused === undefined ? {} : { refused }), ...(held === undefined ? {} : { held }) });
         });
         return false;
       }

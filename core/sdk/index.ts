@@ -106,6 +106,11 @@ export interface SessionInfo {
  * Core services, scoped by the plugin host to the request being handled: a handler
  * never names a group or session. They are asynchronous because the core is another process.
  */
+/** What the core did with a published event: nothing said, it is taken; `held`, why it waits for the configuration to allow it. */
+export interface PublishOutcome {
+  held?: string;
+}
+
 export interface CoreServices {
   getAuditLog(filters?: AuditLogFilter): Promise<AuditEntry[]>;
   getToolCatalog(): Promise<ToolSummary[]>;
@@ -120,9 +125,11 @@ export interface CoreServices {
    * (accepted, or refused for good and audited): save progress after that, never before.
    * Rejects with a ServiceError when it was not published (INVALID_INPUT: over 1 MiB) or the
    * plugin is stopping first (UNAVAILABLE: the plugin host keeps the event for the next run;
-   * save no progress past it).
+   * save no progress past it). Resolves with `held` when the core keeps the event unhandled
+   * because the configuration does not allow it yet (a group the plugin's section does not
+   * map): nothing was started; say so, never that a turn began.
    */
-  publish(topic: string, group: string, payload: JsonObject, options?: { key?: string }): Promise<void>;
+  publish(topic: string, group: string, payload: JsonObject, options?: { key?: string }): Promise<PublishOutcome>;
   /** Channel plugins, for a group they map; any other call is refused (ServiceError UNAUTHORIZED) and audited. */
   listConfirmations(group: string): Promise<PendingConfirmation[]>;
   /**

@@ -375,7 +375,11 @@ function checkConfig(raw: unknown): { config: CoreConfig } | { failure: SchemaFa
  */
 export function loadConfig(file: string): CoreConfig {
   if (!existsSync(file)) return parseConfig({}, file);
-  const text = readFileSync(file, 'utf8');
+  return configFromText(file, readFileSync(file, 'utf8'));
+}
+
+/** The configuration `text` (the content of `file`) holds, or a ConfigError saying where it is wrong. */
+export function configFromText(file: string, text: string): CoreConfig {
   let raw: unknown;
   try {
     raw = JSON.parse(text);

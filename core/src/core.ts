@@ -4,14 +4,20 @@ import { EventEmitter } from 'node:events';
 import { chmodSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { replyOf, type ReplyTarget } from './agents/replies.js';
-import { AuditLog, type AuditOutcome } from './audit/audit-log.js';
+import { AuditLog } from './audit/audit-log.js';
 import { quarantineNotice, SessionGuard, type Abuse } from './boundary/session-guard.js';
 import { SessionSocket } from './boundary/session-socket.js';
 import { GROUP_NAME_PATTERN, SessionTable, type Session } from './boundary/session-table.js';
 import { EventBus } from './bus/event-bus.js';
 import { SeenKeys } from './bus/seen-keys.js';
+import { EventIntake, MAX_EVENT_ID } from './bus/event-intake.js';
+import { HeldEvents } from './bus/held-events.js';
 import { Metrics } from './metrics/metrics.js';
 import type { CoreConfig } from './config.js';
+import type { ConfigProblem } from './config-errors.js';
+import { applyLive, type LiveTargets } from './config-watch/apply-config.js';
+import type { ConfigDiff } from './config-watch/config-diff.js';
+import { ConfigReload } from './config-watch/config-reload.js';
 import { stateFrom, stateHash, type CallState } from './confirm/call-state.js';
 import { describeCall } from './confirm/describe-call.js';
 import { Confirmations, hashMatches } from './confirm/confirmations.js';
@@ -24,25 +30,22 @@ import type { AttachDeps } from './files/attach-files.js';
 import { RateLimiter } from './pipeline/rate-limit.js';
 import { RecentRequests } from './pipeline/recent-requests.js';
 import { answerCarriesUntrustedInput } from './pipeline/untrusted-input.js';
-import { ToolCatalog, type PluginState } from './plugins/catalog.js';
+import { ToolCatalog } from './plugins/catalog.js';
 import { discoverPlugins, type ToolEntry } from './plugins/discovery.js';
-import { SOCKETS, type HostToCore, type PublishedEvent } from './plugins/host-protocol.js';
+import { HOST_LINK_VERSION, SOCKETS, type PublishedEvent } from './plugins/host-protocol.js';
 import { answerService, type ServiceDeps } from './plugins/services.js';
 import { PluginHostLink } from './plugins/host-link.js';
+import { HostSession } from './plugins/host-session.js';
 import { PluginPowers } from './plugins/plugin-powers.js';
-import { eventEnvelope, PROTOCOL_VERSION, type EventEnvelope, type JsonObject } from './protocol/envelope.js';
+import { eventEnvelope, type EventEnvelope, type JsonObject } from './protocol/envelope.js';
 import { createSanitizer, type Sanitizer } from './response/sanitize.js';
 import { Pairing } from './pairing/pairing.js';
 import { APP_VERSION } from './version.js';
 
 export { APP_VERSION } from './version.js';
 
-/** Topics a plugin may publish (if its manifest gives it the power: plugin-powers.ts); everything else on the bus is the core's to say. */
-const PLUGIN_TOPICS = new Set(['message.inbound', 'task.created', 'task.triggered']);
 /** Event keys remembered to refuse repeats: far more than a plugin replays after a crash. */
 const MAX_EVENT_KEYS = 10_000;
-/** The plugin host names its events with UUIDs: a longer name is not echoed back. */
-const MAX_EVENT_ID = 64;
 
 /** A reply that reached a person (the `replied` event). */
 export interface Reply extends ReplyTarget {
@@ -67,6 +70,10 @@ export interface CoreOptions {
   configFile?: string;
   /** Where the names of accepted events persist, so a restarted core still refuses their repeats (in memory without it). */
   eventKeysFile?: string;
+  /** Where events the configuration does not allow yet are kept (in memory without it). */
+  heldEventsFile?: string;
+  /** Take changes to `configFile` while running (config-watch/; default true when there is a file). */
+  watchConfig?: boolean;
 }
 
 export interface CoreEvents {
@@ -91,6 +98,7 @@ export class Core extends EventEmitter<CoreEvents> {
   private readonly sockets = new Map<string, SessionSocket>();
   private readonly seenKeys: SeenKeys;
   private readonly hostLink = new PluginHostLink();
+  private readonly host: HostSession;
   private readonly bus = new EventBus();
   private readonly authorizer: GroupAuthorizer;
   private readonly powers: PluginPowers;
@@ -99,6 +107,10 @@ export class Core extends EventEmitter<CoreEvents> {
   private secrets: Set<string>;
   private current: Sanitizer;
   private stopping: Promise<void> | null = null;
+  private reload: ConfigReload | null = null;
+  private readonly intake: EventIntake;
+  /** What a changed carapace.json updates besides the configuration object. */
+  private readonly live: LiveTargets;
 
   private constructor(private readonly options: CoreOptions) {
     super();
@@ -113,10 +125,24 @@ export class Core extends EventEmitter<CoreEvents> {
     this.audit.on('down', (reason) => this.tellAuditState(`The audit log cannot be written (${reason}): tool calls are refused until it can. Free space on the log volume; it recovers by itself.`));
     this.audit.on('up', (lost) => this.tellAuditState(`The audit log is writable again (${lost} entries could not be written during the outage).`));
     this.catalog = new ToolCatalog(intrinsicTools, discovery.plugins, discovery.rejected);
-    for (const bad of discovery.rejected) this.auditPluginFailure(bad.name, 'CONFIG_ERROR', bad.reason);
+    this.host = new HostSession({
+      hostLink: this.hostLink,
+      catalog: this.catalog,
+      audit: this.audit,
+      config,
+      addSecrets: (secrets) => {
+        for (const secret of secrets) this.secrets.add(secret);
+        this.current = createSanitizer(this.secrets);
+      },
+      scrub: (text) => this.current.scrub(text),
+      publish: (topic, group, payload) => void this.publish(topic, group, payload),
+      settled: () => this.emit('plugins-settled'),
+    });
+    for (const bad of discovery.rejected) this.host.auditFailure(bad.name, 'CONFIG_ERROR', bad.reason);
     this.authorizer = new GroupAuthorizer(config);
     this.powers = new PluginPowers(this.catalog, config, this.authorizer);
     this.limiter = new RateLimiter(config.rate_limit, config.tool_rate_limits);
+    this.live = { limiter: this.limiter, allowHiddenCharacters: new Set(config.confirmations.allow_hidden_characters), allowAfterExternal: new Set(config.confirmations.allow_after_external_content) };
     this.confirmations = new Confirmations(config.confirmation_timeout_ms, config.confirmations.max_pending_per_group);
     this.confirmations.on('requested', (p) =>
       this.publish('confirmation.requested', p.group, { id: p.id, tool: p.tool, arguments: p.arguments, expires_at: p.expires_at, description: { ...p.description } }),
@@ -136,7 +162,24 @@ export class Core extends EventEmitter<CoreEvents> {
       (problem) => this.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'event', outcome: 'error', reason: `event keys file unreadable (${problem.error}); moved to ${problem.movedTo}: an event the plugin host sends again after this restart may be handled twice` }),
       (err) => this.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'event', outcome: 'error', reason: `an accepted event's key could not be written (${err.message}): after a restart a repeat of it would be handled again` }),
     );
-    this.pairing = new Pairing({ config, configFile: options.configFile ?? null, audit: this.audit, publish: (topic, group, payload) => this.publish(topic, group, payload) });
+    // The channel maps the paired chat itself: the host only takes its new section for a later start.
+    this.pairing = new Pairing({ config, configFile: options.configFile ?? null, audit: this.audit, publish: (topic, group, payload) => this.publish(topic, group, payload), sectionChanged: (plugin) => {
+        this.host.reconfigure([], [plugin]);
+        this.intake.retry();
+      },
+    });
+    this.intake = new EventIntake({
+      catalog: this.catalog,
+      powers: this.powers,
+      seenKeys: this.seenKeys,
+      held: new HeldEvents(options.heldEventsFile ?? null, (problem) => this.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'event', outcome: 'error', reason: `held events file unreadable (${problem.error}); moved to ${problem.movedTo}: messages kept for a configuration that allows them are lost` })),
+      audit: this.audit,
+      accept: (topic, group, payload, plugin) => {
+        const envelope = this.publish(topic, group, payload, plugin, plugin);
+        this.emit('event', envelope);
+        return envelope;
+      },
+    });
     this.metrics = new Metrics({ catalog: this.catalog, audit: () => this.audit.health(), pendingConfirmations: () => this.confirmations.list().length });
     this.deps = {
       metrics: this.metrics,
@@ -150,8 +193,8 @@ export class Core extends EventEmitter<CoreEvents> {
       standing: this.standing,
       describeState: (tool, session, args) => this.describeState(tool, session.group, args, session.id),
       calls: new WaitingCalls(config.handler_timeout_ms + config.handler_abort_grace_ms, config.confirmations.keepalive_ms),
-      allowHiddenCharacters: new Set(config.confirmations.allow_hidden_characters),
-      allowAfterExternal: new Set(config.confirmations.allow_after_external_content),
+      allowHiddenCharacters: this.live.allowHiddenCharacters,
+      allowAfterExternal: this.live.allowAfterExternal,
       pluginConfig: (plugin) => (Object.hasOwn(config.plugins, plugin) ? config.plugins[plugin] : undefined),
       succeeded: (session, tool, args, result) => {
         // What the tool answered is external content: it is in the agent's context now.
@@ -177,9 +220,6 @@ export class Core extends EventEmitter<CoreEvents> {
   static async start(options: CoreOptions): Promise<Core> {
     const core = new Core(options);
     mkdirSync(join(options.runDir, SOCKETS.sessions), { recursive: true, mode: 0o755 });
-    core.hostLink.on('hello', (m) => core.onHostHello(m));
-    core.hostLink.on('init', (m) => core.onPluginInit(m));
-    core.hostLink.on('pluginDown', (m) => core.onPluginDown(m));
     const services: ServiceDeps = {
       hostLink: core.hostLink,
       catalog: core.catalog,
@@ -193,11 +233,14 @@ export class Core extends EventEmitter<CoreEvents> {
       publish: (topic, group, payload, source) => void core.publish(topic, group, payload, source, source),
     };
     core.hostLink.on('service', (m, reply) => reply(answerService(m, services)));
-    core.hostLink.on('down', () => core.onHostDown());
-    core.hostLink.on('refused', (m) => core.audit.record({ group: null, session: null, source: 'plugin-host', topic: null, correlation: null, stage: 'plugin', outcome: 'rejected', code: 'UNSUPPORTED_VERSION', reason: `a plugin host (pid ${String(m.pid).slice(0, 16)}) speaking protocol version ${JSON.stringify(m.version ?? null).slice(0, 16)} was refused (this core speaks ${PROTOCOL_VERSION})` }));
+    core.hostLink.on('refused', (m) => core.audit.record({ group: null, session: null, source: 'plugin-host', topic: null, correlation: null, stage: 'plugin', outcome: 'rejected', code: 'UNSUPPORTED_VERSION', reason: `a plugin host (pid ${String(m.pid).slice(0, 16)}) speaking protocol version ${JSON.stringify(m.version ?? null).slice(0, 16)} was refused (this core speaks ${HOST_LINK_VERSION})` }));
     // Whether a handler aborted at its deadline stopped, and how: the caller was answered RESULT_UNKNOWN meanwhile.
     core.hostLink.on('late', (l) => core.audit.record({ group: l.group, session: l.session, source: l.plugin, topic: l.topic, correlation: l.correlation, stage: 'handler', outcome: l.outcome === 'stopped' ? 'ok' : 'error', reason: l.outcome === 'stopped' ? 'after its deadline the handler stopped before acting' : `after its deadline the handler ran on and ended with ${l.outcome}` }));
     await core.hostLink.open(`ipc://${join(options.runDir, SOCKETS.pluginHost)}`);
+    if (options.configFile && options.watchConfig !== false) {
+      core.reload = new ConfigReload(options.configFile, { config: options.config, audit: core.audit, apply: (next, diff) => core.applyConfig(next, diff) });
+      core.reload.start();
+    }
     await core.bus.open(`ipc://${join(options.runDir, SOCKETS.busOut)}`, `ipc://${join(options.runDir, SOCKETS.busIn)}`, (t, e) => core.onPublished(t, e));
     // Only the plugin host (root, or the core's own user) may connect; never a plugin's uid.
     for (const socket of [SOCKETS.pluginHost, SOCKETS.busOut, SOCKETS.busIn]) chmodSync(join(options.runDir, socket), 0o600);
@@ -318,7 +361,19 @@ export class Core extends EventEmitter<CoreEvents> {
     return this.hostLink.connected;
   }
 
-  /** The running configuration (pairing adds groups and chats to it in place). */
+  /** carapace.json changed and is valid: what takes effect live does, everywhere (config-watch/). */
+  private applyConfig(next: CoreConfig, diff: ConfigDiff): void {
+    applyLive(this.options.config, next, this.live);
+    this.host.reconfigure(diff.pluginsChanged.filter((name) => this.catalog.discovered(name) !== null));
+    this.intake.retry();
+  }
+
+  /** Where carapace.json on disk is wrong (the last good one runs), and settings that wait for a restart. */
+  configStatus(): { problem: ConfigProblem | null; waiting_for_restart: string[] } {
+    return { problem: this.reload?.problem ?? null, waiting_for_restart: this.reload?.waitingForRestart ?? [] };
+  }
+
+  /** The running configuration (pairing adds groups and chats to it in place; a changed carapace.json replaces its live parts). */
   get config(): CoreConfig {
     return this.options.config;
   }
@@ -344,99 +399,25 @@ export class Core extends EventEmitter<CoreEvents> {
   }
 
   /**
-   * An event is accepted or refused for good, at once, and the plugin host hears so
-   * (`received`): only then may its plugin save its progress. A stopping core takes none
-   * and confirms none: the host keeps them for the next run.
+   * An event is accepted, refused for good or held for a configuration that allows it, at
+   * once, and the plugin host hears so (`received`): only then may its plugin save its
+   * progress. A stopping core takes none and confirms none: the host keeps them for the next run.
    */
   private onPublished(topic: string, event: PublishedEvent): void {
     const state = this.catalog.state(event.plugin);
     if (this.stopping || state === 'draining' || state === 'stopped') {
-      this.auditEvent(topic, event, 'pending', 'not taken while the core stops: the plugin host keeps it for the next run');
+      this.intake.auditEvent(topic, event, 'pending', 'not taken while the core stops: the plugin host keeps it for the next run');
       return;
     }
-    this.take(topic, event, state);
-    if (typeof event.id === 'string' && event.id.length <= MAX_EVENT_ID) this.hostLink.received(event.id);
-  }
-
-  /** What a plugin's event came to; its fields as the plugin sent them, bounded. */
-  private auditEvent(topic: string, event: PublishedEvent, outcome: AuditOutcome, reason: string, code?: string): void {
-    this.audit.record({ group: typeof event.group === 'string' ? event.group.slice(0, 64) : null, session: null, source: String(event.plugin).slice(0, 64), topic: topic.slice(0, 128), correlation: null, stage: 'event', outcome, reason, ...(code ? { code } : {}) });
-  }
-
-  private take(topic: string, event: PublishedEvent, state: PluginState | undefined): void {
-    const drop = (reason: string, code?: string): void => this.auditEvent(topic, event, 'dropped', reason, code);
-    if (event.version !== PROTOCOL_VERSION) return drop(`envelope version ${JSON.stringify(event.version ?? null).slice(0, 16)} is not one this core speaks (${PROTOCOL_VERSION})`, 'UNSUPPORTED_VERSION');
-    if (!PLUGIN_TOPICS.has(topic)) return drop('plugins may not publish this topic');
-    // A starting plugin's events are taken too: the bus and the link are separate sockets, so
-    // a plugin's first event (a Telegram message waiting since the last run) can arrive before
-    // its init answer, and a plugin may publish from initialize(), which waits for the receipt.
-    if (state !== 'healthy' && state !== 'starting') return drop('publisher is not a running plugin');
-    if (typeof event.group !== 'string' || !GROUP_NAME_PATTERN.test(event.group)) return drop('invalid group');
-    const refusal = this.powers.mayPublish(event.plugin, topic, event.group);
-    if (refusal) return drop(refusal, 'UNAUTHORIZED');
-    if (typeof event.payload !== 'object' || event.payload === null || Array.isArray(event.payload)) return drop('payload must be an object');
-    // The plugin's own name for it, else the host's: a repeat either made is refused.
-    const name = typeof event.key === 'string' ? event.key.slice(0, 128) : typeof event.id === 'string' ? `#${event.id.slice(0, MAX_EVENT_ID)}` : null;
-    const seen = name === null ? null : `${event.plugin} ${name}`;
-    if (seen !== null && this.seenKeys.has(seen)) return drop(`a repeat of event ${name!.slice(0, 64)}, already accepted`);
-    const envelope = this.publish(topic, event.group, event.payload, event.plugin, event.plugin);
-    this.auditEvent(topic, event, 'routed', 'event accepted');
-    this.emit('event', envelope);
-    // After its handlers ran (an agent's message is recorded as unfinished by then): a core
-    // killed in between takes the event again rather than losing it.
-    if (seen !== null) this.seenKeys.add(seen);
+    const { held } = this.intake.take(topic, event);
+    if (typeof event.id === 'string' && event.id.length <= MAX_EVENT_ID) this.hostLink.received(event.id, held);
   }
 
   // ---- plugin host -----------------------------------------------------------------
 
-  private onHostHello(message: Extract<HostToCore, { t: 'hello' }>): void {
-    for (const secret of message.secrets) this.secrets.add(secret);
-    this.current = createSanitizer(this.secrets);
-    for (const name of this.catalog.pluginNames()) if (this.catalog.state(name) !== 'failed') this.catalog.setState(name, 'starting');
-    this.audit.record({ group: null, session: null, source: 'plugin-host', topic: null, correlation: null, stage: 'plugin', outcome: 'ok', reason: `plugin host connected (pid ${message.pid})` });
-  }
-
-  private onPluginInit(message: Extract<HostToCore, { t: 'init' }>): void {
-    if (this.catalog.state(message.plugin) === undefined) return;
-    if (message.ok) {
-      this.catalog.setState(message.plugin, 'healthy');
-      this.audit.record({ group: null, session: null, source: message.plugin, topic: null, correlation: null, stage: 'plugin', outcome: 'ok', reason: 'initialized' });
-      this.publish('plugin.ready', null, { plugin: message.plugin });
-    } else {
-      this.catalog.setState(message.plugin, 'failed', message.category, this.current.scrub(message.detail));
-      this.auditPluginFailure(message.plugin, message.category, message.detail);
-    }
-    if (this.pluginsSettled()) this.emit('plugins-settled');
-  }
-
-  /** A plugin's process ended: its tools are unavailable until it is back (or for good). */
-  private onPluginDown(message: Extract<HostToCore, { t: 'plugin_down' }>): void {
-    if (this.catalog.state(message.plugin) === undefined) return;
-    if (message.restarting) {
-      this.catalog.setState(message.plugin, 'starting', undefined, `its process ended (${this.current.scrub(message.detail)}); starting it again`);
-      this.audit.record({ group: null, session: null, source: message.plugin, topic: null, correlation: null, stage: 'plugin', outcome: 'error', reason: `the process of plugin "${message.plugin}" ended (${message.detail}); its tools are unavailable until it is started again`, detail: message.detail });
-    } else {
-      this.catalog.setState(message.plugin, 'failed', 'INTERNAL_ERROR', this.current.scrub(message.detail));
-      this.auditPluginFailure(message.plugin, 'INTERNAL_ERROR', message.detail);
-    }
-  }
-
   /** No plugin is waiting for its init answer (see the `plugins-settled` event). */
   pluginsSettled(): boolean {
-    return !this.catalog.pluginNames().some((name) => this.catalog.state(name) === 'starting');
-  }
-
-  private auditPluginFailure(plugin: string, category: string, detail: string): void {
-    if (category === 'NOT_CONFIGURED') {
-      this.audit.record({ group: null, session: null, source: plugin, topic: null, correlation: null, stage: 'plugin', outcome: 'ok', code: category, reason: `plugin "${plugin}" is not configured: off`, detail });
-      return;
-    }
-    this.audit.record({ group: null, session: null, source: plugin, topic: null, correlation: null, stage: 'plugin', outcome: 'error', severity: 'CRITICAL', code: category, reason: `plugin "${plugin}" failed to initialize (${category})`, detail });
-  }
-
-  private onHostDown(): void {
-    for (const name of this.catalog.pluginNames()) if (this.catalog.state(name) === 'healthy') this.catalog.setState(name, 'starting');
-    this.audit.record({ group: null, session: null, source: 'plugin-host', topic: null, correlation: null, stage: 'plugin', outcome: 'error', reason: 'plugin host disconnected; its tools are unavailable until it returns' });
+    return this.host.settled();
   }
 
   /**
@@ -496,6 +477,8 @@ export class Core extends EventEmitter<CoreEvents> {
     await this.hostLink.close();
     await this.bus.close();
     this.seenKeys.close();
+    this.intake.close();
+    this.reload?.close();
     this.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'core', outcome: 'ok', reason: 'core stopped' });
     await this.audit.close();
   }

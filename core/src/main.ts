@@ -68,7 +68,7 @@ async function main(): Promise<void> {
   const sandbox = await runtime.sandbox();
   if (sandbox.runtime === 'runsc') log.info({ agentRuntime: 'runsc', reason: sandbox.reason }, 'agents run in gVisor (runsc)');
   else log.warn({ agentRuntime: 'runc', reason: sandbox.reason, howToGetRunsc: sandbox.hint }, 'agents run under runc, sharing the host kernel');
-  const core = await Core.start({ runDir: paths.runDir, pluginsDir: paths.pluginsDir, auditFile: auditFile(paths), config, secrets: [...coreSecrets(), admin.token], standingApprovalsFile: join(paths.dataDir, 'standing-approvals.json'), eventKeysFile: join(paths.dataDir, 'event-keys.sqlite'), configFile: paths.configFile });
+  const core = await Core.start({ runDir: paths.runDir, pluginsDir: paths.pluginsDir, auditFile: auditFile(paths), config, secrets: [...coreSecrets(), admin.token], standingApprovalsFile: join(paths.dataDir, 'standing-approvals.json'), eventKeysFile: join(paths.dataDir, 'event-keys.sqlite'), heldEventsFile: join(paths.dataDir, 'held-events.sqlite'), configFile: paths.configFile });
   // Files agents send a person (a chart, a report): read from the agent's own container, checked and kept by the core.
   const files = new FileStore(join(paths.dataDir, 'files'));
   core.acceptFiles({ read: (container, path, max) => runtime.readFile(container, path, max), store: files });
@@ -153,6 +153,7 @@ async function main(): Promise<void> {
       audit: () => core.audit.health(),
       folders: [{ name: 'logs', path: paths.logDir }, { name: 'data', path: paths.dataDir }, workspaces],
       sandbox,
+      config: () => core.configStatus(),
     });
   const server = await startAdminApi(
     core,

@@ -9,6 +9,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseConfig } from '../src/config.js';
 import { Core } from '../src/core.js';
+import { canonicalJson } from '../src/plugins/plugin-settings.js';
 import type { AuditEntry } from '../src/audit/audit-log.js';
 import type { Session } from '../src/boundary/session-table.js';
 import type { PendingConfirmation } from '../src/confirm/confirmations.js';
@@ -81,10 +82,21 @@ export class Stack {
       auditFile: stack.auditFile,
       config: parseConfig(stack.rawConfig),
       configFile: stack.configFile,
+      heldEventsFile: join(stack.dir, 'data', 'held-events.sqlite'),
     });
     stack.startHost();
     await stack.waitSettled();
     return stack;
+  }
+
+  /**
+   * Writes carapace.json and waits until the core has taken it (it watches the file): its
+   * groups and plugin sections are those written. The plugin host gets them from the core.
+   */
+  async writeConfig(raw: Record<string, unknown>, timeoutMs = 10_000): Promise<void> {
+    writeFileSync(this.configFile, JSON.stringify(raw, null, 2));
+    const want = canonicalJson({ groups: Object.keys((raw.groups as object | undefined) ?? {}).sort(), plugins: raw.plugins ?? {} });
+    await until(() => canonicalJson({ groups: Object.keys(this.core.config.groups).sort(), plugins: this.core.config.plugins }) === want, timeoutMs);
   }
 
   startHost(): void {
@@ -94,7 +106,6 @@ export class Stack {
         CARAPACE_RUN_DIR: this.runDir,
         CARAPACE_PLUGINS_DIR: this.pluginsDir,
         CARAPACE_HANDLERS_DIR: `${FIXTURE_HANDLERS}:${join(ROOT, 'dist/plugins')}`,
-        CARAPACE_CONFIG: this.configFile,
         CARAPACE_DATA_DIR: join(this.dir, 'data'),
         FAULTY_TOKEN,
         CARAPACE_PLUGIN_FIRST_UID: String(this.firstUid),

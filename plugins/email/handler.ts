@@ -57,7 +57,8 @@ export default class EmailChannel implements PluginHandler {
       this.checks,
       services.egressProxy,
       (group, payload, key) => services.publish('message.inbound', group, payload, { key }),
-      (seen) => this.noteReceived(seen, true),
+      // A mail the core keeps for a configuration that allows it started no turn: the page says why.
+      (seen) => this.noteReceived(seen, seen.held === undefined),
       (group, notice) => void services.notifyUser(group, notice).catch((err: unknown) => log.warn({ err: String(err) }, 'could not tell the group of a skipped mail')),
     );
     try {
@@ -98,10 +99,10 @@ export default class EmailChannel implements PluginHandler {
   }
 
   /** For the console's page only: a failure to note it costs the page a line, never the mail. */
-  private noteReceived({ group, folder, uid, view }: Seen, started: boolean): void {
+  private noteReceived({ group, folder, uid, view, held }: Seen, started: boolean): void {
     try {
       // As the agent got them: escaped (the page shows the same text).
-      this.recent.received(group, { folder, uid, from: external(view.from ?? ''), subject: external(view.subject), date: view.date, started, read: !started, hidden_chars: view.hiddenChars, ...(view.styleGaps.length > 0 ? { styles_not_evaluated: view.styleGaps } : {}) });
+      this.recent.received(group, { folder, uid, from: external(view.from ?? ''), subject: external(view.subject), date: view.date, started, read: !started && held === undefined, hidden_chars: view.hiddenChars, ...(view.styleGaps.length > 0 ? { styles_not_evaluated: view.styleGaps } : {}), ...(held === undefined ? {} : { held }) });
     } catch (err) {
       log.warn({ err: (err as Error).message }, 'could not note the mail for the console\'s page');
     }

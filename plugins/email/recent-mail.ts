@@ -17,6 +17,8 @@ export interface ReceivedMail {
   at: string;
   /** It started a turn of the group's agent (the watcher handed it over). */
   started: boolean;
+  /** Not handled: the core keeps it until carapace.json allows it (why). */
+  held?: string;
   /** The agent read it with read_email. */
   read: boolean;
   /** Characters of its HTML a reader would not see, left out of what the agent got. */

@@ -48,6 +48,8 @@ export interface Seen {
   folder: string;
   uid: number;
   view: MailView;
+  /** The core keeps it unhandled until carapace.json allows it (why): it started no turn. */
+  held?: string;
 }
 
 export class Watcher {
@@ -62,7 +64,7 @@ export class Watcher {
     private readonly checks: SenderChecks,
     private readonly proxy: string | undefined,
     /** Resolves once the plugin host holds the event: only then is progress saved past it. */
-    private readonly publish: (group: string, payload: JsonObject, key: string) => Promise<void>,
+    private readonly publish: (group: string, payload: JsonObject, key: string) => Promise<{ held?: string }>,
     /** A mail was handed to its group's agent (the console's page lists it). */
     private readonly onSeen: (seen: Seen) => void = () => undefined,
     /** A listed sender's mail could not be read and was skipped: what to tell the group's people. */
@@ -248,8 +250,8 @@ export class Watcher {
     const admission = startsAgent(this.settings, view, folder, verdict);
     if (!admission.ok) return noAgent(folder, uid, admission.reason);
     const folderId = createHash('sha256').update(folder).digest('hex').slice(0, 16);
-    await this.publish(admission.group, inboundPayload(view, folder, uid, this.settings.maxBodyChars), `mail ${folderId} ${uidvalidity}:${uid}`);
-    this.onSeen({ group: admission.group, folder, uid, view });
+    const { held } = await this.publish(admission.group, inboundPayload(view, folder, uid, this.settings.maxBodyChars), `mail ${folderId} ${uidvalidity}:${uid}`);
+    this.onSeen({ group: admission.group, folder, uid, view, ...(held === undefined ? {} : { held }) });
     return DONE;
   }
 }

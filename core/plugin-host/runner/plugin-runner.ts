@@ -7,7 +7,7 @@ import { mkdirSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { HandlerOutcome, ServiceMethod } from '../../src/plugins/host-protocol.js';
 import type { EventEnvelope, JsonObject, RequestEnvelope } from '../../src/protocol/envelope.js';
-import { AbortedBeforeActing, errors, ServiceError, ToolError, type CoreServices, type PluginHandler } from '../../sdk/index.js';
+import { AbortedBeforeActing, errors, ServiceError, ToolError, type CoreServices, type PluginHandler, type PublishOutcome } from '../../sdk/index.js';
 import type { HookMessage, RunnerToSupervisor, StartMessage, StopOutcome, SupervisorToRunner } from '../child-protocol.js';
 import { categorize, loadHandler, TimeoutError } from '../load-handler.js';
 import { servePanel } from '../panel-server.js';
@@ -46,7 +46,7 @@ export class PluginRunner {
   private readonly events = new Set<Promise<void>>();
   private published = 0;
   /** Publishes the core has not confirmed yet, by id. */
-  private readonly publishing = new Map<number, { resolve: () => void; reject: (err: ServiceError) => void }>();
+  private readonly publishing = new Map<number, { resolve: (outcome: PublishOutcome) => void; reject: (err: ServiceError) => void }>();
 
   constructor(private readonly send: (message: RunnerToSupervisor) => void) {}
 
@@ -74,7 +74,7 @@ export class PluginRunner {
         this.send({ t: 'pong', n: message.n });
         break;
       case 'published':
-        if (message.refused === undefined) this.publishing.get(message.id)?.resolve();
+        if (message.refused === undefined) this.publishing.get(message.id)?.resolve(message.held === undefined ? {} : { held: message.held });
         else this.publishing.get(message.id)?.reject(new ServiceError('INVALID_INPUT', `publish: ${message.refused}`));
         this.publishing.delete(message.id);
         break;
@@ -123,7 +123,7 @@ export class PluginRunner {
       // Answered when the core has it; a host that died first never answers, and this
       // process ends with it before the plugin can save progress past a lost event.
       publish: (topic, group, payload, options) =>
-        new Promise<void>((resolve, reject) => {
+        new Promise<PublishOutcome>((resolve, reject) => {
           const id = ++this.published;
           this.publishing.set(id, { resolve, reject });
           if (this.stopping) this.unconfirmed(); // sent for the host to keep, not waited for

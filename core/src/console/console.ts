@@ -81,6 +81,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
         plugin_host: core.pluginHostConnected,
         model: deps.model?.() ?? null,
         plugins: core.catalog.states(),
+        config: core.configStatus(),
         agents: deps.agents?.states.list() ?? [],
         audit: core.audit.health(),
         disk: await disk.read(),

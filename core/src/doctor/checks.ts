@@ -6,6 +6,7 @@ import { statfs } from 'node:fs/promises';
 import type { AuditFileHealth } from '../audit/audit-file.js';
 import type { Sandbox } from '../agents/sandbox.js';
 import { withCredential, type LlmCredential } from '../llm/llm-proxy.js';
+import type { ConfigProblem } from '../config-errors.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail';
 
@@ -28,6 +29,8 @@ export interface PluginState {
   category: string | null;
   /** Why it failed or is starting again, when known. */
   detail?: string | null;
+  /** Its events the configuration does not allow, kept until it does (why). */
+  refusing?: string | null;
 }
 
 export interface DoctorDeps {
@@ -40,6 +43,8 @@ export interface DoctorDeps {
   folders: { name: string; path: string; claims?: () => number }[];
   /** The agents' runtime, as chosen at start (agents/sandbox.ts). */
   sandbox?: Sandbox;
+  /** carapace.json as the running core sees it (Core.configStatus): where the file is wrong, settings waiting for a restart. */
+  config?: () => { problem: ConfigProblem | null; waiting_for_restart: string[] };
   timeoutMs?: number;
 }
 
@@ -83,8 +88,14 @@ async function docker(deps: DoctorDeps): Promise<Check[]> {
 }
 
 function plugins(deps: DoctorDeps): Check[] {
-  return deps.plugins().map(({ name, state, category, detail }): Check => {
+  return pluginChecks(deps.plugins());
+}
+
+/** One check per plugin: running, not set up, starting, failed, or refusing messages for its configuration. */
+export function pluginChecks(states: PluginState[]): Check[] {
+  return states.map(({ name, state, category, detail, refusing }): Check => {
     const base = { id: `plugin-${name}`, title: `Plugin ${name}` };
+    if (refusing) return { ...base, status: 'fail', detail: `${refusing}.`, fix: `in volumes/config/carapace.json, map that group in plugins.${name} (chats or groups), or list "${name}" in the group's plugins; the core takes the edit within a second and handles the kept messages` };
     if (state === 'healthy') return { ...base, status: 'ok', detail: 'Running.' };
     if (category === 'NOT_CONFIGURED') return { ...base, status: 'warn', detail: 'Not set up, so off.', fix: name === 'telegram' ? `to use Telegram, put your bot's token in TELEGRAM_BOT_TOKEN; ${FIX_ENV}` : `add its settings to volumes/config/carapace.json (see carapace.example.json), then restart` };
     if (state === 'starting') return { ...base, status: 'warn', detail: detail ? `Starting again: ${detail}.` : 'Starting, or the plugin host is away.', fix: 'wait a minute; if it stays, see `docker compose logs plugins`' };
@@ -125,6 +136,17 @@ function sandboxCheck(sandbox: Sandbox): Check {
     : { ...base, status: 'warn', detail: `Agents run under runc and share the host's kernel (${sandbox.reason}).`, fix: sandbox.hint };
 }
 
+/** carapace.json: in force, broken since the core took it (the last good one runs), or changed in settings that wait for a restart. */
+export function configCheck(status: { problem: ConfigProblem | null; waiting_for_restart: string[] }): Check {
+  const base = { id: 'config', title: 'Configuration (carapace.json)' };
+  const { problem, waiting_for_restart: waiting } = status;
+  if (problem) {
+    return { ...base, status: 'fail', detail: `${problem.file}, line ${problem.line}, column ${problem.column}: ${problem.message}. The configuration the core last took stays in force everywhere until the file is fixed.`, fix: `edit volumes/config/carapace.json at line ${problem.line}, column ${problem.column} (carapace.json.bak, if there, is the last file the core wrote); the core takes the fixed file within a second` };
+  }
+  if (waiting.length > 0) return { ...base, status: 'warn', detail: `Changed settings that take effect only when the core starts again: ${waiting.join(', ')}.`, fix: 'run `docker compose restart`' };
+  return { ...base, status: 'ok', detail: 'In force in the core and every plugin; edits take effect within a second.' };
+}
+
 /** Runs every check, each bounded by `timeoutMs` (default 8 s). */
 export async function runChecks(deps: DoctorDeps): Promise<Report> {
   const timeoutMs = deps.timeoutMs ?? 8000;
@@ -150,6 +172,6 @@ export async function runChecks(deps: DoctorDeps): Promise<Report> {
     bounded('disk', 'Disk', () => disk(deps)),
   ]);
   if (deps.sandbox) groups.push([sandboxCheck(deps.sandbox)]);
-  const checks = [...groups[0], ...groups[1], ...plugins(deps), ...groups.slice(2).flat()];
+  const checks = [...(deps.config ? [configCheck(deps.config())] : []), ...groups[0], ...groups[1], ...plugins(deps), ...groups.slice(2).flat()];
   return { ok: checks.every((c) => c.status !== 'fail'), checks };
 }

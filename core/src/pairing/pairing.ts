@@ -19,6 +19,8 @@ export interface PairingDeps {
   configFile: string | null;
   audit: AuditLog;
   publish: (topic: string, group: string, payload: JsonObject) => void;
+  /** A plugin's section changed in place (the plugin hears `pairing.approved` and maps the chat itself). */
+  sectionChanged?: (plugin: string) => void;
 }
 
 export type PairingAnswer = { ok: true; request: PairingRequest; group: string } | { ok: false; code: string; message: string };
@@ -57,6 +59,7 @@ export class Pairing {
     const { config } = this.deps;
     if (!Object.hasOwn(config.groups, group)) config.groups[group] = change.config.groups[group];
     config.plugins[request.plugin] = change.config.plugins[request.plugin];
+    this.deps.sectionChanged?.(request.plugin);
     this.deps.audit.record({ group, session: null, source: by, topic: null, correlation: null, stage: 'event', outcome: 'ok', reason: `pairing ${request.code} approved by ${by}: ${request.plugin} chat ${request.chat} → group ${group}${create ? ' (new)' : ''}; carapace.json written${change.backup ? `, previous kept as ${change.backup}` : ''}` });
     this.deps.publish('pairing.approved', group, { plugin: request.plugin, chat: request.chat });
     return { ok: true, request, group };

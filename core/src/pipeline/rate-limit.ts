@@ -13,9 +13,15 @@ export class RateLimiter {
   private readonly buckets = new Map<string, Bucket>();
 
   constructor(
-    private readonly defaults: RateLimit,
-    private readonly perTool: Record<string, RateLimit> = {},
+    private defaults: RateLimit,
+    private perTool: Record<string, RateLimit> = {},
   ) {}
+
+  /** New limits from a changed carapace.json: each bucket keeps its tokens, capped at the new burst when next checked. */
+  setLimits(defaults: RateLimit, perTool: Record<string, RateLimit>): void {
+    this.defaults = defaults;
+    this.perTool = perTool;
+  }
 
   check(session: string, tool: string, nowMs = Date.now()): RateDecision {
     const limit = Object.hasOwn(this.perTool, tool) ? this.perTool[tool] : this.defaults;

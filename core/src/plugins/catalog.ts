@@ -24,6 +24,8 @@ interface PluginRecord {
   category?: InitFailureCategory;
   /** Why it failed, or why it is starting again (its process ended): for the person. */
   detail?: string;
+  /** Its events the configuration does not allow, kept (bus/event-intake.ts): shown red whatever its state. */
+  refusing?: string;
 }
 
 export class ToolCatalog {
@@ -59,9 +61,15 @@ export class ToolCatalog {
     record.detail = detail?.split('\n', 1)[0].slice(0, 300);
   }
 
-  /** Every plugin's state, with its failure's category and why (the console, the doctor). */
-  states(): { name: string; state: PluginState; category: InitFailureCategory | null; detail: string | null }[] {
-    return [...this.plugins].map(([name, r]) => ({ name, state: r.state, category: r.state === 'failed' ? r.category ?? 'INTERNAL_ERROR' : null, detail: r.detail ?? null }));
+  /** Its events are held for a configuration that allows them (why, for the person), or null: none are. */
+  setRefusing(plugin: string, why: string | null): void {
+    const record = this.plugins.get(plugin);
+    if (record) record.refusing = why?.slice(0, 500) ?? undefined;
+  }
+
+  /** Every plugin's state, with its failure's category and why, and events the configuration refused (the console, the doctor). */
+  states(): { name: string; state: PluginState; category: InitFailureCategory | null; detail: string | null; refusing: string | null }[] {
+    return [...this.plugins].map(([name, r]) => ({ name, state: r.state, category: r.state === 'failed' ? r.category ?? 'INTERNAL_ERROR' : null, detail: r.detail ?? null, refusing: r.refusing ?? null }));
   }
 
   /** Plugins with a console panel (manifest `panel`), their menu titles, and why one cannot serve now (null: it can). */

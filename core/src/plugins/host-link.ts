@@ -6,8 +6,8 @@ import { randomUUID } from 'node:crypto';
 import * as zmq from 'zeromq';
 import { FrameBatch, parseFrames } from '../boundary/frame-batch.js';
 import { SendQueue } from '../boundary/send-queue.js';
-import { PROTOCOL_VERSION, type JsonObject, type RequestEnvelope } from '../protocol/envelope.js';
-import type { CoreToHost, HandlerOutcome, HostToCore } from './host-protocol.js';
+import type { JsonObject, RequestEnvelope } from '../protocol/envelope.js';
+import { HOST_LINK_VERSION, type CoreToHost, type HandlerOutcome, type HostConfiguration, type HostToCore } from './host-protocol.js';
 
 /**
  * `unknown`: the request reached the host, which went away before answering.
@@ -45,6 +45,7 @@ const MAX_UNSAID_RECEIPTS = 10_000;
 
 export interface HostLinkEvents {
   hello: [Extract<HostToCore, { t: 'hello' }>];
+  secrets: [Extract<HostToCore, { t: 'secrets' }>];
   init: [Extract<HostToCore, { t: 'init' }>];
   pluginDown: [Extract<HostToCore, { t: 'plugin_down' }>];
   service: [Extract<HostToCore, { t: 'service' }>, (reply: Extract<CoreToHost, { t: 'service_result' }>) => void];
@@ -70,8 +71,8 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
   }
   /** Hosts asked to register since the last hello: asked once each, not per message. */
   private readonly asked = new Set<string>();
-  /** Plugins whose init result this host connection has given: a registration said twice counts once. */
-  private readonly initialized = new Set<string>();
+  /** The settings revision each plugin's init result was for, on this host connection: a registration said twice counts once. */
+  private readonly initialized = new Map<string, string>();
   private readonly inFlight = new Map<string, InFlight>();
   /** describe_call hooks running: like a request, their plugin may read that group's audit log. */
   private readonly describing = new Map<string, { plugin: string; group: string; session: string }>();
@@ -79,7 +80,7 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
   private readonly hooks = new Map<string, (r: Extract<HostToCore, { t: 'hook_result' }>) => void>();
   private loops: Promise<void>[] = [];
   /** `received` for events that came before any host's hello. */
-  private unsaid: string[] = [];
+  private unsaid: { id: string; held?: string }[] = [];
 
   async open(endpoint: string): Promise<void> {
     await this.router.bind(endpoint);
@@ -180,13 +181,20 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
    * Said once a host is linked if none is yet (the bus may bring a restarted core the
    * host's events before its hello); a host that died meanwhile does not need it.
    */
-  received(id: string): void {
+  received(id: string, held?: string): void {
     if (!this.host) {
-      this.unsaid.push(id);
+      this.unsaid.push({ id, held });
       if (this.unsaid.length > MAX_UNSAID_RECEIPTS) this.unsaid.shift();
       return;
     }
-    void this.send({ t: 'received', id }).catch(() => undefined);
+    void this.send({ t: 'received', id, ...(held === undefined ? {} : { held }) }).catch(() => undefined);
+  }
+
+  /** What the linked host is to run on (see the `configuration` message); false: no host is linked. */
+  configure(configuration: HostConfiguration, appliedLive: string[] = []): boolean {
+    if (!this.host) return false;
+    void this.send({ t: 'configuration', configuration, ...(appliedLive.length > 0 ? { applied_live: appliedLive } : {}) }).catch(() => undefined);
+    return true;
   }
 
   private send(message: CoreToHost): Promise<void> {
@@ -219,8 +227,8 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
     switch (message.t) {
       case 'hello':
         // A host speaking another protocol is not linked: everything it would say could be misread.
-        if (message.version !== PROTOCOL_VERSION) {
-          const refused: CoreToHost = { t: 'refused', code: 'UNSUPPORTED_VERSION', message: `this core speaks protocol version ${PROTOCOL_VERSION}, not ${JSON.stringify(message.version ?? null).slice(0, 16)}`, speaks: [PROTOCOL_VERSION] };
+        if (message.version !== HOST_LINK_VERSION) {
+          const refused: CoreToHost = { t: 'refused', code: 'UNSUPPORTED_VERSION', message: `this core speaks protocol version ${HOST_LINK_VERSION}, not ${JSON.stringify(message.version ?? null).slice(0, 16)}`, speaks: [HOST_LINK_VERSION] };
           void this.queue.push([identity, Buffer.from(JSON.stringify(refused))]).catch(() => undefined);
           this.emit('refused', { version: message.version, pid: message.pid });
           break;
@@ -234,11 +242,14 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
         this.asked.clear();
         this.initialized.clear();
         this.emit('hello', message);
-        for (const id of this.unsaid.splice(0)) this.received(id);
+        for (const { id, held } of this.unsaid.splice(0)) this.received(id, held);
+        break;
+      case 'secrets':
+        if (Array.isArray(message.secrets)) this.emit('secrets', message);
         break;
       case 'init':
-        if (this.initialized.has(message.plugin)) break;
-        this.initialized.add(message.plugin);
+        if (this.initialized.get(message.plugin) === message.revision) break;
+        this.initialized.set(message.plugin, message.revision);
         this.emit('init', message);
         break;
       case 'response':

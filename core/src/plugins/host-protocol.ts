@@ -15,11 +15,38 @@ export type HandlerOutcome =
 
 export type ServiceMethod = 'getAuditLog' | 'getToolCatalog' | 'getSessionInfo' | 'resolveConfirmation' | 'listConfirmations' | 'confirmationStatus' | 'notifyUser' | 'reportFault' | 'requestPairing';
 
+/**
+ * The link's own version, said in the host's hello. 2: the core hands the host each
+ * plugin's settings (`configuration`); a host of version 1 read carapace.json itself, and
+ * could run on another configuration than the core's, so it is refused.
+ */
+export const HOST_LINK_VERSION = 2;
+
+/** One plugin's section of carapace.json as the core runs it (`${VAR}` references unresolved) and its revision. */
+export interface PluginSettings {
+  settings: JsonObject;
+  /** A hash of `settings`: the host says which revision a plugin runs on in its `init`. */
+  revision: string;
+}
+
+/** What the plugin host runs on, from the core: every discovered plugin's section and the host's bounds. */
+export interface HostConfiguration {
+  plugins: Record<string, PluginSettings>;
+  handler_timeout_ms: number;
+  shutdown_timeout_ms: number;
+}
+
 export type HostToCore =
-  /** `version`: the protocol version the host speaks (PROTOCOL_VERSION); a core that does not speak it refuses the host. */
-  | { t: 'hello'; pid: number; secrets: string[]; version: number }
-  | { t: 'init'; plugin: string; ok: true }
-  | { t: 'init'; plugin: string; ok: false; category: InitFailureCategory; detail: string }
+  /** `version`: the link's version the host speaks (HOST_LINK_VERSION); a core that does not speak it refuses the host. */
+  | { t: 'hello'; pid: number; version: number }
+  /**
+   * The values the host filled into plugins' settings from its environment (`${VAR}`), sent
+   * before any plugin runs on them, so the core can scrub them from anything a plugin says.
+   */
+  | { t: 'secrets'; secrets: string[] }
+  /** `revision`: the settings the plugin was started on (PluginSettings.revision); an init for another is stale. */
+  | { t: 'init'; plugin: string; ok: true; revision: string }
+  | { t: 'init'; plugin: string; ok: false; category: InitFailureCategory; detail: string; revision: string }
   /** A plugin's process ended while it ran: its tools are unavailable until its next `init` (none when not `restarting`). */
   | { t: 'plugin_down'; plugin: string; detail: string; restarting: boolean }
   | { t: 'response'; rid: string; outcome: HandlerOutcome }
@@ -40,8 +67,19 @@ export type CoreToHost =
   | { t: 'shutdown'; drain_ms: number; shutdown_ms: number }
   /** The core does not know this host (it restarted): say hello and every init result again. */
   | { t: 'register' }
-  /** The event the host named `id` (PublishedEvent.id) is accepted or refused for good: its plugin may save its progress. */
-  | { t: 'received'; id: string };
+  /**
+   * What to run on: the answer to every new hello and sent again when carapace.json
+   * changes. A plugin whose revision differs from the one it runs is started again on the
+   * new settings, unless it is in `applied_live` (the plugin took the change itself, such as
+   * a chat pairing added): then only its settings for a later start are replaced.
+   */
+  | { t: 'configuration'; configuration: HostConfiguration; applied_live?: string[] }
+  /**
+   * The event the host named `id` (PublishedEvent.id) is the core's now: accepted, refused
+   * for good, or `held` (why: the configuration does not allow it yet; it is kept and
+   * handled once it does). Its plugin may save its progress.
+   */
+  | { t: 'received'; id: string; held?: string };
 
 /** Events travel on the PUB/SUB bus; the first frame is "<plugin> <topic>" so each
  *  plugin subscribes only to what the core addressed to it. */

@@ -60,10 +60,11 @@ describe('events follow the manifest', () => {
     expect(accepted.some((e) => e.topic === 'task.triggered')).toBe(false);
   });
 
-  it('a channel publishes only for the groups its own configuration maps', async () => {
+  it('a channel publishes only for the groups its own configuration maps (another is kept, unhandled, until the configuration allows it)', async () => {
     expect((await stack.ipc(family, 'tool.invoke.publish_inbound', { group: 'other' })).code).toBe(0);
-    const dropped = await audited((e) => e.source === 'services' && e.group === 'other' && e.outcome === 'dropped');
-    expect(dropped.reason).toMatch(/not one that plugin's configuration maps/);
+    const held = await audited((e) => e.source === 'services' && e.group === 'other' && e.stage === 'event' && e.outcome === 'pending');
+    expect(held).toMatchObject({ code: 'UNAUTHORIZED' });
+    expect(held.reason).toMatch(/not one that plugin's configuration maps/);
     expect(accepted.some((e) => e.group === 'other')).toBe(false);
   });
 });
@@ -221,9 +222,10 @@ describe('the wire: a plugin host in another protocol version', () => {
     const dealer = new zmq.Dealer({ linger: 0, receiveTimeout: 3000 });
     dealer.connect(`ipc://${join(stack.runDir, SOCKETS.pluginHost)}`);
     try {
-      await dealer.send(JSON.stringify({ t: 'hello', pid: 4242, secrets: [], version: 2 }));
+      // Version 1: a host that read carapace.json itself, and could run on another configuration than the core's.
+      await dealer.send(JSON.stringify({ t: 'hello', pid: 4242, secrets: [], version: 1 }));
       const [reply] = await dealer.receive();
-      expect(JSON.parse(reply.toString('utf8'))).toMatchObject({ t: 'refused', code: 'UNSUPPORTED_VERSION', speaks: [1] });
+      expect(JSON.parse(reply.toString('utf8'))).toMatchObject({ t: 'refused', code: 'UNSUPPORTED_VERSION', speaks: [2] });
       await audited((e) => e.code === 'UNSUPPORTED_VERSION' && e.source === 'plugin-host');
       expect(stack.core.audit.query({}).some((e) => e.reason === 'plugin host connected (pid 4242)')).toBe(false);
       expect((await stack.ipc(family, 'tool.invoke.echo', { text: 'still here' })).out?.echoed?.text).toBe('still here');

@@ -79,7 +79,7 @@ describe('a broken carapace.json', () => {
     await sleep(1500);
     expect(core.exitCode).toBeNull();
     expect(host.exitCode).toBeNull();
-    expect(hostOut).toContain('line 4, column 5');
+    // The host reads no file: it waits for the core, which hands it nothing in safe mode.
     expect(hostOut).toContain('no plugin runs until it is fixed');
     // No plugin was loaded: the host never opened the web chat's panel socket.
     expect(existsSync(join(dir, 'run', 'panels', 'webchat.sock'))).toBe(false);

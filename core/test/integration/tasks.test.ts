@@ -112,9 +112,9 @@ async function restartHost(meanwhile: () => void | Promise<void> = () => undefin
   );
 }
 
-/** The plugin host reads the plugins' configuration when it starts. */
-function setTasksConfig(tasks: Record<string, unknown>): void {
-  writeFileSync(stack.configFile, JSON.stringify(config(tasks)));
+/** carapace.json with these tasks settings, once the core has taken it (it hands the plugin host each plugin's section). */
+function setTasksConfig(tasks: Record<string, unknown>): Promise<void> {
+  return stack.writeConfig(config(tasks));
 }
 
 function wallClock(date: Date): { hour: number; minute: number } {
@@ -321,7 +321,7 @@ describe('schedule_recurring_task', () => {
       return counts[group]?.day === day ? counts[group].count : 0;
     };
     const mainBefore = used('main');
-    setTasksConfig({ ...TASKS_CONFIG, max_one_shot_per_day: used('family') + 2 });
+    await setTasksConfig({ ...TASKS_CONFIG, max_one_shot_per_day: used('family') + 2 });
     await restartHost();
     try {
       const at = new Date(Date.now() + 3600_000).toISOString();
@@ -337,7 +337,7 @@ describe('schedule_recurring_task', () => {
       expect(used('main')).toBe(mainBefore);
       await call(family, 'cancel_task', { task_id: second.out.task_id });
     } finally {
-      setTasksConfig(TASKS_CONFIG);
+      await setTasksConfig(TASKS_CONFIG);
       await restartHost();
     }
   });
@@ -465,8 +465,8 @@ describe('persistence', () => {
   it('with run_missed_on_startup false a missed run is skipped', async () => {
     const due = new Date(Math.floor((Date.now() - 7200_000) / 60_000) * 60_000);
     const { hour, minute } = wallClock(due);
-    await restartHost(() => {
-      setTasksConfig({ ...TASKS_CONFIG, run_missed_on_startup: false });
+    await restartHost(async () => {
+      await setTasksConfig({ ...TASKS_CONFIG, run_missed_on_startup: false });
       addToState([stateRecord('task-skipped', `${minute} ${hour} * * *`, { last_run: new Date(due.getTime() - 24 * 3600_000).toISOString() })]);
     });
     expect(stack.core.catalog.state('tasks')).toBe('healthy');
@@ -478,11 +478,11 @@ describe('persistence', () => {
 
 describe('configuration errors', () => {
   it('a bad cron expression, an unknown timezone or a corrupt state file: CONFIG_ERROR', async () => {
-    const cases: [string, () => void][] = [
+    const cases: [string, () => Promise<void>][] = [
       ['cron', () => setTasksConfig({ tasks: [{ id: 'bad', group: 'main', cron: '61 * * * *', prompt: 'x' }] })],
       ['timezone', () => setTasksConfig({ timezone: 'Mars/Olympus_Mons' })],
-      ['state', () => {
-        setTasksConfig(TASKS_CONFIG);
+      ['state', async () => {
+        await setTasksConfig(TASKS_CONFIG);
         writeFileSync(stateFile(), '{"tasks": [');
       }],
     ];

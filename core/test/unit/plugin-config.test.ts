@@ -1,5 +1,6 @@
 import { describe, it, expect } from '@jest/globals';
-import { pluginSection, resolvePluginConfig } from '../../plugin-host/plugin-config.js';
+import { resolvePluginConfig } from '../../plugin-host/plugin-config.js';
+import { pluginSection } from '../../src/plugins/plugin-settings.js';
 
 const env = { API_TOKEN: 'tok-very-secret-123', HOST: 'mail.example.com', EMPTY: '' } as NodeJS.ProcessEnv;
 

@@ -19,7 +19,7 @@ function Received({ mails }) {
       <td class="mono">${m.from}</td>
       <td class="subject">${m.subject || '(no subject)'}</td>
       <td>${m.folder}</td>
-      <td class="started">${m.started ? 'yes' : 'no'}${m.read ? html` <span class="muted">(read by the agent)</span>` : ''}</td>
+      <td class="started">${m.started ? 'yes' : 'no'}${m.read ? html` <span class="muted">(read by the agent)</span>` : ''}${m.held ? html` <span class="bad">(not handled: ${m.held}; kept until carapace.json allows it)</span>` : ''}</td>
       <td class="hidden-text">${m.hidden_chars ? `${m.hidden_chars.toLocaleString()} characters a reader would not see, left out` : ''}${m.styles_not_evaluated && m.styles_not_evaluated.length ? html`<div class="warn styles-not-evaluated">Style sheets not evaluated in full (${m.styles_not_evaluated.join('; ')}): text they hide may have reached the agent.</div>` : ''}</td>
     </tr>`)}</tbody></table></div>`;
 }

@@ -6,12 +6,14 @@ const STATE_CLASS = { healthy: 'ok', starting: 'warn', failed: 'bad' };
 const stateOf = (p) => (p.category === 'NOT_CONFIGURED' ? 'not configured' : p.state === 'starting' ? 'starting (or plugin host away)' : p.state);
 
 export function Overview() {
-  const { data, error, reload } = useData('/api/overview', (e) => e.type === 'agent' || (e.type === 'audit' && (e.stage === 'plugin' || e.stage === 'confirm' || e.code === 'MODEL_REFUSED')));
+  const { data, error, reload } = useData('/api/overview', (e) => e.type === 'agent' || (e.type === 'audit' && (e.stage === 'plugin' || e.stage === 'core' || e.stage === 'confirm' || e.code === 'MODEL_REFUSED')));
   if (!data) return html`<h1>Overview</h1>${error ? html`<div class="error">${error}</div>` : html`<p class="muted">Loading…</p>`}`;
   if (data.safe_mode) return html`<${SafeMode} problem=${data.safe_mode} reload=${reload} />`;
   const running = data.agents.filter((a) => a.state === 'working' || a.state === 'idle' || a.state === 'starting');
   return html`<h1>Overview</h1>
     ${error && html`<div class="error">${error}</div>`}
+    ${data.config?.problem && html`<div class="card" id="config-problem"><div class="big bad">carapace.json is broken</div>
+      <p><span class="mono">${data.config.problem.file}</span>, <strong>line ${data.config.problem.line}, column ${data.config.problem.column}</strong>: ${data.config.problem.message}. The configuration the core last took stays in force everywhere until it is fixed.</p></div>`}
     <div class="cards">
       <div class="card"><div class="muted">Core</div><div class="big ok">running</div><div class="muted">version ${data.version}, up ${Math.round(data.uptime_s / 60)} min</div></div>
       <div class="card"><div class="muted">Plugin host</div><div class="big ${data.plugin_host ? 'ok' : 'bad'}">${data.plugin_host ? 'linked' : 'away'}</div><div class="muted">${data.plugin_host ? 'runs the plugins' : 'its tools are unavailable: see docker compose logs plugins'}</div></div>
@@ -26,7 +28,7 @@ export function Overview() {
     </div>
     <h2>Plugins</h2>
     <div class="scroll"><table><thead><tr><th>Plugin</th><th>State</th><th>Problem</th></tr></thead><tbody>
-      ${data.plugins.map((p) => html`<tr><td>${p.name}</td><td class=${p.category === 'NOT_CONFIGURED' ? 'muted' : STATE_CLASS[p.state] ?? ''}>${stateOf(p)}</td><td class="problem">${p.category === 'NOT_CONFIGURED' ? '' : p.category ?? ''}${p.detail && p.category !== 'NOT_CONFIGURED' ? html`<div class="muted">${p.detail}</div>` : ''}</td></tr>`)}
+      ${data.plugins.map((p) => html`<tr><td>${p.name}</td><td class=${p.refusing ? 'bad' : p.category === 'NOT_CONFIGURED' ? 'muted' : STATE_CLASS[p.state] ?? ''}>${p.refusing ? 'messages refused' : stateOf(p)}</td><td class="problem">${p.category === 'NOT_CONFIGURED' ? '' : p.category ?? ''}${p.refusing ? html`<div class="bad refusing">${p.refusing}</div>` : ''}${p.detail && p.category !== 'NOT_CONFIGURED' ? html`<div class="muted">${p.detail}</div>` : ''}</td></tr>`)}
     </tbody></table></div>
     <h2>Disk</h2>
     <div class="scroll"><table><thead><tr><th>Folder</th><th>Used</th><th>Free on its disk</th></tr></thead><tbody>
