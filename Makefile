@@ -44,7 +44,7 @@ images:
 # ipc's own unit tests (ZMTP framing, arguments), then every jest suite; agents run in
 # gVisor where the engine has runsc (agents.runtime auto). Then the agent suites (lockdown,
 # attacks from inside, end to end) once more under runc, so that both runtimes are tested.
-AGENT_SUITES := docker/agents docker/agent-files docker/e2e docker/email-agent docker/api-mode docker/api-mode-isolation docker/llm-attacks docker/session-guard
+AGENT_SUITES := docker/agents docker/agent-files docker/e2e docker/email-agent docker/api-mode docker/api-mode-isolation docker/llm-attacks docker/session-guard docker/external-content docker/workspace-labels
 test: build images
 	cd ipc && $(CARGO) test --locked --release
 	node --experimental-vm-modules node_modules/jest/bin/jest.js
