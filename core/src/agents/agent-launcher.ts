@@ -182,7 +182,8 @@ export class AgentLauncher {
         throw new Error('session quarantined while the agent started');
       }
       agent.fsErrors = (await this.storage.fsErrors?.(group)) ?? 0;
-      await this.checkWorkspaceLabel(group, session.id, container);
+      // Off the start's critical path: its requests wait for it instead (the model answers first).
+      this.core.sessions.holdRequestsFor(session.id, this.checkWorkspaceLabel(group, session.id, container));
       return agent;
     } catch (err) {
       await this.teardown({ session: session.id, container, apiDir, privateDir });
@@ -221,8 +222,9 @@ export class AgentLauncher {
   }
 
   /**
-   * Before the first turn: files a labelled session of the group may have written label this
-   * one too (workspace-labels.ts). Only for such groups; a runtime that cannot look labels it.
+   * As the first turn starts: files a labelled session of the group may have written label
+   * this one too (workspace-labels.ts). Only for such groups; a runtime that cannot look, or
+   * a check that fails, labels it. The session's requests wait for it (SessionTable.holdRequestsFor).
    */
   private async checkWorkspaceLabel(group: string, session: string, container: string): Promise<void> {
     const since = this.workspaceLabels.since(group);

@@ -20,6 +20,11 @@ export interface Session {
    * tool's answer: from then on an allow-list no longer lowers a tool's risk (pipeline/untrusted-input.ts).
    */
   untrustedInput?: boolean;
+  /**
+   * A check that may label the session runs (the workspace's files, at the start): its
+   * requests wait for it. Never rejects; gone once done.
+   */
+  labelCheck?: Promise<void>;
 }
 
 export class SessionTable {
@@ -58,6 +63,18 @@ export class SessionTable {
     if (!session || session.untrustedInput) return;
     session.untrustedInput = true;
     for (const listener of this.labelListeners) listener(session);
+  }
+
+  /** Requests of the session wait for `check` (which labels it or not); a failed check labels it. */
+  holdRequestsFor(id: string, check: Promise<void>): void {
+    const session = this.sessions.get(id);
+    if (!session) return;
+    const held: Promise<void> = check
+      .catch(() => this.markUntrustedInput(id))
+      .finally(() => {
+        if (session.labelCheck === held) delete session.labelCheck;
+      });
+    session.labelCheck = held;
   }
 
   /** Hears each session that reads external content, once (what it writes from then on is labelled: agents/workspace-labels.ts). */

@@ -160,9 +160,14 @@ async function decide(frames: Buffer[], session: Session, deps: PipelineDeps, ct
     if (send) deps.calls?.rejoin(key, { correlation: wire.message.correlation, send });
     return earlier;
   }
-  const envelope = constructEnvelope(wire.message, session);
-  pass(audit, ctx, 'envelope');
-  const answer = validateAndRoute(envelope, session, deps, ctx, audit, send);
+  const handle = (): Promise<Answer> => {
+    const envelope = constructEnvelope(wire.message, session);
+    pass(audit, ctx, 'envelope');
+    return validateAndRoute(envelope, session, deps, ctx, audit, send);
+  };
+  // A check that may label the session is still running (agents/agent-launcher.ts): the
+  // request is built only after it, and resends join this one answer meanwhile.
+  const answer = session.labelCheck ? session.labelCheck.then(handle) : handle();
   deps.recent.set(key, answer);
   return answer;
 }

@@ -196,6 +196,26 @@ describe('memories stored after reading external content (DESIGN 16)', () => {
   });
 });
 
+describe('a check that may label a session (its workspace files, as its agent starts)', () => {
+  it('holds the session\'s requests until it is done: what it finds labels them; a check that fails labels them too', async () => {
+    const s = await stack.openSession('held');
+    let finish!: () => void;
+    stack.core.sessions.holdRequestsFor(s.id, new Promise<void>((resolve) => (finish = resolve)).then(() => stack.core.sessions.markUntrustedInput(s.id)));
+    const storing = store(s, { type: 'fact', content: 'written while the check ran' });
+    await new Promise((r) => setTimeout(r, 300));
+    finish();
+    expect(expectOk(await storing).provenance.external).toBe(true);
+    expect(stack.core.sessions.get(s.id)?.labelCheck).toBeUndefined();
+    // A check that fails: the session counts as labelled.
+    const other = await stack.openSession('held');
+    stack.core.sessions.holdRequestsFor(other.id, Promise.reject(new Error('no docker')));
+    expect(expectOk(await store(other, { type: 'fact', content: 'after a failed check' })).provenance.external).toBe(true);
+    // No check: nothing held, nothing labelled.
+    const clean = await stack.openSession('held');
+    expect(expectOk(await store(clean, { type: 'fact', content: 'plain' })).provenance.external).toBe(false);
+  });
+});
+
 describe('supersession', () => {
   it('hides replaced entries unless include_superseded; chains stay linear; other groups cannot be targeted', async () => {
     const s = await stack.openSession('supersede');
