@@ -1,22 +1,16 @@
 // The calendar page (served by the calendar plugin, mounted by the console at /plugins/calendar/):
 // per group, the calendars it may use and its events of the coming days. Read only.
 import { html, render, useEffect, useState } from '/assets/vendor/preact-htm.js';
+import { GroupSelect, usePanelGroups } from '/assets/panel-groups.js';
 import { get } from '/assets/api.js';
 
 
 function Calendar() {
-  const [groups, setGroups] = useState([]);
-  const [group, setGroup] = useState('');
   const [days, setDays] = useState(7);
   const [overview, setOverview] = useState(null);
   const [error, setError] = useState(null);
+  const [groups, group, setGroup] = usePanelGroups(setError);
 
-  useEffect(() => {
-    get('./api/groups').then((g) => {
-      setGroups(g.groups);
-      setGroup((current) => current || g.groups[0] || '');
-    }, (err) => setError(err.message));
-  }, []);
   useEffect(() => {
     if (!group) return;
     get(`./api/overview?group=${encodeURIComponent(group)}&days=${days}`).then((o) => (setOverview(o), setError(null)), (err) => setError(err.message));
@@ -24,7 +18,7 @@ function Calendar() {
 
   return html`<main class="page">
     <div class="row"><a href="/">← Console</a><h1 style="margin:0 12px">Calendar</h1>
-      <select id="group" value=${group} onChange=${(e) => setGroup(e.target.value)}>${groups.map((g) => html`<option value=${g}>${g}</option>`)}</select>
+      <${GroupSelect} groups=${groups} group=${group} setGroup=${setGroup} />
       <select id="days" value=${days} onChange=${(e) => setDays(Number(e.target.value))}>${[1, 7, 14, 31].map((d) => html`<option value=${d}>next ${d} day${d > 1 ? 's' : ''}</option>`)}</select></div>
     ${error && html`<div class="error" role="alert">${error}</div>`}
     ${overview && html`<section>

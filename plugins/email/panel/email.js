@@ -5,6 +5,7 @@
 // got them (invisible characters as ⟦U+…⟧ escapes), with how much hidden HTML text was left out
 // and whether the mail's style sheets were too large to evaluate in full.
 import { html, render, useEffect, useState } from '/assets/vendor/preact-htm.js';
+import { GroupSelect, usePanelGroups } from '/assets/panel-groups.js';
 import { get } from '/assets/api.js';
 
 
@@ -37,23 +38,16 @@ function Sent({ mails }) {
 }
 
 function Email() {
-  const [groups, setGroups] = useState([]);
-  const [group, setGroup] = useState('');
   const [recent, setRecent] = useState(null);
   const [error, setError] = useState(null);
+  const [groups, group, setGroup] = usePanelGroups(setError);
 
-  useEffect(() => {
-    get('./api/groups').then((g) => {
-      setGroups(g.groups);
-      setGroup((current) => current || g.groups[0] || '');
-    }, (err) => setError(err.message));
-  }, []);
   const load = () => group && get(`./api/recent?group=${encodeURIComponent(group)}`).then((r) => (setRecent(r), setError(null)), (err) => setError(err.message));
   useEffect(() => void load(), [group]);
 
   return html`<main class="page">
     <div class="row"><a href="/">← Console</a><h1 style="margin:0 12px">Email</h1>
-      <select id="group" value=${group} onChange=${(e) => setGroup(e.target.value)}>${groups.map((g) => html`<option value=${g}>${g}</option>`)}</select>
+      <${GroupSelect} groups=${groups} group=${group} setGroup=${setGroup} />
       <button id="refresh" onClick=${() => load()}>Refresh</button></div>
     ${error && html`<div class="error" role="alert">${error}</div>`}
     ${groups.length === 0 && html`<p class="muted">No group has a mailbox configured.</p>`}

@@ -1,24 +1,18 @@
 // The memory page (served by the memory plugin, mounted by the console at /plugins/memory/):
 // per group, search, read an entry with its provenance, delete.
 import { html, render, useEffect, useState } from '/assets/vendor/preact-htm.js';
+import { GroupSelect, usePanelGroups } from '/assets/panel-groups.js';
 import { get, post } from '/assets/api.js';
 
 function Memory() {
-  const [groups, setGroups] = useState([]);
-  const [group, setGroup] = useState('');
   const [query, setQuery] = useState('');
   const [superseded, setSuperseded] = useState(false);
   const [results, setResults] = useState([]);
   const [open, setOpen] = useState(null);
   const [error, setError] = useState(null);
+  const [groups, group, setGroup] = usePanelGroups(setError);
   const q = (path) => `./api/${path}${path.includes('?') ? '&' : '?'}group=${encodeURIComponent(group)}`;
 
-  useEffect(() => {
-    get('./api/groups').then((g) => {
-      setGroups(g.groups);
-      setGroup((current) => current || g.groups[0] || '');
-    }, (err) => setError(err.message));
-  }, []);
   const search = () => group && get(q(`search?q=${encodeURIComponent(query)}${superseded ? '&superseded=1' : ''}`)).then((r) => (setResults(r.results), setError(null)), (err) => setError(err.message));
   useEffect(() => void search(), [group, superseded]);
 
@@ -36,7 +30,7 @@ function Memory() {
 
   return html`<main class="page">
     <div class="row"><a href="/">← Console</a><h1 style="margin:0 12px">Memory</h1>
-      <select id="group" value=${group} onChange=${(e) => setGroup(e.target.value)}>${groups.map((g) => html`<option value=${g}>${g}</option>`)}</select></div>
+      <${GroupSelect} groups=${groups} group=${group} setGroup=${setGroup} /></div>
     ${error && html`<div class="error" role="alert">${error}</div>`}
     ${groups.length === 0 && html`<p class="muted">No group has stored a memory yet.</p>`}
     <form class="row" style="margin:12px 0" onSubmit=${(e) => (e.preventDefault(), search())}>

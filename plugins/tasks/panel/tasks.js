@@ -2,20 +2,14 @@
 // per group, what is scheduled and when it runs next; tasks a session scheduled after
 // reading external content are marked, since their prompts may carry a stranger's words.
 import { html, render, useEffect, useState } from '/assets/vendor/preact-htm.js';
+import { GroupSelect, usePanelGroups } from '/assets/panel-groups.js';
 import { get, when } from '/assets/api.js';
 
 function Tasks() {
-  const [groups, setGroups] = useState([]);
-  const [group, setGroup] = useState('');
   const [data, setData] = useState(null);
   const [error, setError] = useState(null);
+  const [groups, group, setGroup] = usePanelGroups(setError);
 
-  useEffect(() => {
-    get('./api/groups').then((g) => {
-      setGroups(g.groups);
-      setGroup((current) => current || g.groups[0] || '');
-    }, (err) => setError(err.message));
-  }, []);
   useEffect(() => {
     if (group) get(`./api/tasks?group=${encodeURIComponent(group)}`).then((d) => (setData(d), setError(null)), (err) => setError(err.message));
   }, [group]);
@@ -23,7 +17,7 @@ function Tasks() {
   const tasks = data?.tasks ?? [];
   return html`<main class="page">
     <div class="row"><a href="/">← Console</a><h1 style="margin:0 12px">Tasks</h1>
-      <select id="group" value=${group} onChange=${(e) => setGroup(e.target.value)}>${groups.map((g) => html`<option value=${g}>${g}</option>`)}</select></div>
+      <${GroupSelect} groups=${groups} group=${group} setGroup=${setGroup} /></div>
     ${error && html`<div class="error" role="alert">${error}</div>`}
     ${groups.length === 0 && html`<p class="muted">No group has a scheduled task.</p>`}
     ${tasks.some((t) => t.external) && html`<p class="warn external-note">Tasks marked <strong>after external content</strong> were scheduled by a session that had read text from outside (a mail): their prompts may repeat what a stranger wrote, and when they run, anything they would send, share or delete waits for you.</p>`}
