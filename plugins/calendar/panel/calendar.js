@@ -4,7 +4,6 @@ import { html, render, useEffect, useState } from '/assets/vendor/preact-htm.js'
 import { GroupSelect, usePanelGroups } from '/assets/panel-groups.js';
 import { get } from '/assets/api.js';
 
-
 function Calendar() {
   const [days, setDays] = useState(7);
   const [overview, setOverview] = useState(null);
