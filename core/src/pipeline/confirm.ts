@@ -11,6 +11,8 @@ import { pipelineError, type ErrorPayload } from '../protocol/errors.js';
 import type { JsonObject, RequestEnvelope } from '../protocol/envelope.js';
 import { recipientRisk } from './untrusted-input.js';
 
+const NONE: ReadonlySet<string> = new Set();
+
 /**
  * A tool's risk for this caller: higher when a scheduled task's run may be acting
  * unattended; lower for mail to listed recipients, but never after untrusted input
@@ -24,7 +26,7 @@ export function riskOf(
   session: Pick<Session, 'taskStarted' | 'untrustedInput' | 'group'>,
   args?: JsonObject,
   pluginConfig?: JsonObject,
-  allowAfterExternal: ReadonlySet<string> = new Set(),
+  allowAfterExternal: ReadonlySet<string> = NONE,
 ): 'low' | 'high' {
   const base = session.taskStarted && tool.task_run_risk_level ? tool.task_run_risk_level : tool.risk_level;
   const risk = recipientRisk(tool, base, session, args, pluginConfig);
