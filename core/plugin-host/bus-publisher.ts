@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as zmq from 'zeromq';
 import { SendQueue } from '../src/boundary/send-queue.js';
+import { formatVersion } from '../src/state/versioned-json.js';
 
 /** Unconfirmed events kept per plugin; beyond it the oldest are given up, so a flood costs that plugin, not memory. */
 const MAX_UNCONFIRMED_PER_PLUGIN = 1000;
@@ -99,7 +100,7 @@ export class BusPublisher {
    */
   saveUnconfirmed(file: string): number {
     const all = [...this.unconfirmed.values()].flatMap((events) => [...events.values()].map((e) => e.frames.map((f) => f.toString('utf8'))));
-    if (all.length > 0) writeFileSync(file, JSON.stringify(all), { mode: 0o600 });
+    if (all.length > 0) writeFileSync(file, JSON.stringify({ version: 1, events: all }), { mode: 0o600 });
     return all.length;
   }
 
@@ -113,9 +114,11 @@ export class BusPublisher {
     } finally {
       rmSync(file, { force: true });
     }
-    if (!Array.isArray(saved)) return 0;
+    // Version 1 is `{version, events}`; version 0 was the list alone. A newer one is not ours to read.
+    const events = Array.isArray(saved) ? saved : formatVersion(saved) === 1 ? (saved as { events?: unknown }).events : null;
+    if (!Array.isArray(events)) return 0;
     let restored = 0;
-    for (const entry of saved) {
+    for (const entry of events) {
       if (!Array.isArray(entry) || entry.length !== 2 || !entry.every((f) => typeof f === 'string')) continue;
       let body: { plugin?: unknown; id?: unknown };
       try {

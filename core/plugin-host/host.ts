@@ -16,6 +16,7 @@ import { INTRINSIC_NAMES } from '../src/intrinsics/intrinsics.js';
 import { discoverPlugins, type DiscoveredPlugin } from '../src/plugins/discovery.js';
 import { BUS_DRAINED, HOST_LINK_VERSION, MAX_EVENT_BYTES, SOCKETS, type CoreToHost, type HostToCore, type PublishedEvent } from '../src/plugins/host-protocol.js';
 import { PROTOCOL_VERSION, type EventEnvelope, type JsonObject } from '../src/protocol/envelope.js';
+import { onMigration } from '../src/state/format-migrations.js';
 import { APP_VERSION } from '../src/version.js';
 import { PublicPanels } from './panel-server.js';
 import { BusPublisher } from './bus-publisher.js';
@@ -139,7 +140,11 @@ export class PluginHost {
     await this.send({ t: 'secrets', secrets: plan.secrets }).catch(() => undefined);
     const changed = plan.steps.filter((step) => step.action !== 'keep');
     if (changed.length > 0) log.info({ changed: changed.map((step) => `${step.plugin.name}: ${step.action}`) }, 'configuration from the core');
-    this.ids ??= new PluginIds(this.dataRoot);
+    if (!this.ids) {
+      // The host's own stored file (the plugins' uids): a migration of it is said in Activity.
+      onMigration((m) => void this.send({ t: 'service', sid: randomUUID(), plugin: 'plugin-host', rid: null, group: null, method: 'reportMigration', args: { ...m } }).catch(() => undefined));
+      this.ids = new PluginIds(this.dataRoot);
+    }
     const ids = this.ids;
     await Promise.all(changed.map((step) => this.apply(step, ids)));
   }

@@ -5,6 +5,9 @@
 import { chmodSync, existsSync, lchownSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { writeAtomically } from '../src/state/atomic-write.js';
+import { reportMigration } from '../src/state/format-migrations.js';
+import { StoreTooNewError } from '../src/state/json-state.js';
+import { formatVersion, versionedJsonText } from '../src/state/versioned-json.js';
 
 /**
  * Plugin uids start here: far above the image's users (node is 1000) and Debian's. The
@@ -15,6 +18,21 @@ const UIDS_FILE = '.uids.json';
 
 export type Ids = { uid: number; gid: number };
 
+const UIDS_FORMAT = 1;
+
+/**
+ * Version 1 is `{version, uids}`; version 0 was the map alone, plugin name to uid (a plugin
+ * may be named "version", but no uid is that small). A newer file is refused: uids must
+ * never be handed out twice.
+ */
+function readUids(file: string): { uids: Record<string, number>; migrated: boolean } {
+  const json = JSON.parse(readFileSync(file, 'utf8')) as { version?: unknown; uids?: unknown };
+  const version = typeof json.version === 'number' && json.version < FIRST_UID ? formatVersion(json) : 0;
+  if (version === 0) return { uids: json as Record<string, number>, migrated: true };
+  if (version > UIDS_FORMAT) throw new StoreTooNewError(file, version, UIDS_FORMAT);
+  return { uids: (json.uids ?? {}) as Record<string, number>, migrated: false };
+}
+
 /** Each plugin's uid, or null for all when the host is not root (it cannot switch users). */
 export class PluginIds {
   private readonly map: Record<string, number>;
@@ -22,7 +40,12 @@ export class PluginIds {
 
   constructor(root: string) {
     this.file = join(root, UIDS_FILE);
-    this.map = existsSync(this.file) ? (JSON.parse(readFileSync(this.file, 'utf8')) as Record<string, number>) : {};
+    const saved = existsSync(this.file) ? readUids(this.file) : { uids: {}, migrated: false };
+    this.map = saved.uids;
+    if (saved.migrated) {
+      this.save();
+      reportMigration({ file: this.file, from: 0, to: UIDS_FORMAT });
+    }
   }
 
   static isolating(): boolean {
@@ -35,9 +58,13 @@ export class PluginIds {
     if (uid === undefined) {
       uid = Math.max(FIRST_UID - 1, ...Object.values(this.map)) + 1;
       this.map[plugin] = uid;
-      writeAtomically(this.file, JSON.stringify(this.map, null, 2), 0o600);
+      this.save();
     }
     return { uid, gid: uid };
+  }
+
+  private save(): void {
+    writeAtomically(this.file, versionedJsonText(UIDS_FORMAT, { uids: this.map }, 2), 0o600);
   }
 }
 

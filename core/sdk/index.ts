@@ -25,7 +25,9 @@ export { bundledPanelFolder, panelPages, readJsonBody, replyJson } from './panel
 /** A file replaced whole or not at all (temp file, fsync, rename): what a plugin keeps in its data folder. */
 export { writeAtomically } from '../src/state/atomic-write.js';
 /** A JSON state file as an earlier run left it: missing, loaded, or (not JSON, not its shape) moved aside for a person. */
-export { readJsonState, type SavedState } from '../src/state/json-state.js';
+export { readJsonState, StoreTooNewError, type SavedState } from '../src/state/json-state.js';
+export { readVersionedJson, versionedJsonText, type JsonFormat } from '../src/state/versioned-json.js';
+export { reportMigration } from '../src/state/format-migrations.js';
 
 /** Throw for an intentional, agent-facing error. Anything else thrown is a crash. */
 export class ToolError extends Error {

@@ -26,6 +26,8 @@ import { runChecks, type Report } from './doctor/checks.js';
 import { SOCKETS } from './plugins/host-protocol.js';
 import { ConversationStore } from './conversation/conversation-store.js';
 import { WorkspaceLabels } from './agents/workspace-labels.js';
+import { migrationText, onMigration } from './state/format-migrations.js';
+import { leftoverVolumes } from './doctor/leftover-volumes.js';
 import { ConversationKeeper } from './conversation/conversation-keeper.js';
 
 const log = pino({ base: { service: 'core' } });
@@ -69,6 +71,8 @@ async function main(): Promise<void> {
   if (sandbox.runtime === 'runsc') log.info({ agentRuntime: 'runsc', reason: sandbox.reason }, 'agents run in gVisor (runsc)');
   else log.warn({ agentRuntime: 'runc', reason: sandbox.reason, howToGetRunsc: sandbox.hint }, 'agents run under runc, sharing the host kernel');
   const core = await Core.start({ runDir: paths.runDir, pluginsDir: paths.pluginsDir, auditFile: auditFile(paths), config, secrets: [...coreSecrets(), admin.token], standingApprovalsFile: join(paths.dataDir, 'standing-approvals.json'), eventKeysFile: join(paths.dataDir, 'event-keys.sqlite'), heldEventsFile: join(paths.dataDir, 'held-events.sqlite'), configFile: paths.configFile });
+  // Stored files brought to the current format (DESIGN 18), now and as stores open: said in Activity.
+  onMigration((m) => core.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'core', outcome: 'ok', reason: migrationText(m) }));
   // Files agents send a person (a chart, a report): read from the agent's own container, checked and kept by the core.
   const files = new FileStore(join(paths.dataDir, 'files'));
   core.acceptFiles({ read: (container, path, max) => runtime.readFile(container, path, max), store: files });
@@ -154,6 +158,10 @@ async function main(): Promise<void> {
       folders: [{ name: 'logs', path: paths.logDir }, { name: 'data', path: paths.dataDir }, workspaces],
       sandbox,
       config: () => core.configStatus(),
+      leftovers: async () => {
+        const project = await runtime.composeProject();
+        return project === null ? null : leftoverVolumes(runtime.docker, project);
+      },
     });
   const server = await startAdminApi(
     core,

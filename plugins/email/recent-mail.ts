@@ -4,7 +4,7 @@
 // in the plugin's data folder, a bounded list per group, replaced whole on each change
 // (writeAtomically), so that the page survives restarts.
 import { join } from 'node:path';
-import { readJsonState, writeAtomically } from '#sdk';
+import { readVersionedJson, versionedJsonText, writeAtomically } from '#sdk';
 
 export interface ReceivedMail {
   folder: string;
@@ -65,7 +65,7 @@ export class RecentMail {
    * aside (its new name returned) and the lists start empty: they are a view, not a record.
    */
   load(groups: Iterable<string>): { movedAside?: string } {
-    const state = readJsonState(this.file, (json) => (json as { groups?: Record<string, Partial<GroupMail>> }).groups ?? {});
+    const state = readVersionedJson(this.file, { migrations: [(json) => json], read: (json) => (json as { groups?: Record<string, Partial<GroupMail>> }).groups ?? {} });
     if (state.kind === 'moved') return { movedAside: state.movedAside };
     if (state.kind === 'missing') return {};
     for (const group of groups) {
@@ -115,6 +115,6 @@ export class RecentMail {
   }
 
   private save(): void {
-    writeAtomically(this.file, JSON.stringify({ groups: Object.fromEntries(this.groups) }), 0o600);
+    writeAtomically(this.file, versionedJsonText(1, { groups: Object.fromEntries(this.groups) }), 0o600);
   }
 }

@@ -8,7 +8,7 @@
 // check could not be finished (a DNS lookup failed) is kept as deferred, with when to try
 // it again, so that it is neither lost nor in the way of the mail after it.
 import { join } from 'node:path';
-import { readJsonState, writeAtomically } from '#sdk';
+import { readVersionedJson, versionedJsonText, writeAtomically } from '#sdk';
 
 export interface FolderState {
   uidvalidity: string;
@@ -41,7 +41,7 @@ export class SyncState {
 
   /** Reads the file; a corrupt one is moved aside (its new name returned) and every folder starts afresh. */
   load(): { movedAside?: string } {
-    const saved = readJsonState(this.file, (json) => Object.entries((json as { folders?: Record<string, FolderState> }).folders ?? {}));
+    const saved = readVersionedJson(this.file, { migrations: [(json) => json], read: (json) => Object.entries((json as { folders?: Record<string, FolderState> }).folders ?? {}) });
     if (saved.kind === 'moved') return { movedAside: saved.movedAside };
     for (const [folder, s] of saved.kind === 'loaded' ? saved.value : []) {
       if (typeof s?.uidvalidity !== 'string' || !Number.isSafeInteger(s.last_uid) || s.last_uid < 0) continue;
@@ -93,6 +93,6 @@ export class SyncState {
   private write(folder: string, state: FolderState): void {
     if (!state.deferred?.length) delete state.deferred;
     this.folders.set(folder, state);
-    writeAtomically(this.file, JSON.stringify({ folders: Object.fromEntries(this.folders) }), 0o600);
+    writeAtomically(this.file, versionedJsonText(1, { folders: Object.fromEntries(this.folders) }), 0o600);
   }
 }

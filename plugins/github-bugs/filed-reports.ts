@@ -1,8 +1,7 @@
 // The reports this plugin filed in the last day, by a key of their content, kept in its
 // data directory so that a restart does not forget them: the same report is refused rather
 // than filed twice (a retry, a repeated standing approval, a looping agent).
-import { readFileSync } from 'node:fs';
-import { writeAtomically } from '#sdk';
+import { readVersionedJson, versionedJsonText, writeAtomically } from '#sdk';
 
 const DAY_MS = 86_400_000;
 const MAX_KEPT = 500;
@@ -17,12 +16,17 @@ export class FiledReports {
   private entries: Filed[] = [];
 
   constructor(private readonly file: string) {
-    try {
-      const data = JSON.parse(readFileSync(file, 'utf8')) as unknown;
-      if (Array.isArray(data)) this.entries = data.filter((e): e is Filed => typeof e?.key === 'string' && typeof e?.url === 'string' && typeof e?.at === 'string');
-    } catch {
-      // none yet, or unreadable: start empty (at worst one duplicate can be filed)
-    }
+    // Version 1: `{version, reports}`; version 0 was the list alone. Unreadable: moved aside,
+    // started empty (at worst one duplicate can be filed).
+    const saved = readVersionedJson(file, {
+      migrations: [(json) => ({ reports: json })],
+      read: (json) => {
+        const reports = (json as { reports?: unknown } | null)?.reports;
+        if (!Array.isArray(reports)) throw new Error('no reports list');
+        return reports.filter((e): e is Filed => typeof e?.key === 'string' && typeof e?.url === 'string' && typeof e?.at === 'string');
+      },
+    });
+    if (saved.kind === 'loaded') this.entries = saved.value;
   }
 
   find(key: string): Filed | null {
@@ -34,7 +38,7 @@ export class FiledReports {
     const since = Date.now() - DAY_MS;
     this.entries = [...this.entries.filter((e) => Date.parse(e.at) > since), { key, url, at: new Date().toISOString() }].slice(-MAX_KEPT);
     try {
-      writeAtomically(this.file, JSON.stringify(this.entries));
+      writeAtomically(this.file, versionedJsonText(1, { reports: this.entries }));
     } catch {
       // kept in memory for this run
     }

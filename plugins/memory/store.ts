@@ -4,7 +4,7 @@
 // never interleave with another request.
 import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
-import type { MemoryBriefEntry } from '#sdk';
+import { reportMigration, type MemoryBriefEntry } from '#sdk';
 import { anyOf, queryTerms, tagPhrase } from './fts-query.js';
 import { migrate, schemaVersion, SchemaTooNewError, SCHEMA_VERSION } from './schema.js';
 
@@ -205,6 +205,8 @@ export class MemoryDb {
       // the entries it replaced stay superseded (kept for forensic review until purged).
       db.pragma('foreign_keys = OFF');
       const found = migrate(db);
+      // An existing file brought up to date: Activity says so (a new one starts at version 0 too, empty).
+      if (found > 0 && found < SCHEMA_VERSION) reportMigration({ file, from: found, to: SCHEMA_VERSION });
       return new MemoryDb(db, group, found);
     } catch (err) {
       db.close();

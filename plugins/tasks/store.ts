@@ -101,6 +101,8 @@ export class TaskStore {
       throw new StateFileError(`${STATE_FILE} is not valid JSON; fix it or move it aside`);
     }
     if (!data || typeof data !== 'object' || !Array.isArray(data.tasks)) throw new StateFileError(`${STATE_FILE} has no "tasks" array; fix it or move it aside`);
+    // Written by a newer Carapace: refused whole, never half-read (nor overwritten by a save).
+    if (typeof data.version === 'number' && data.version > VERSION) throw new StateFileError(`${STATE_FILE} has format version ${data.version}, newer than the ${VERSION} this Carapace knows: run the newer version, or restore a backup`);
     const out: TaskRecord[] = [];
     const seen = new Set<string>();
     for (const raw of data.tasks) {

@@ -2,7 +2,7 @@
 // neither replays confirmed updates nor skips unconfirmed ones. Written atomically.
 import { rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { readJsonState } from '#sdk';
+import { readVersionedJson, versionedJsonText } from '#sdk';
 
 const FILE = 'offset.json';
 
@@ -27,7 +27,7 @@ export class OffsetStore {
    * a person to look at) and its new name returned: the caller must not replay.
    */
   async load(): Promise<number | { movedAside: string }> {
-    const saved = readJsonState(this.file, parseOffset);
+    const saved = readVersionedJson(this.file, { migrations: [(json) => json], read: parseOffset });
     if (saved.kind === 'missing') return 0;
     if (saved.kind === 'moved') return { movedAside: saved.movedAside };
     this.saved = saved.value;
@@ -39,7 +39,7 @@ export class OffsetStore {
     this.writing = this.writing.catch(() => undefined).then(async () => {
       if (offset === this.saved) return;
       const temp = `${this.file}.${process.pid}.tmp`;
-      await writeFile(temp, JSON.stringify({ offset }), { mode: 0o600 });
+      await writeFile(temp, versionedJsonText(1, { offset }), { mode: 0o600 });
       await rename(temp, this.file);
       this.saved = offset;
     });

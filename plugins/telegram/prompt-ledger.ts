@@ -3,7 +3,7 @@
 // so after any restart each one can still be edited to say how its request ended,
 // instead of keeping live buttons for a request nobody waits for. Bounded; the oldest go first.
 import { join } from 'node:path';
-import { readJsonState, writeAtomically } from '#sdk';
+import { readVersionedJson, versionedJsonText, writeAtomically } from '#sdk';
 
 const FILE = 'prompts.json';
 
@@ -35,9 +35,14 @@ export class PromptLedger {
 
   /** What an earlier run left open. A corrupt file is moved aside (its name returned); a missing one is a first run. */
   load(): { movedAside?: string } {
-    const saved = readJsonState(this.file, (json) => {
-      if (!Array.isArray(json)) throw new Error('not a list');
-      return json as unknown[];
+    // Version 1: `{version, open}`; version 0 was the list alone.
+    const saved = readVersionedJson(this.file, {
+      migrations: [(json) => ({ open: json })],
+      read: (json) => {
+        const open = (json as { open?: unknown } | null)?.open;
+        if (!Array.isArray(open)) throw new Error('not a list');
+        return open as unknown[];
+      },
     });
     if (saved.kind === 'moved') return { movedAside: saved.movedAside };
     for (const entry of saved.kind === 'loaded' ? saved.value : []) {
@@ -71,7 +76,7 @@ export class PromptLedger {
   /** Synchronous and whole: a kill at any point leaves the old list or the new one. */
   private save(): void {
     try {
-      writeAtomically(this.file, JSON.stringify([...this.open]), 0o600);
+      writeAtomically(this.file, versionedJsonText(1, { open: [...this.open] }), 0o600);
     } catch (err) {
       this.onWriteError(err as Error);
     }

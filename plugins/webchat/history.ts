@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { join } from 'node:path';
-import { readJsonState, writeAtomically, type FileRef } from '#sdk';
+import { readVersionedJson, versionedJsonText, writeAtomically, type FileRef } from '#sdk';
 
 export interface ChatMessage {
   id: string;
@@ -27,6 +27,12 @@ const SAVE_DELAY_MS = 200;
 /** A comment line this often keeps an idle stream open (and finds a page that is gone). */
 const KEEPALIVE_MS = 15_000;
 
+/** Version 1 (`{version, groups}`); version 0 was the groups' object alone. */
+const HISTORY_FORMAT = {
+  migrations: [(json: unknown) => ({ groups: json })],
+  read: (json: unknown) => Object.entries(((json as { groups?: unknown } | null)?.groups ?? {}) as Record<string, ChatMessage[]>),
+};
+
 export class ChatHistory {
   private readonly byGroup = new Map<string, ChatMessage[]>();
   private readonly streams = new Set<{ res: ServerResponse; group: string }>();
@@ -45,7 +51,7 @@ export class ChatHistory {
       for (const stream of this.streams) this.write(stream, ': keep-alive\n\n');
     }, KEEPALIVE_MS);
     this.keepalive.unref();
-    const saved = readJsonState(this.file, (json) => Object.entries(json as Record<string, ChatMessage[]>));
+    const saved = readVersionedJson(this.file, HISTORY_FORMAT);
     if (saved.kind === 'moved') problems.corrupt(saved.movedAside);
     for (const [group, list] of saved.kind === 'loaded' ? saved.value : []) if (Array.isArray(list)) this.byGroup.set(group, list.slice(-perGroup));
   }
@@ -121,7 +127,7 @@ export class ChatHistory {
     if (this.saveTimer) clearTimeout(this.saveTimer);
     this.saveTimer = null;
     try {
-      writeAtomically(this.file, JSON.stringify(Object.fromEntries(this.byGroup)));
+      writeAtomically(this.file, versionedJsonText(HISTORY_FORMAT.migrations.length, { groups: Object.fromEntries(this.byGroup) }));
     } catch (err) {
       this.problems.saveFailed(err as Error);
     }

@@ -6,6 +6,7 @@ import { Socket } from 'node:net';
 import { createInterface } from 'node:readline';
 import pino from 'pino';
 import type { RunnerToSupervisor, SupervisorToRunner } from '../child-protocol.js';
+import { onMigration } from '../../src/state/format-migrations.js';
 import { StrayErrors } from '../stray-errors.js';
 import { PluginRunner } from './plugin-runner.js';
 
@@ -47,6 +48,8 @@ async function prepare(message: Extract<SupervisorToRunner, { t: 'start' }>): Pr
     afterException: () => setTimeout(() => process.exit(70), 100).unref(),
     log,
   }).install();
+  // Its stores' format migrations, for Activity (format-migrations.ts).
+  onMigration((m) => void runner.callCore(null, null, 'reportMigration', { ...m }).catch(() => undefined));
   if (!message.egressProxy) {
     // No host in its manifest: nowhere to go, said plainly (and no proxy client loaded).
     const refusal = Object.assign(new Error(`plugin "${message.plugin}" declares no network host in its manifest`), { code: 'EGRESS_NOT_DECLARED' });

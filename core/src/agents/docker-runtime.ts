@@ -96,6 +96,11 @@ export class DockerRuntime implements AgentRuntime {
     return this.own;
   }
 
+  /** The Compose project the core's own container belongs to; null outside Compose. */
+  async composeProject(): Promise<string | null> {
+    return (await this.self())?.info.Config.Labels?.['com.docker.compose.project'] ?? null;
+  }
+
   /**
    * The core may itself run in a container: bind sources must then be host paths.
    * Its own container's mounts (from the Docker API) say where each of its paths lives.

@@ -6,7 +6,7 @@
 import type Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
 import type { EventEnvelope } from '../protocol/envelope.js';
-import { openSqliteFile, type StoreProblem } from '../state/sqlite-file.js';
+import { addColumnIfMissing, openSqliteFile, type Migration, type StoreProblem } from '../state/sqlite-file.js';
 
 /** Rows kept at most: a flood of inbound messages drops the oldest ones' notices, not the core's disk. */
 export const MAX_UNFINISHED = 5000;
@@ -30,6 +30,9 @@ const SCHEMA = `
     source TEXT NOT NULL, preview TEXT NOT NULL, accepted_at TEXT NOT NULL,
     replied INTEGER NOT NULL DEFAULT 0
   );`;
+
+/** Version 1: a file from before `replied` existed gets it; its rows read as not replied. */
+const MIGRATIONS: readonly Migration[] = [(db) => void addColumnIfMissing(db, 'unfinished', 'replied', 'INTEGER NOT NULL DEFAULT 0')];
 
 /** What the person reads: the start of the message (or the task's id). */
 export function previewOf(event: EventEnvelope): string {
@@ -85,11 +88,7 @@ export class UnfinishedTurns {
     onProblem: (problem: StoreProblem) => void = () => undefined,
     private readonly onWriteError: (err: Error) => void = () => undefined,
   ) {
-    const db = openSqliteFile(file, SCHEMA, onProblem);
-    // A file from before `replied` existed: its rows read as not replied.
-    if (!(db.prepare('PRAGMA table_info(unfinished)').all() as { name: string }[]).some((c) => c.name === 'replied')) {
-      db.exec('ALTER TABLE unfinished ADD COLUMN replied INTEGER NOT NULL DEFAULT 0');
-    }
+    const db = openSqliteFile(file, SCHEMA, onProblem, MIGRATIONS);
     this.db = db;
     this.insert = db.prepare('INSERT OR IGNORE INTO unfinished (id, boot, grp, topic, source, preview, accepted_at) VALUES (?, ?, ?, ?, ?, ?, ?)');
     this.remove = db.prepare('DELETE FROM unfinished WHERE id = ?');

@@ -8,11 +8,10 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { writeAtomically } from '../state/atomic-write.js';
-import { readJsonState } from '../state/json-state.js';
+import { readVersionedJson, versionedJsonText } from '../state/versioned-json.js';
 
 /** Changed files listed for the console per group. */
 export const MAX_LISTED_FILES = 50;
-const FORMAT = 1;
 
 export interface WorkspaceLabel {
   /** When a session of the group first read external content (ISO 8601). */
@@ -29,9 +28,14 @@ export type ChangedFiles = { files: string[]; complete: boolean } | null;
 
 type Labels = Record<string, WorkspaceLabel>;
 
+/** Version 1 is the first: a file without a version is not one of ours (moved aside). */
+const NONE_BEFORE = (): never => {
+  throw new Error('no version: not a workspace-labels file');
+};
+
 function parse(json: unknown): Labels {
   const data = json as { version?: unknown; groups?: unknown } | null;
-  if (!data || data.version !== FORMAT || typeof data.groups !== 'object' || data.groups === null) throw new Error(`not a version ${FORMAT} workspace-labels file`);
+  if (!data || typeof data.groups !== 'object' || data.groups === null) throw new Error('not a workspace-labels file');
   const out: Labels = {};
   for (const [group, raw] of Object.entries(data.groups as Record<string, Partial<WorkspaceLabel>>)) {
     if (typeof raw?.since !== 'string' || !Number.isFinite(Date.parse(raw.since))) continue;
@@ -49,7 +53,7 @@ export class WorkspaceLabels {
     private readonly file: string | null,
     onProblem: (problem: { movedAside: string; error: string }) => void = () => undefined,
   ) {
-    const saved = file ? readJsonState(file, parse) : ({ kind: 'missing' } as const);
+    const saved = file ? readVersionedJson(file, { migrations: [NONE_BEFORE], read: parse }) : ({ kind: 'missing' } as const);
     if (saved.kind === 'moved') onProblem(saved);
     this.labels = saved.kind === 'loaded' ? saved.value : {};
   }
@@ -98,7 +102,7 @@ export class WorkspaceLabels {
   private save(): void {
     if (!this.file) return;
     mkdirSync(dirname(this.file), { recursive: true });
-    writeAtomically(this.file, JSON.stringify({ version: FORMAT, groups: this.labels }, null, 1), 0o600);
+    writeAtomically(this.file, versionedJsonText(1, { groups: this.labels }, 1), 0o600);
   }
 }
 

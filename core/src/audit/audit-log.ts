@@ -1,10 +1,12 @@
 // The audit log: JSON Lines through pino to a host-side file (rotated, retained, and
 // never able to crash or hang the core: see audit-file.ts), plus a bounded in-memory
 // window that the diagnostics intrinsic and the getAuditLog service query. The window
-// holds exactly what the file gets: repeated rejections are summarised in both.
+// holds exactly what the file gets (repeated rejections are summarised in both), and starts
+// with the newest entries the files already hold.
 import { EventEmitter } from 'node:events';
 import pino from 'pino';
 import { AuditFile, type AuditFileEvents, type AuditFileHealth } from './audit-file.js';
+import { readAuditHistory } from './audit-history.js';
 import { BatchedDestination } from './batched-destination.js';
 import { RepeatSummariser, type RepeatKey } from './repeat-summary.js';
 
@@ -103,6 +105,8 @@ export class AuditLog extends EventEmitter<AuditLogEvents> {
       this.emit('up', lost);
     });
     this.repeats = new RepeatSummariser(options.repeat_window_s * 1000, MAX_BURSTS, (summary) => this.record(summary));
+    // Activity after a restart or an upgrade: what the files already hold (audit-history.ts).
+    for (const entry of readAuditHistory(file, capacity)) this.remember(entry);
     this.logger = pino(
       { base: null, timestamp: false, formatters: { level: (label) => ({ level: label }) } },
       new BatchedDestination(this.file),

@@ -8,7 +8,7 @@
 // after a crash is not held twice.
 import type Database from 'better-sqlite3';
 import type { PublishedEvent } from '../plugins/host-protocol.js';
-import { openSqliteFile, type StoreProblem } from '../state/sqlite-file.js';
+import { openSqliteFile, STAMP_VERSION, type StoreProblem } from '../state/sqlite-file.js';
 
 export const MAX_PER_PLUGIN = 100;
 export const MAX_BYTES_PER_PLUGIN = 4 * 1024 * 1024;
@@ -50,7 +50,7 @@ export class HeldEvents {
   private readonly db: Database.Database;
 
   constructor(file: string | null, onProblem: (problem: StoreProblem) => void = () => undefined) {
-    this.db = openSqliteFile(file, SCHEMA, onProblem);
+    this.db = openSqliteFile(file, SCHEMA, onProblem, [STAMP_VERSION]);
   }
 
   /** Keeps `event`; returns what fell out to stay within the bounds (oldest first), to be dropped with a notice. */

@@ -4,7 +4,7 @@
 // too, so that a core restarted after accepting an event still knows it (with no file:
 // memory only).
 import type Database from 'better-sqlite3';
-import { openSqliteFile, type StoreProblem } from '../state/sqlite-file.js';
+import { openSqliteFile, STAMP_VERSION, type StoreProblem } from '../state/sqlite-file.js';
 
 const SCHEMA = 'CREATE TABLE IF NOT EXISTS seen (seq INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL UNIQUE);';
 
@@ -21,7 +21,7 @@ export class SeenKeys {
     onProblem: (problem: StoreProblem) => void = () => undefined,
     private readonly onWriteError: (err: Error) => void = () => undefined,
   ) {
-    this.db = file === null ? null : openSqliteFile(file, SCHEMA, onProblem);
+    this.db = file === null ? null : openSqliteFile(file, SCHEMA, onProblem, [STAMP_VERSION]);
     if (!this.db) return;
     const newest = this.db.prepare('SELECT key FROM seen ORDER BY seq DESC LIMIT ?').pluck().all(capacity) as string[];
     for (const key of newest.reverse()) this.keys.add(key);

@@ -11,7 +11,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import stringify from 'safe-stable-stringify';
 import { writeAtomically } from '../state/atomic-write.js';
-import { readJsonState } from '../state/json-state.js';
+import { readVersionedJson } from '../state/versioned-json.js';
 import type { StoreProblem } from '../state/sqlite-file.js';
 
 /** The longest a standing approval may last: a week. */
@@ -70,12 +70,12 @@ export class StandingApprovals {
     private readonly now: () => number = Date.now,
   ) {
     if (!file) return;
-    const saved = readJsonState(file, (json) => {
+    const saved = readVersionedJson(file, { migrations: [(json) => json], read: (json) => {
       const approvals = (json as { approvals?: unknown } | null)?.approvals;
       if (!Array.isArray(approvals)) throw new Error('no "approvals" array');
       // Approvals made before uses per hour existed: once an hour, the default.
       return approvals.filter(isApproval).map((a) => ({ ...a, uses_per_hour: Number.isInteger(a.uses_per_hour) ? a.uses_per_hour : DEFAULT_USES_PER_HOUR, used_at: Array.isArray(a.used_at) ? a.used_at.filter((t) => typeof t === 'string') : [] }));
-    });
+    } });
     if (saved.kind === 'loaded') this.entries = saved.value;
     if (saved.kind === 'moved') onProblem({ file, movedTo: saved.movedAside, error: saved.error });
   }

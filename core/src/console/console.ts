@@ -48,7 +48,7 @@ export interface ConsoleDeps {
   /** The process's console sessions (a login in safe mode stays valid after it). */
   sessions?: ConsoleSessions;
   /** Each group's kept conversation (conversation/): shown and cleared per group. */
-  conversation?: Pick<ConversationKeeper, 'list' | 'clear'>;
+  conversation?: Pick<ConversationKeeper, 'list' | 'clear' | 'keptSince'>;
 }
 
 const OUTCOMES = new Set<AuditOutcome>(['passed', 'routed', 'rejected', 'sanitized', 'error', 'ok', 'dropped', 'pending']);
@@ -141,7 +141,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
     // What a group's next session will be told of the earlier conversation, and the person's way to clear it.
     authed.get<{ Params: { group: string } }>('/api/conversation/:group', async (request, reply) => {
       if (!deps.conversation || !(request.params.group in core.config.groups)) return reply.code(404).send({ code: 'NOT_FOUND', message: 'no such group' });
-      return { group: request.params.group, messages: deps.conversation.list(request.params.group), workspace: deps.agents?.workspaceLabels?.get(request.params.group) ?? null };
+      return { group: request.params.group, messages: deps.conversation.list(request.params.group), kept_since: new Date(deps.conversation.keptSince()).toISOString(), workspace: deps.agents?.workspaceLabels?.get(request.params.group) ?? null };
     });
     // The person looked at the files a labelled session may have written, and takes them as theirs.
     authed.post<{ Params: { group: string } }>('/api/workspace/:group/reviewed', async (request, reply) => {

@@ -82,6 +82,11 @@ export class ConversationKeeper {
     return this.store.list(group);
   }
 
+  /** Since when messages are kept (Unix ms). */
+  keptSince(): number {
+    return this.store.keptSince();
+  }
+
   /**
    * Clears the group's conversation: audited, told on its channels, its agent ended once
    * its turn is over (not waited for: a turn may run for minutes). How many messages went.

@@ -66,6 +66,10 @@ const SCHEMA = `
 const MIGRATIONS: readonly string[] = [
   `ALTER TABLE messages ADD COLUMN origin TEXT NOT NULL DEFAULT 'person' CHECK (origin IN ('person', 'external', 'derived'));
    UPDATE messages SET origin = 'external' WHERE direction = 'in' AND channel = 'email';`,
+  // Version 2 remembers since when messages are kept (the oldest kept, or now): an upgraded
+  // installation's chats hold earlier ones that were never kept here, and the console says so.
+  `CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+   INSERT INTO meta (key, value) VALUES ('kept_since', COALESCE((SELECT MIN(at) FROM messages), CAST(unixepoch('subsec') * 1000 AS INTEGER)));`,
 ];
 
 const COLUMNS = 'id, grp AS "group", direction, channel, party, text, origin, at';
@@ -129,6 +133,11 @@ export class ConversationStore {
   before(group: string, event: string | null, limit: number): ConversationMessage[] {
     const row = event === null ? undefined : (this.eventStmt.get(group, event) as { id: number } | undefined);
     return this.beforeStmt.all(group, this.oldest(), row?.id ?? Number.MAX_SAFE_INTEGER, Math.max(0, limit)) as ConversationMessage[];
+  }
+
+  /** Since when messages are kept (Unix ms): earlier ones were never kept here. */
+  keptSince(): number {
+    return (this.db.prepare("SELECT value FROM meta WHERE key = 'kept_since'").get() as { value: number }).value;
   }
 
   /** Forgets the group's conversation; how many messages went. */

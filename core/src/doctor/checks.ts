@@ -7,6 +7,7 @@ import type { AuditFileHealth } from '../audit/audit-file.js';
 import type { Sandbox } from '../agents/sandbox.js';
 import { withCredential, type LlmCredential } from '../llm/llm-proxy.js';
 import type { ConfigProblem } from '../config-errors.js';
+import { leftoverCheck } from './leftover-volumes.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail';
 
@@ -45,6 +46,8 @@ export interface DoctorDeps {
   sandbox?: Sandbox;
   /** carapace.json as the running core sees it (Core.configStatus): where the file is wrong, settings waiting for a restart. */
   config?: () => { problem: ConfigProblem | null; waiting_for_restart: string[] };
+  /** Volumes an earlier version left (leftover-volumes.ts); absent where the core runs outside Compose. */
+  leftovers?: () => Promise<string[] | null>;
   timeoutMs?: number;
 }
 
@@ -172,6 +175,11 @@ export async function runChecks(deps: DoctorDeps): Promise<Report> {
     bounded('disk', 'Disk', () => disk(deps)),
   ]);
   if (deps.sandbox) groups.push([sandboxCheck(deps.sandbox)]);
+  const leftovers = deps.leftovers;
+  if (leftovers) groups.push(await bounded('leftover-volumes', 'Volumes from earlier versions', async () => {
+    const names = await leftovers();
+    return names === null ? [] : leftoverCheck(names);
+  }));
   const checks = [...(deps.config ? [configCheck(deps.config())] : []), ...groups[0], ...groups[1], ...plugins(deps), ...groups.slice(2).flat()];
   return { ok: checks.every((c) => c.status !== 'fail'), checks };
 }

@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { writeAtomically } from '../state/atomic-write.js';
+import { formatVersion, versionedJsonText } from '../state/versioned-json.js';
 import type { FileKind } from './file-type.js';
 
 /** What a handler gets instead of the path the agent gave, and what a page shows. */
@@ -28,6 +29,8 @@ export interface FileStoreLimits {
 }
 
 export const FILE_STORE_LIMITS: FileStoreLimits = { maxFiles: 500, maxBytes: 512 * 1024 * 1024 };
+/** The metadata file's format version. */
+const FORMAT = 1;
 const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export class FileStore {
@@ -47,7 +50,10 @@ export class FileStore {
     for (const name of readdirSync(dir)) {
       if (!name.endsWith('.json')) continue;
       try {
-        const stored = JSON.parse(readFileSync(join(dir, name), 'utf8')) as Stored;
+        const json = JSON.parse(readFileSync(join(dir, name), 'utf8')) as Stored & { version?: number };
+        // Version 1 added the field alone; a newer file is a newer Carapace's: left untouched, not served.
+        if (formatVersion(json) > FORMAT) continue;
+        const stored = json;
         if (ID.test(stored.id) && existsSync(join(dir, stored.id))) found.push(stored);
         else rmSync(join(dir, name), { force: true });
       } catch {
@@ -62,7 +68,7 @@ export class FileStore {
     const stored: Stored = { id: randomUUID(), name, size: bytes.length, type: kind.type, inline: kind.inline, group, created: new Date().toISOString() };
     writeAtomically(join(this.dir, stored.id), bytes);
     try {
-      writeAtomically(join(this.dir, `${stored.id}.json`), JSON.stringify(stored));
+      writeAtomically(join(this.dir, `${stored.id}.json`), versionedJsonText(FORMAT, { ...stored }));
     } catch (err) {
       rmSync(join(this.dir, stored.id), { force: true });
       throw err;

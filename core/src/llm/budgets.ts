@@ -209,7 +209,7 @@ export class Budgets {
     const now = this.now();
     const day = dayOf(now);
     const rows = new Map<string, DayUsage>(this.store.day(day).map((row) => [row.group, row]));
-    for (const group of groups) if (!rows.has(group)) rows.set(group, { group, day, input_tokens: 0, output_tokens: 0, cost_micros: 0, requests: 0 });
+    for (const group of groups) if (!rows.has(group)) rows.set(group, { group, day, input_tokens: 0, output_tokens: 0, cost_micros: 0, unpriced_tokens: 0, requests: 0 });
     const minute = Math.floor(now / 60_000);
     return [...rows.values()]
       .sort((a, b) => a.group.localeCompare(b.group))

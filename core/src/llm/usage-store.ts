@@ -1,7 +1,7 @@
 // Model usage (tokens, cost in µUSD, requests) per group per UTC day, kept in a small SQLite file under the data dir so
 // that budgets survive a core restart (state/sqlite-file.ts: a broken file is moved aside).
 import type Database from 'better-sqlite3';
-import { openSqliteFile, type StoreProblem } from '../state/sqlite-file.js';
+import { addColumnIfMissing, openSqliteFile, type Migration, type StoreProblem } from '../state/sqlite-file.js';
 
 export interface DayUsage {
   group: string;
@@ -9,6 +9,8 @@ export interface DayUsage {
   input_tokens: number;
   output_tokens: number;
   cost_micros: number;
+  /** Tokens spent before usage was priced (an installation older than money budgets): their cost was never recorded, which is not $0. */
+  unpriced_tokens: number;
   requests: number;
 }
 
@@ -26,6 +28,20 @@ const SCHEMA = `
     PRIMARY KEY (grp, window, kind)
   );`;
 
+/**
+ * Version 1: files from before money budgets get `cost_micros`, and their tokens are kept
+ * as `unpriced_tokens` (their cost was never recorded; the console says so, not "$0.00").
+ */
+const MIGRATIONS: readonly Migration[] = [
+  (db) => {
+    const priced = !addColumnIfMissing(db, 'usage', 'cost_micros', 'INTEGER NOT NULL DEFAULT 0');
+    addColumnIfMissing(db, 'usage', 'unpriced_tokens', 'INTEGER NOT NULL DEFAULT 0');
+    if (!priced) db.exec('UPDATE usage SET unpriced_tokens = input_tokens + output_tokens');
+  },
+];
+
+const COLUMNS = 'grp AS "group", day, input_tokens, output_tokens, cost_micros, unpriced_tokens, requests';
+
 export class UsageStore {
   private readonly db: Database.Database;
   private readonly addStmt: Database.Statement;
@@ -40,10 +56,7 @@ export class UsageStore {
    * Throws only if even a fresh file cannot be created (e.g. the directory is read-only).
    */
   constructor(file: string | null, onProblem: (problem: StoreProblem) => void = () => undefined) {
-    const db = openSqliteFile(file, SCHEMA, onProblem);
-    // Files from before money budgets: their days cost nothing known.
-    const columns = db.prepare('PRAGMA table_info(usage)').all() as { name: string }[];
-    if (!columns.some((c) => c.name === 'cost_micros')) db.exec('ALTER TABLE usage ADD COLUMN cost_micros INTEGER NOT NULL DEFAULT 0');
+    const db = openSqliteFile(file, SCHEMA, onProblem, MIGRATIONS);
     this.db = db;
     this.addStmt = db.prepare(
       `INSERT INTO usage (grp, day, input_tokens, output_tokens, cost_micros) VALUES (?, ?, ?, ?, ?)
@@ -51,9 +64,9 @@ export class UsageStore {
          cost_micros = cost_micros + excluded.cost_micros`,
     );
     this.countStmt = db.prepare(`INSERT INTO usage (grp, day, requests) VALUES (?, ?, 1) ON CONFLICT (grp, day) DO UPDATE SET requests = requests + 1`);
-    this.getStmt = db.prepare('SELECT grp AS "group", day, input_tokens, output_tokens, cost_micros, requests FROM usage WHERE grp = ? AND day = ?');
-    this.dayStmt = db.prepare('SELECT grp AS "group", day, input_tokens, output_tokens, cost_micros, requests FROM usage WHERE day = ? ORDER BY grp');
-    this.sinceStmt = db.prepare('SELECT grp AS "group", day, input_tokens, output_tokens, cost_micros, requests FROM usage WHERE day >= ? ORDER BY day DESC, grp');
+    this.getStmt = db.prepare(`SELECT ${COLUMNS} FROM usage WHERE grp = ? AND day = ?`);
+    this.dayStmt = db.prepare(`SELECT ${COLUMNS} FROM usage WHERE day = ? ORDER BY grp`);
+    this.sinceStmt = db.prepare(`SELECT ${COLUMNS} FROM usage WHERE day >= ? ORDER BY day DESC, grp`);
     this.notifyStmt = db.prepare('INSERT OR IGNORE INTO notified (grp, window, kind) VALUES (?, ?, ?)');
   }
 
@@ -66,7 +79,7 @@ export class UsageStore {
   }
 
   get(group: string, day: string): DayUsage {
-    return (this.getStmt.get(group, day) as DayUsage | undefined) ?? { group, day, input_tokens: 0, output_tokens: 0, cost_micros: 0, requests: 0 };
+    return (this.getStmt.get(group, day) as DayUsage | undefined) ?? { group, day, input_tokens: 0, output_tokens: 0, cost_micros: 0, unpriced_tokens: 0, requests: 0 };
   }
 
   day(day: string): DayUsage[] {

@@ -1,5 +1,5 @@
 // Core services for plugins (getAuditLog, getToolCatalog, getSessionInfo, confirmations,
-// notifyUser, reportFault), answered by the core on the plugin host's behalf.
+// notifyUser, reportFault, reportMigration), answered by the core on the plugin host's behalf.
 import type { AuditLog, AuditQuery } from '../audit/audit-log.js';
 import { GROUP_NAME_PATTERN, type SessionTable } from '../boundary/session-table.js';
 import type { Confirmations } from '../confirm/confirmations.js';
@@ -9,6 +9,7 @@ import type { ToolCatalog } from './catalog.js';
 import type { PluginHostLink } from './host-link.js';
 import type { PluginPowers } from './plugin-powers.js';
 import type { CoreToHost, HostToCore } from './host-protocol.js';
+import { migrationText } from '../state/format-migrations.js';
 
 type ServiceResult = Extract<CoreToHost, { t: 'service_result' }>;
 
@@ -83,6 +84,13 @@ export function answerService(m: Extract<HostToCore, { t: 'service' }>, deps: Se
       // Something broken that the plugin contains but cannot repair (a corrupt file): a person must see it.
       deps.audit.record({ group: m.group && deps.authorizer.pluginMaySee(m.plugin, m.group) ? m.group : null, session: null, source: m.plugin, topic: null, correlation: null, stage: 'plugin', outcome: 'error', severity: 'CRITICAL', reason: String(m.args.message ?? '').slice(0, 2000) });
       return ok(true);
+    case 'reportMigration': {
+      // A stored file of the plugin's (or the host's) brought to the current format: Activity says so.
+      const { file, from, to } = m.args;
+      if (typeof file !== 'string' || !Number.isSafeInteger(from) || !Number.isSafeInteger(to)) return fail('reportMigration takes file, from and to');
+      deps.audit.record({ group: null, session: null, source: m.plugin, topic: null, correlation: null, stage: 'plugin', outcome: 'ok', reason: migrationText({ file: file.slice(-300), from: from as number, to: to as number }) });
+      return ok(true);
+    }
     case 'requestPairing': {
       // Only a channel can have chats; what it says of one is cut short, never trusted further.
       if (!deps.catalog.isChannel(m.plugin)) return fail('only channel plugins may ask for pairing');

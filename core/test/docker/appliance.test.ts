@@ -149,7 +149,7 @@ describe.each<Mode>([
       expect(Number(uid)).toBeGreaterThanOrEqual(20_001);
       expect(caps).toBe('0000000000000000');
     }
-    const uids = JSON.parse(readFileSync(join(project.volumes, 'data', 'plugins', '.uids.json'), 'utf8')) as Record<string, number>;
+    const { uids } = JSON.parse(readFileSync(join(project.volumes, 'data', 'plugins', '.uids.json'), 'utf8')) as { uids: Record<string, number> };
     const hostPid = compose(['exec', '-T', 'plugins', 'sh', '-c', "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q '^node dist/core/plugin-host/[m]ain.js' && basename $p; done; true"]).trim();
     // As the Telegram plugin's uid, which holds the bot token: what else can it reach?
     const script = `

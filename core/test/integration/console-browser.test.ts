@@ -36,7 +36,11 @@ beforeAll(async () => {
   stack = await Stack.start({ plugins: ['guarded', 'crashinit'], config: { groups: { family: { tools: ['*'] } } } });
   // A day of model use: the Usage page shows what it cost (claude-haiku-4-5: 1000 in at $1/M, 30000 out at $5/M).
   const day = new Date().toISOString().slice(0, 10);
-  const usageHistory = (): DayUsage[] => [{ group: 'family', day, input_tokens: 1000, output_tokens: 30_000, cost_micros: 151_000, requests: 1 }];
+  // And a day from before usage was priced (an upgraded installation): its cost was never recorded, which is not $0.00.
+  const usageHistory = (): DayUsage[] => [
+    { group: 'family', day, input_tokens: 1000, output_tokens: 30_000, cost_micros: 151_000, unpriced_tokens: 0, requests: 1 },
+    { group: 'family', day: '2026-11-20', input_tokens: 600, output_tokens: 400, cost_micros: 0, unpriced_tokens: 1000, requests: 2 },
+  ];
   // Today's budgets as the Overview shows them: $0.151 of a $1.00 day.
   const usage = (): GroupUsage[] => [{ group: 'family', day, input_tokens: 1000, output_tokens: 30_000, tokens: 31_000, requests: 1, cost_micros: 151_000, reserved_tokens: 0, reserved_micros: 0, tokens_per_day: 5_000_000, requests_per_minute: 60, requests_this_minute: 0, usd_per_day: 1 } as GroupUsage];
   // A plugin's panel (its page on a unix socket), up or not as `panelDown` says.
@@ -274,7 +278,7 @@ describe('console in a browser', () => {
 
   it('every page renders (screenshots)', async () => {
     const page = await loggedIn();
-    for (const [name, marker] of [['agents', 'family'], ['usage', '31000 tokens in all, $0.15 at the prices'], ['checks', 'Check again']]) {
+    for (const [name, marker] of [['agents', 'family'], ['usage', '32000 tokens in all, $0.15 at the prices'], ['usage', 'the cost of 1000 tokens spent before this version priced usage was not recorded'], ['usage', '400not recorded2'], ['checks', 'Check again']]) {
       await page.goto(`${base}/#/${name}`);
       await page.waitForFunction((m) => document.querySelector('main')?.textContent?.includes(m), { timeout: 5000 }, marker);
       await shot(page, name);

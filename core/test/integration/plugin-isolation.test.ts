@@ -59,7 +59,7 @@ describeAsRoot('each plugin alone in its process, as its own uid', () => {
     expect(me.uid).toBeGreaterThanOrEqual(20_001);
     expect(me.data_dir).toBe(join(dataRoot(), 'snoop'));
     expect(me.env_keys).toEqual(['HOME', 'PATH', 'SQLITE_TMPDIR', 'TMPDIR']);
-    const uids = JSON.parse(readFileSync(join(dataRoot(), '.uids.json'), 'utf8')) as Record<string, number>;
+    const { uids } = JSON.parse(readFileSync(join(dataRoot(), '.uids.json'), 'utf8')) as { uids: Record<string, number> };
     expect(new Set(Object.values(uids)).size).toBe(Object.keys(uids).length);
     expect(uids.snoop).toBe(me.uid);
     expect(statSync(join(dataRoot(), 'snoop')).uid).toBe(me.uid);

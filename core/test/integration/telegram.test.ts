@@ -349,7 +349,7 @@ describe('restarts', () => {
     // The next poll carries the new offset; the plugin saves it before polling again.
     await until(() => tg.callsOf('getUpdates').find((c) => Number(c.params.offset) > before.update_id), 10000);
     const file = join(stack.dir, 'data', 'plugins', 'telegram', 'offset.json');
-    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({ offset: before.update_id + 1 });
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({ version: 1, offset: before.update_id + 1 });
 
     await stack.killHost();
     const mark = tg.calls.length;
@@ -444,7 +444,7 @@ describe('shutdown', () => {
       expect(Date.now() - started).toBeLessThan(5000);
       const entries = await other.auditEntries();
       expect(entries.find((e) => e.stage === 'plugin' && e.source === 'telegram' && e.reason?.startsWith('shutdown'))?.reason).toBe('shutdown clean');
-      expect(JSON.parse(readFileSync(join(other.dir, 'data', 'plugins', 'telegram', 'offset.json'), 'utf8'))).toEqual({ offset: delivered.update_id + 1 });
+      expect(JSON.parse(readFileSync(join(other.dir, 'data', 'plugins', 'telegram', 'offset.json'), 'utf8'))).toEqual({ version: 1, offset: delivered.update_id + 1 });
     } finally {
       await other.stop();
       await own.close();

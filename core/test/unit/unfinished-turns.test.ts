@@ -101,7 +101,7 @@ describe('UnfinishedTurns', () => {
     old.accept(message('family', 'old row'));
     old.close();
     const raw = new (Database as unknown as new (f: string) => { exec(sql: string): void; close(): void })(file);
-    raw.exec('CREATE TABLE t AS SELECT seq, id, boot, grp, topic, source, preview, accepted_at FROM unfinished; DROP TABLE unfinished; ALTER TABLE t RENAME TO unfinished;');
+    raw.exec('CREATE TABLE t AS SELECT seq, id, boot, grp, topic, source, preview, accepted_at FROM unfinished; DROP TABLE unfinished; ALTER TABLE t RENAME TO unfinished; PRAGMA user_version = 0;');
     raw.close();
     const next = new UnfinishedTurns(file);
     expect(next.takeLeftovers().map((t) => [t.preview, t.replied])).toEqual([['old row', false]]);

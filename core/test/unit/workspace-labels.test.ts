@@ -47,7 +47,7 @@ describe('WorkspaceLabels', () => {
     expect(labels.reviewed('family')).toBe(true);
     expect(labels.reviewed('family')).toBe(false);
     expect(new WorkspaceLabels(file).since('family')).toBeNull();
-    writeFileSync(file, '{"version": 99}');
+    writeFileSync(file, '{"version": 1, "groups": "not a map"}');
     const problems: string[] = [];
     expect(new WorkspaceLabels(file, (p) => problems.push(p.movedAside)).since('family')).toBeNull();
     expect(problems).toHaveLength(1);

@@ -29,6 +29,12 @@ function PairingRequest({ request, groups, done }) {
     </div></div>`;
 }
 
+/** How many messages are kept, and since when: an upgraded installation's chats may show earlier ones that were never kept here. */
+function keptText(count, since) {
+  const from = since ? ` since ${when(since)}` : '';
+  return count === 0 ? `no messages kept yet${from} (each chat's own history may show earlier ones)` : `${count} message${count === 1 ? '' : 's'} kept${from}`;
+}
+
 /**
  * A group's kept conversation: what its next session is told of the earlier conversation
  * (the latest of it), and the person's button to clear it. Reloaded on every message and
@@ -56,7 +62,7 @@ function Conversation({ group }) {
     }, (err) => setProblem(err.message));
   };
   return html`<div class="card conversation" data-group=${group}>
-    <div class="row"><strong>${group}</strong><span class="muted count">${messages.length} message${messages.length === 1 ? '' : 's'} kept</span>
+    <div class="row"><strong>${group}</strong><span class="muted count">${keptText(messages.length, convo.data?.kept_since)}</span>
       <button class="show" type="button" onClick=${() => setOpen(!open)}>${open ? 'Hide' : 'Show'}</button>
       <button class="danger clear" type="button" disabled=${messages.length === 0} onClick=${clear}>Clear</button></div>
     ${problem && html`<div class="error">${problem}</div>`}
