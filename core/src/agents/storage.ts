@@ -337,58 +337,15 @@ export class LoopStorage implements GroupStorage {
    * image folders at their host paths; its stdout, or an error with its stderr.
    */
   private async helper(group: string, script: string, args: string[]): Promise<string> {
-    const binds = ['/dev:/dev'];
     // Mounted at its host path, so that the paths in `args` mean the same inside.
     const host = await this.engine.hostPath(this.paths.groupsDir);
-    binds.push(`${host}:${host}:rw`);
-    const docker = this.engine.docker;
-    const container = await docker.createContainer({
-      Image: this.settings.image,
-      User: '0:0',
-      Entrypoint: ['sh', '-c', script, 'carapace-disk'],
-      Cmd: args,
-      NetworkDisabled: true,
-      Labels: { [LABELS.managed]: 'true', [LABELS.instance]: this.paths.instance, [LABELS.group]: group, 'carapace.role': 'disk-helper' },
-      HostConfig: {
-        Binds: binds,
-        NetworkMode: 'none',
-        ReadonlyRootfs: true,
-        // Not --privileged: losetup needs only CAP_SYS_ADMIN, the loop devices (block major
-        // 7) and /dev/loop-control (char 10:237); DAC_OVERRIDE writes the images into the
-        // core's folders and reads old workspaces to seed them, CHOWN hands those to uid
-        // 1000. /dev is the host's, so a loop device the kernel creates meanwhile is there.
-        CapDrop: ['ALL'],
-        CapAdd: ['SYS_ADMIN', 'DAC_OVERRIDE', 'CHOWN'],
-        DeviceCgroupRules: ['b 7:* rwm', 'c 10:237 rwm'],
-        SecurityOpt: ['no-new-privileges'],
-        AutoRemove: false,
-      },
-    });
-    try {
-      const stream = await container.attach({ stream: true, stdout: true, stderr: true });
-      const stdout = new PassThrough();
-      const stderr = new PassThrough();
-      let out = '';
-      let err = '';
-      stdout.on('data', (c: Buffer) => (out = (out + c.toString('utf8')).slice(-4000)));
-      stderr.on('data', (c: Buffer) => (err = (err + c.toString('utf8')).slice(-2000)));
-      docker.modem.demuxStream(stream, stdout, stderr);
-      const ended = new Promise<void>((resolve) => {
-        stream.on('end', resolve);
-        stream.on('close', resolve);
-        stream.on('error', resolve);
-      });
-      await container.start();
-      const result = (await container.wait()) as { StatusCode?: number };
-      await ended;
-      if (result.StatusCode === 3 && err.includes('NO_SPACE')) {
-        throw new NoDiskSpace(`the host's disk has no room for the workspace of group "${group}" at its quota (agents.disk_quota_mb, allocated in full): free some space on the host or lower the quota`);
-      }
-      if (result.StatusCode !== 0) throw new Error(`disk quota helper failed (exit ${result.StatusCode}): ${err.trim() || out.trim()}`);
-      return out;
-    } finally {
-      await container.remove({ force: true }).catch(() => undefined);
+    const labels = { [LABELS.managed]: 'true', [LABELS.instance]: this.paths.instance, [LABELS.group]: group, 'carapace.role': 'disk-helper' };
+    const run = await runDiskHelper(this.engine.docker, { image: this.settings.image, script, args, folder: host, labels });
+    if (run.status === 3 && run.stderr.includes('NO_SPACE')) {
+      throw new NoDiskSpace(`the host's disk has no room for the workspace of group "${group}" at its quota (agents.disk_quota_mb, allocated in full): free some space on the host or lower the quota`);
     }
+    if (run.status !== 0) throw new Error(`disk quota helper failed (exit ${run.status}): ${run.stderr.trim() || run.stdout.trim()}`);
+    return run.stdout;
   }
 
   /**
@@ -417,6 +374,58 @@ export class LoopStorage implements GroupStorage {
     for (const p of plans) args.push(await this.engine.hostPath(p.image));
     const script = `for img in "$@"; do for dev in $(losetup -j "$img" | cut -d: -f1); do losetup -d "$dev"; done; ${images ? 'rm -f "$img";' : ''} done`;
     await this.helper(groups[0], script, args);
+  }
+}
+
+/**
+ * A one-shot root container from `image` that runs `script` (sh) with `args`: the loop
+ * devices and `folder` (a host path, mounted at the same path) only, no network, read-only
+ * root. Its exit status, stdout and the end of its stderr. Also used by backups
+ * (backup/workspace-images.ts), which read a workspace image through a loop device.
+ */
+export async function runDiskHelper(docker: Docker, spec: { image: string; script: string; args: string[]; folder: string; labels: Record<string, string> }): Promise<{ status: number | undefined; stdout: string; stderr: string }> {
+  const container = await docker.createContainer({
+    Image: spec.image,
+    User: '0:0',
+    Entrypoint: ['sh', '-c', spec.script, 'carapace-disk'],
+    Cmd: spec.args,
+    NetworkDisabled: true,
+    Labels: spec.labels,
+    HostConfig: {
+      Binds: ['/dev:/dev', `${spec.folder}:${spec.folder}:rw`],
+      NetworkMode: 'none',
+      ReadonlyRootfs: true,
+      // Not --privileged: losetup needs only CAP_SYS_ADMIN, the loop devices (block major
+      // 7) and /dev/loop-control (char 10:237); DAC_OVERRIDE writes the images into the
+      // core's folders and reads old workspaces to seed them, CHOWN hands those to uid
+      // 1000. /dev is the host's, so a loop device the kernel creates meanwhile is there.
+      CapDrop: ['ALL'],
+      CapAdd: ['SYS_ADMIN', 'DAC_OVERRIDE', 'CHOWN'],
+      DeviceCgroupRules: ['b 7:* rwm', 'c 10:237 rwm'],
+      SecurityOpt: ['no-new-privileges'],
+      AutoRemove: false,
+    },
+  });
+  try {
+    const stream = await container.attach({ stream: true, stdout: true, stderr: true });
+    const stdout = new PassThrough();
+    const stderr = new PassThrough();
+    let out = '';
+    let err = '';
+    stdout.on('data', (c: Buffer) => (out = (out + c.toString('utf8')).slice(-4000)));
+    stderr.on('data', (c: Buffer) => (err = (err + c.toString('utf8')).slice(-2000)));
+    docker.modem.demuxStream(stream, stdout, stderr);
+    const ended = new Promise<void>((resolve) => {
+      stream.on('end', resolve);
+      stream.on('close', resolve);
+      stream.on('error', resolve);
+    });
+    await container.start();
+    const result = (await container.wait()) as { StatusCode?: number };
+    await ended;
+    return { status: result.StatusCode, stdout: out, stderr: err };
+  } finally {
+    await container.remove({ force: true }).catch(() => undefined);
   }
 }
 
