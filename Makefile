@@ -5,7 +5,7 @@ IPC_BIN := dist/bin/ipc
 CARGO := RUSTC=/usr/bin/rustc /usr/bin/cargo
 IPC_TARGET := x86_64-unknown-linux-gnu
 
-.PHONY: all build ipc images test bench soak soak-appliance chaos logs doctor token up down ps e2e clean plugin check-plugin
+.PHONY: all build ipc images test bench soak soak-appliance chaos logs doctor token up down ps e2e clean plugin check-plugin backup restore
 
 all: build
 
@@ -131,6 +131,29 @@ doctor:
 # The admin token for the console's login (made on the core's first start).
 token:
 	@$(COMPOSE) exec -T core node dist/core/src/admin/cli.js token || { $(COMPOSE) exec -T core true >/dev/null 2>&1 || $(CORE_DOWN); exit 1; }
+
+# Backups (README "Backups"). `make backup [SECRETS=1]`: a consistent archive of the running
+# (or stopped) appliance in $(BACKUPS), its path the last line printed; SECRETS=1 adds .env
+# and the admin token. `make restore ARCHIVE=<file> [FORCE=1]`: verified whole first, then
+# restored into volumes/ (empty, or replaced with FORCE=1); never into a running appliance.
+# Both run the core's image as root in a one-off container (it reads the plugins' 0700
+# folders; workspace images through the Docker socket), as whoever runs make gets the result.
+# The folder: CARAPACE_BACKUPS (environment, or .env), else ./backups.
+BACKUPS = $(abspath $(or $(CARAPACE_BACKUPS),$(shell sed -n 's/^CARAPACE_BACKUPS=//p' .env 2>/dev/null | tail -n 1 | tr -d '"'"'"),backups))
+yes = $(filter 1 yes true,$(1))
+BACKUP_CLI = --entrypoint node core dist/core/src/backup/cli.js
+backup:
+	@mkdir -p '$(BACKUPS)'
+	@$(COMPOSE) run --rm --no-deps -T -u root -v '$(BACKUPS)':/backups $(if $(call yes,$(SECRETS)),$(if $(wildcard .env),-v '$(CURDIR)/.env':/secrets/.env:ro)) $(BACKUP_CLI) \
+	  create --out /backups --host-dir '$(BACKUPS)' --owner "$$(id -u):$$(id -g)" $(if $(call yes,$(SECRETS)),--secrets --env-file /secrets/.env)
+
+restore:
+	@test -n '$(ARCHIVE)' || { echo 'usage: make restore ARCHIVE=<archive> [FORCE=1]' >&2; exit 2; }
+	@test -f '$(ARCHIVE)' || { echo 'carapace: BACKUP_NOT_FOUND: $(ARCHIVE) does not exist; give the path of an archive made by `make backup`' >&2; exit 1; }
+	@running=$$($(COMPOSE) ps -q 2>/dev/null | xargs -r $(DOCKER) inspect -f '{{if .State.Running}}{{.Name}} {{end}}' 2>/dev/null); \
+	  if [ -n "$$running" ]; then echo "carapace: RESTORE_RUNNING: the appliance is running ($$running); stop it first (\`make down\`), then restore" >&2; exit 1; fi
+	@$(COMPOSE) run --rm --no-deps -T -u root -v '$(abspath $(dir $(ARCHIVE)))':/restore:ro -v '$(CURDIR)':/project $(BACKUP_CLI) \
+	  restore '/restore/$(notdir $(ARCHIVE))' --env-file /project/.env --owner "$$(id -u):$$(id -g)" $(if $(call yes,$(FORCE)),--force)
 
 up:
 	$(COMPOSE) up -d

@@ -40,6 +40,22 @@ export interface CoreConfig {
   audit: AuditSettings;
   sessions: SessionLimits;
   conversation: ConversationSettings;
+  backups: BackupSettings;
+}
+
+/** Scheduled backups (core/src/backup/; `make backup` makes one at any time). */
+export interface BackupSettings {
+  /** "daily": one backup a day at `at`; "off": only the ones a person makes. */
+  schedule: 'daily' | 'off';
+  /** When the daily backup runs, HH:MM in UTC. */
+  at: string;
+  /** Scheduled archives kept, the newest; older scheduled ones are removed (a person's own never). */
+  keep: number;
+  /**
+   * The folder, as the core sees it. Unset: CARAPACE_BACKUP_DIR, else ./backups (in Compose
+   * /app/backups, the host's ${CARAPACE_BACKUPS:-./backups}).
+   */
+  dir?: string;
 }
 
 export interface LlmBudget {
@@ -328,6 +344,17 @@ export const configSchema = {
         keep_kb: { type: 'integer', minimum: 1, maximum: 65_536, default: 512 },
         brief_messages: { type: 'integer', minimum: 0, maximum: 500, default: 20 },
         brief_chars: { type: 'integer', minimum: 0, maximum: 200_000, default: 8000 },
+      },
+    },
+    backups: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        schedule: { enum: ['daily', 'off'], default: 'daily' },
+        at: { type: 'string', pattern: '^([01][0-9]|2[0-3]):[0-5][0-9]$', default: '03:30' },
+        keep: { type: 'integer', minimum: 1, maximum: 366, default: 7 },
+        dir: { type: 'string', minLength: 1 },
       },
     },
     sessions: {

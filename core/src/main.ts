@@ -29,6 +29,7 @@ import { WorkspaceLabels } from './agents/workspace-labels.js';
 import { migrationText, onMigration } from './state/format-migrations.js';
 import { leftoverVolumes } from './doctor/leftover-volumes.js';
 import { ConversationKeeper } from './conversation/conversation-keeper.js';
+import { startBackups } from './backup/core-backups.js';
 
 const log = pino({ base: { service: 'core' } });
 const NO_MODEL_KEY = 'no model credential: set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN in .env, then run docker compose up -d again';
@@ -148,6 +149,8 @@ async function main(): Promise<void> {
     agents.onEvent(event)?.catch((err: unknown) => log.error({ err, group: event.group }, 'agent run failed'));
   });
   const workspaces = { name: 'workspaces', path: paths.groupsDir, claims: () => unclaimedBytes(paths.groupsDir, Object.keys(core.config.groups), config.agents) };
+  // Scheduled backups (backup/): daily by default, into the backups folder; the Overview and the Checks page show the last one.
+  const backups = await startBackups({ settings: config.backups, paths, runtime, audit: core.audit, agentImage: config.agents.image, instance: process.env.CARAPACE_INSTANCE || 'carapace' });
   const checks = (): Promise<Report> =>
     runChecks({
       model: { upstream, credential },
@@ -162,6 +165,7 @@ async function main(): Promise<void> {
         const project = await runtime.composeProject();
         return project === null ? null : leftoverVolumes(runtime.docker, project);
       },
+      backups: () => backups.schedule.view(),
     });
   const server = await startAdminApi(
     core,
@@ -181,18 +185,20 @@ async function main(): Promise<void> {
         secureCookie: SECURE_COOKIE,
         sessions,
         conversation,
+        backups: () => backups.schedule.view(),
         panels: () => core.catalog.panels().map((p) => ({ ...p, socket: join(paths.runDir, SOCKETS.panels, `${p.name}.sock`) })),
       },
     },
   );
   const orphans = await swept;
-  log.info({ runDir: paths.runDir, plugins: core.catalog.pluginNames(), orphansRemoved: orphans, diskQuota: agents.storage.describe() }, 'core started');
+  log.info({ runDir: paths.runDir, plugins: core.catalog.pluginNames(), orphansRemoved: orphans, diskQuota: agents.storage.describe(), backups: { schedule: config.backups.schedule, at: config.backups.at, dir: backups.dir, runner: backups.runner } }, 'core started');
   if (agents.storage.mode === 'off') log.warn({ diskQuota: agents.storage.describe() }, 'agent disk quotas are off');
   // Agents take no new turn, but keep their containers until the drain is over: a tool
   // call that finishes during it still reaches the agent that made it.
   const stop = (): void => {
     log.info('stopping');
     agents.refuseTurns();
+    backups.schedule.stop();
     void server
       .close()
       .then(() => core.stop())

@@ -37,5 +37,5 @@ export function auditFile(paths: Paths): string {
 
 /** Credentials the core itself holds; never to appear in anything it forwards. */
 export function coreSecrets(env: NodeJS.ProcessEnv = process.env): string[] {
-  return ['ANTHROPIC_API_KEY', 'CLAUDE_CODE_OAUTH_TOKEN', 'CARAPACE_ADMIN_TOKEN'].map((k) => env[k] ?? '').filter((v) => v.length > 0);
+  return ['ANTHROPIC_API_KEY', 'CLAUDE_CODE_OAUTH_TOKEN', 'CARAPACE_ADMIN_TOKEN', 'CARAPACE_BACKUP_PASSPHRASE'].map((k) => env[k] ?? '').filter((v) => v.length > 0);
 }

@@ -102,6 +102,14 @@ export class DockerRuntime implements AgentRuntime {
   }
 
   /**
+   * The image the core's own container runs (its id), or null outside a container: the
+   * scheduled backup runs in a one-off container of exactly this image (backup/runner.ts).
+   */
+  async ownImage(): Promise<string | null> {
+    return (await this.self())?.info.Image ?? null;
+  }
+
+  /**
    * The core may itself run in a container: bind sources must then be host paths.
    * Its own container's mounts (from the Docker API) say where each of its paths lives.
    * A path on none of them would silently bind an unrelated (or new, empty) host path,

@@ -12,7 +12,7 @@
 // CARAPACE_BACKUP_PASSPHRASE encrypts what `create` makes and opens what `restore` reads.
 // `create` prints the archive's path as its last line. A failure is one line,
 // "carapace: <CODE>: what happened; what to do", and exit status 1 (2: wrong usage).
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -53,6 +53,15 @@ function owner(text: string | undefined): { uid: number; gid: number } | undefin
   if (text === undefined || text === '') return undefined;
   const m = /^(\d+):(\d+)$/.exec(text);
   return m ? { uid: Number(m[1]), gid: Number(m[2]) } : usage(`--owner takes UID:GID, not "${text}"`);
+}
+
+function folderOwner(dir: string): { uid: number; gid: number } | undefined {
+  try {
+    const stat = statSync(dir);
+    return { uid: stat.uid, gid: stat.gid };
+  } catch {
+    return undefined;
+  }
 }
 
 const isProblem = (v: unknown): v is BackupProblem => typeof v === 'object' && v !== null && 'code' in v && 'fix' in v;
@@ -101,15 +110,17 @@ async function main(argv: string[]): Promise<number> {
       // a broken carapace.json is backed up as it is; the default agent image reads images
     }
     const runtime = new DockerRuntime();
+    const outDir = resolve(values.out ?? process.env.CARAPACE_BACKUP_DIR ?? 'backups');
     const result = await createBackup({
       volumes,
-      outDir: resolve(values.out ?? process.env.CARAPACE_BACKUP_DIR ?? 'backups'),
+      outDir,
       hostDir: values['host-dir'],
       kind: values.scheduled ? 'scheduled' : 'manual',
       secrets: values.secrets,
       envFile: values['env-file'],
       passphrase,
-      owner: who,
+      // Root (a container, a scheduled run): the archive is the backups folder's owner's.
+      owner: who ?? (process.getuid?.() === 0 ? folderOwner(outDir) : undefined),
       images: dockerImageReader(runtime, { helperImage, instance: process.env.CARAPACE_INSTANCE || 'carapace' }),
       keep,
     });

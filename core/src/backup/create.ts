@@ -4,7 +4,7 @@
 // outcome recorded (status.ts). Safe while the appliance runs: nothing is written where it
 // is read from.
 import { randomUUID } from 'node:crypto';
-import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { APP_VERSION } from '../version.js';
 import { writeArchive } from './archive.js';
@@ -50,6 +50,8 @@ export interface BackupMade {
   pruned: string[];
 }
 
+/** A backup runs for minutes; what one left this long ago is not still being written. */
+const LEFTOVER_AGE_MS = 6 * 60 * 60 * 1000;
 const SCHEDULED = /^carapace-\d{4}-\d{2}-\d{2}-\d{6}(-\d+)?-scheduled\.tar\.gz(\.enc)?$/;
 
 function archiveName(dir: string, at: Date, kind: CreateOptions['kind'], encrypted: boolean): string {
@@ -120,8 +122,18 @@ function prune(dir: string, keep: number): string[] {
   return old;
 }
 
+/** What a backup killed part way left (its staging folder, its partial archive), once it is surely not running. */
+function sweepLeftovers(dir: string, now: number): void {
+  for (const name of readdirSync(dir)) {
+    if (!name.startsWith('.staging-') && !(name.startsWith('.carapace-') && name.endsWith('.partial'))) continue;
+    const path = join(dir, name);
+    if (now - statSync(path).mtimeMs > LEFTOVER_AGE_MS) rmSync(path, { recursive: true, force: true });
+  }
+}
+
 async function make(options: CreateOptions, started: Date): Promise<BackupMade> {
   mkdirSync(options.outDir, { recursive: true });
+  sweepLeftovers(options.outDir, started.getTime());
   const staging = mkdtempSync(join(options.outDir, '.staging-'));
   chmodSync(staging, 0o700);
   let partial: string | null = null;

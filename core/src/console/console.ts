@@ -24,6 +24,7 @@ import { answerPairing, refusePairing } from '../pairing/answers.js';
 import { registerLogin, registerShell, type ConsoleSessions } from './console-login.js';
 import type { WorkspaceLabels } from '../agents/workspace-labels.js';
 import type { ConversationKeeper } from '../conversation/conversation-keeper.js';
+import type { BackupView } from '../backup/schedule.js';
 
 export interface ConsoleDeps {
   core: Core;
@@ -49,6 +50,8 @@ export interface ConsoleDeps {
   sessions?: ConsoleSessions;
   /** Each group's kept conversation (conversation/): shown and cleared per group. */
   conversation?: Pick<ConversationKeeper, 'list' | 'clear' | 'keptSince'>;
+  /** The last backup and the schedule (backup/schedule.ts), for the Overview. */
+  backups?: () => BackupView;
 }
 
 const OUTCOMES = new Set<AuditOutcome>(['passed', 'routed', 'rejected', 'sanitized', 'error', 'ok', 'dropped', 'pending']);
@@ -87,6 +90,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
         disk: await disk.read(),
         budgets: deps.usage?.() ?? [],
         pending_confirmations: core.confirmations.list().length,
+        backups: deps.backups?.() ?? null,
         live_streams: { open: live.open, dropped: live.dropped },
       };
     });

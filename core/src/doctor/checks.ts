@@ -8,6 +8,7 @@ import type { Sandbox } from '../agents/sandbox.js';
 import { withCredential, type LlmCredential } from '../llm/llm-proxy.js';
 import type { ConfigProblem } from '../config-errors.js';
 import { leftoverCheck } from './leftover-volumes.js';
+import type { BackupView } from '../backup/schedule.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail';
 
@@ -48,6 +49,8 @@ export interface DoctorDeps {
   config?: () => { problem: ConfigProblem | null; waiting_for_restart: string[] };
   /** Volumes an earlier version left (leftover-volumes.ts); absent where the core runs outside Compose. */
   leftovers?: () => Promise<string[] | null>;
+  /** The last backup and the schedule (backup/schedule.ts). */
+  backups?: () => BackupView;
   timeoutMs?: number;
 }
 
@@ -150,6 +153,24 @@ export function configCheck(status: { problem: ConfigProblem | null; waiting_for
   return { ...base, status: 'ok', detail: 'In force in the core and every plugin; edits take effect within a second.' };
 }
 
+/** Backups: the last one worked and is recent enough, failed (what and why), or none yet. */
+export function backupCheck(view: BackupView): Check {
+  const base = { id: 'backups', title: 'Backups' };
+  const schedule = view.schedule === 'daily' ? `daily at ${view.at} UTC into ${view.dir}, the newest ${view.keep} kept` : 'not scheduled (backups.schedule is "off")';
+  const last = view.last;
+  if (last && !last.ok) {
+    return { ...base, status: 'fail', detail: `The last backup (${last.kind}, ${last.at}) failed: ${last.code ?? 'BACKUP_FAILED'}: ${last.message ?? 'no reason recorded'}.${view.last_ok_at ? ` The last one that worked: ${view.last_ok_at}.` : ' None has worked yet.'} Backups: ${schedule}.`, fix: 'fix what the message says, then run `make backup`; see Activity for each attempt' };
+  }
+  if (!last) {
+    return { ...base, status: 'warn', detail: `No backup has been made yet. Backups: ${schedule}${view.next_at ? `; the next at ${view.next_at}` : ''}.`, fix: view.schedule === 'daily' ? 'wait for the first, or run `make backup` now' : 'run `make backup`, or set backups.schedule to "daily" in carapace.json' };
+  }
+  const age = Date.now() - Date.parse(last.at);
+  if (view.schedule === 'daily' && age > 2 * 24 * 60 * 60 * 1000) {
+    return { ...base, status: 'warn', detail: `The last backup is from ${last.at}, more than two days ago, though they are scheduled ${schedule}.`, fix: 'see Activity and `docker compose logs core` for why the scheduled ones did not run; run `make backup` now' };
+  }
+  return { ...base, status: 'ok', detail: `The last backup (${last.kind}) was made ${last.at}: ${last.path}, ${last.files} files. Backups: ${schedule}.` };
+}
+
 /** Runs every check, each bounded by `timeoutMs` (default 8 s). */
 export async function runChecks(deps: DoctorDeps): Promise<Report> {
   const timeoutMs = deps.timeoutMs ?? 8000;
@@ -180,6 +201,6 @@ export async function runChecks(deps: DoctorDeps): Promise<Report> {
     const names = await leftovers();
     return names === null ? [] : leftoverCheck(names);
   }));
-  const checks = [...(deps.config ? [configCheck(deps.config())] : []), ...groups[0], ...groups[1], ...plugins(deps), ...groups.slice(2).flat()];
+  const checks = [...(deps.config ? [configCheck(deps.config())] : []), ...groups[0], ...groups[1], ...plugins(deps), ...groups.slice(2).flat(), ...(deps.backups ? [backupCheck(deps.backups())] : [])];
   return { ok: checks.every((c) => c.status !== 'fail'), checks };
 }

@@ -33,6 +33,7 @@ const DEFAULTS = {
   audit: { max_file_mb: 10, keep_files: 10, keep_days: 30, repeat_window_s: 10 },
   sessions: { requests_per_minute: 1200, burst: 200, bytes_per_minute: 16_777_216, burst_bytes: 2_097_152, refusals_per_minute: 600, max_in_flight: 32, max_connections: 64, reply_high_water_mark: 4, reply_timeout_ms: 10_000 },
   conversation: { keep_days: 30, keep_messages: 200, keep_kb: 512, brief_messages: 20, brief_chars: 8000 },
+  backups: { schedule: 'daily', at: '03:30', keep: 7 },
 };
 
 describe('parseConfig', () => {
@@ -117,6 +118,13 @@ describe('parseConfig', () => {
     expect(startupError(() => parseConfig({ rate_limit: { per_minute: 0 } })).message).toContain('rate_limit.per_minute');
     expect(startupError(() => parseConfig({ rate_limit: { burst: 3 } })).message).toContain('per_minute');
     expect(startupError(() => parseConfig([])).code).toBe('CONFIG_INVALID');
+  });
+
+  it('takes backups: a daily schedule at HH:MM UTC, how many to keep, a folder; refuses a time or schedule it does not know', () => {
+    expect(parseConfig({ backups: { schedule: 'off', keep: 3, dir: '/srv/backups' } }).backups).toEqual({ schedule: 'off', at: '03:30', keep: 3, dir: '/srv/backups' });
+    expect(startupError(() => parseConfig({ backups: { at: '24:00' } })).message).toContain('backups.at');
+    expect(startupError(() => parseConfig({ backups: { schedule: 'hourly' } })).message).toContain('backups.schedule');
+    expect(startupError(() => parseConfig({ backups: { keep: 0 } })).message).toContain('backups.keep');
   });
 });
 

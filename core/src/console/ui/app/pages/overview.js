@@ -25,6 +25,7 @@ export function Overview() {
       <div class="card"><div class="muted">Audit log</div>
         <div class="big ${data.audit.ok ? 'ok' : 'bad'}">${data.audit.ok ? 'writing' : 'NOT writable'}</div>
         <div class="muted">${data.audit.ok ? `${data.audit.failures} write failures, ${data.audit.lost_entries} entries lost since start` : `since ${when(data.audit.down_since)}: tool calls are refused (${data.audit.last_error})`}</div></div>
+      ${data.backups && html`<${Backups} b=${data.backups} />`}
     </div>
     <h2>Plugins</h2>
     <div class="scroll"><table><thead><tr><th>Plugin</th><th>State</th><th>Problem</th></tr></thead><tbody>
@@ -38,6 +39,17 @@ export function Overview() {
     <div class="scroll"><table><thead><tr><th>Group</th><th>Tokens used</th><th>Left today</th><th>Cost</th><th>Requests this minute</th></tr></thead><tbody>
       ${data.budgets.map((b) => html`<tr><td>${b.group}</td><td>${b.tokens}</td><td class=${b.tokens >= b.tokens_per_day ? 'bad' : ''}>${Math.max(0, b.tokens_per_day - b.tokens)}</td><td>${dollars(b.cost_micros)}${b.usd_per_day === undefined ? '' : ` of ${dollars(b.usd_per_day * 1e6)}`}</td><td>${b.requests_this_minute} / ${b.requests_per_minute}</td></tr>`)}
     </tbody></table></div>`;
+}
+
+/** The last backup: when, and whether it worked (what failed and why); the schedule. */
+function Backups({ b }) {
+  const last = b.last;
+  const state = !last ? (b.running ? 'running' : 'none yet') : last.ok ? 'made' : 'FAILED';
+  const schedule = b.schedule === 'daily' ? `daily at ${b.at} UTC${b.next_at ? `, next ${when(b.next_at)}` : ''}` : 'not scheduled: make backup';
+  return html`<div class="card" id="backups"><div class="muted">Last backup</div>
+    <div class="big ${!last ? 'warn' : last.ok ? 'ok' : 'bad'}">${state}</div>
+    <div class="muted">${last ? (last.ok ? `${when(last.at)}, ${last.files} files, ${bytes(last.bytes)}` : html`${when(last.at)}: ${last.code}: ${last.message}${b.last_ok_at ? ` (last good ${when(b.last_ok_at)})` : ''}`) : ''}</div>
+    <div class="muted">${schedule}</div></div>`;
 }
 
 /** carapace.json is broken: what is wrong and where; looked at again until the core runs. */
