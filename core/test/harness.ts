@@ -42,6 +42,12 @@ export interface StackOptions {
   env?: Record<string, string>;
   /** Plugin folders to place as given (name → source folder), e.g. for startup-conflict tests. */
   extraPluginDirs?: Record<string, string>;
+  /**
+   * An installation's volumes folder, laid out as the appliance's (config/carapace.json,
+   * data/, logs/, groups/), which outlives the stack: the core keeps standing approvals and
+   * event keys there as main.ts does. Without `config`, an existing carapace.json is used.
+   */
+  volumes?: string;
 }
 
 /** The first uid of a range of 100 for one plugin host's plugins (CARAPACE_PLUGIN_FIRST_UID): its own, since each plugin's uid is swept whole when it ends. */
@@ -56,8 +62,6 @@ export class Stack {
   readonly dir = mkdtempSync(join(tmpdir(), 'cp-'));
   readonly runDir = join(this.dir, 'run');
   readonly pluginsDir = join(this.dir, 'plugins');
-  readonly auditFile = join(this.dir, 'logs', 'audit.jsonl');
-  readonly configFile = join(this.dir, 'carapace.json');
   /** The first of this stack's plugin uids (as root): a range of its own, since a plugin's uid is swept whole. */
   readonly firstUid = pluginUidRange();
   private rawConfig: Record<string, unknown>;
@@ -70,8 +74,26 @@ export class Stack {
     mkdirSync(this.runDir, { recursive: true });
     for (const name of options.plugins) symlinkSync(join(FIXTURES, name), join(this.pluginsDir, name));
     for (const [name, src] of Object.entries(options.extraPluginDirs ?? {})) symlinkSync(src, join(this.pluginsDir, name));
-    this.rawConfig = options.config ?? {};
-    writeFileSync(this.configFile, JSON.stringify(this.rawConfig));
+    if (options.volumes) mkdirSync(dirname(this.configFile), { recursive: true });
+    if (options.volumes && !options.config && existsSync(this.configFile)) {
+      this.rawConfig = JSON.parse(readFileSync(this.configFile, 'utf8')) as Record<string, unknown>;
+    } else {
+      this.rawConfig = options.config ?? {};
+      writeFileSync(this.configFile, JSON.stringify(this.rawConfig));
+    }
+  }
+
+  /** Where the core and the plugins keep their state (the volumes' data/, else the stack's own). */
+  get dataDir(): string {
+    return join(this.options.volumes ?? this.dir, 'data');
+  }
+
+  get auditFile(): string {
+    return join(this.options.volumes ?? this.dir, 'logs', 'audit.jsonl');
+  }
+
+  get configFile(): string {
+    return this.options.volumes ? join(this.options.volumes, 'config', 'carapace.json') : join(this.dir, 'carapace.json');
   }
 
   static async start(options: StackOptions): Promise<Stack> {
@@ -82,7 +104,8 @@ export class Stack {
       auditFile: stack.auditFile,
       config: parseConfig(stack.rawConfig),
       configFile: stack.configFile,
-      heldEventsFile: join(stack.dir, 'data', 'held-events.sqlite'),
+      heldEventsFile: join(stack.dataDir, 'held-events.sqlite'),
+      ...(options.volumes ? { standingApprovalsFile: join(stack.dataDir, 'standing-approvals.json'), eventKeysFile: join(stack.dataDir, 'event-keys.sqlite') } : {}),
     });
     stack.startHost();
     await stack.waitSettled();
@@ -106,7 +129,7 @@ export class Stack {
         CARAPACE_RUN_DIR: this.runDir,
         CARAPACE_PLUGINS_DIR: this.pluginsDir,
         CARAPACE_HANDLERS_DIR: `${FIXTURE_HANDLERS}:${join(ROOT, 'dist/plugins')}`,
-        CARAPACE_DATA_DIR: join(this.dir, 'data'),
+        CARAPACE_DATA_DIR: this.dataDir,
         FAULTY_TOKEN,
         CARAPACE_PLUGIN_FIRST_UID: String(this.firstUid),
         ...this.options.env,
