@@ -4,7 +4,7 @@
 // outcome recorded (status.ts). Safe while the appliance runs: nothing is written where it
 // is read from.
 import { randomUUID } from 'node:crypto';
-import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, closeSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readSync, renameSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { APP_VERSION } from '../version.js';
 import { writeArchive } from './archive.js';
@@ -62,6 +62,22 @@ function archiveName(dir: string, at: Date, kind: CreateOptions['kind'], encrypt
   return name;
 }
 
+/** A log copied while it is appended to may end inside a line: kept up to its last whole line. */
+function toLastLine(file: string): void {
+  const size = statSync(file).size;
+  if (size === 0) return;
+  const fd = openSync(file, 'r');
+  try {
+    const tail = Buffer.alloc(Math.min(size, 1 << 20));
+    readSync(fd, tail, 0, tail.length, size - tail.length);
+    if (tail[tail.length - 1] === 0x0a) return;
+    const last = tail.lastIndexOf(0x0a);
+    truncateSync(file, last === -1 ? (size > tail.length ? size : 0) : size - tail.length + last + 1);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 function isGone(err: unknown): boolean {
   return (err as NodeJS.ErrnoException).code === 'ENOENT';
 }
@@ -76,6 +92,7 @@ async function stage(options: CreateOptions, staging: string): Promise<{ skipped
     try {
       if (item.kind === 'sqlite') versions.set(item.path, (await copyDatabase(item.source, target)).userVersion);
       else copyFileSync(item.source, target);
+      if (item.path.startsWith('logs/')) toLastLine(target);
       chmodSync(target, item.mode);
     } catch (err) {
       if (isGone(err)) continue; // removed while we walked (a rotated log, a temp file)
