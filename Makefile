@@ -74,8 +74,9 @@ bench: build images
 # operator were told. README "Faults and recovery" maps each fault to its test.
 CHAOS_SUITES := integration/core-restart integration/lifecycle integration/plugin-isolation integration/audit-full-disk integration/audit-file \
 	integration/memory integration/telegram integration/llm-proxy integration/tasks unit/unfinished-turns docker/appliance \
-	integration/prompts-restart integration/turn-without-reply integration/message-burst docker/disk-quota integration/event-receipts
-CHAOS_TESTS := kill|SIGKILL|SIGTERM|killed|full|corrupt|damaged|fresh line|restart|registers again|gives up|not handled|docker compose stop|without a reply|RESULT_UNKNOWN|burst|budget is spent|cannot hold it
+	integration/prompts-restart integration/turn-without-reply integration/message-burst docker/disk-quota integration/event-receipts \
+	integration/backup-refusals integration/backup-restore
+CHAOS_TESTS := kill|SIGKILL|SIGTERM|killed|full|corrupt|damaged|fresh line|restart|registers again|gives up|not handled|docker compose stop|without a reply|RESULT_UNKNOWN|burst|budget is spent|cannot hold it|backup|restore
 chaos: build images
 	node --experimental-vm-modules node_modules/jest/bin/jest.js $(addprefix dist/core/test/,$(addsuffix .test.js,$(CHAOS_SUITES))) -t '$(CHAOS_TESTS)'
 
@@ -145,15 +146,15 @@ BACKUP_CLI = --entrypoint node core dist/core/src/backup/cli.js
 backup:
 	@mkdir -p '$(BACKUPS)'
 	@$(COMPOSE) run --rm --no-deps -T -u root -v '$(BACKUPS)':/backups $(if $(call yes,$(SECRETS)),$(if $(wildcard .env),-v '$(CURDIR)/.env':/secrets/.env:ro)) $(BACKUP_CLI) \
-	  create --out /backups --host-dir '$(BACKUPS)' --owner "$$(id -u):$$(id -g)" $(if $(call yes,$(SECRETS)),--secrets --env-file /secrets/.env)
+	  create --out /backups --host-dir '$(BACKUPS)' --owner "$$(id -u):$$(id -g)" $(if $(call yes,$(SECRETS)),--secrets --dotenv /secrets/.env)
 
 restore:
 	@test -n '$(ARCHIVE)' || { echo 'usage: make restore ARCHIVE=<archive> [FORCE=1]' >&2; exit 2; }
 	@test -f '$(ARCHIVE)' || { echo 'carapace: BACKUP_NOT_FOUND: $(ARCHIVE) does not exist; give the path of an archive made by `make backup`' >&2; exit 1; }
-	@running=$$($(COMPOSE) ps -q 2>/dev/null | xargs -r $(DOCKER) inspect -f '{{if .State.Running}}{{.Name}} {{end}}' 2>/dev/null); \
+	@running=$$($(COMPOSE) ps -q 2>/dev/null | xargs -r $(DOCKER) inspect -f '{{if .State.Running}}{{.Name}}{{end}}' 2>/dev/null | tr -d / | xargs); \
 	  if [ -n "$$running" ]; then echo "carapace: RESTORE_RUNNING: the appliance is running ($$running); stop it first (\`make down\`), then restore" >&2; exit 1; fi
 	@$(COMPOSE) run --rm --no-deps -T -u root -v '$(abspath $(dir $(ARCHIVE)))':/restore:ro -v '$(CURDIR)':/project $(BACKUP_CLI) \
-	  restore '/restore/$(notdir $(ARCHIVE))' --env-file /project/.env --owner "$$(id -u):$$(id -g)" $(if $(call yes,$(FORCE)),--force)
+	  restore '/restore/$(notdir $(ARCHIVE))' --dotenv /project/.env --owner "$$(id -u):$$(id -g)" $(if $(call yes,$(FORCE)),--force)
 
 up:
 	$(COMPOSE) up -d

@@ -2,9 +2,9 @@
 // container of the core's image, as root, so that it reads the plugins' 0700 folders):
 //
 //   node dist/core/src/backup/cli.js create [--volumes DIR] [--out DIR] [--host-dir DIR] [--owner UID:GID]
-//                                           [--secrets] [--env-file FILE] [--scheduled --keep N]
+//                                           [--secrets] [--dotenv FILE] [--scheduled --keep N]
 //   node dist/core/src/backup/cli.js restore ARCHIVE [--volumes DIR] [--force] [--run-dir DIR] [--staging DIR]
-//                                           [--env-file FILE] [--owner UID:GID]
+//                                           [--dotenv FILE] [--owner UID:GID]
 //   node dist/core/src/backup/cli.js verify ARCHIVE [--staging DIR]
 //
 // Folders default to the core's (CARAPACE_CONFIG, CARAPACE_DATA_DIR, CARAPACE_LOG_DIR,
@@ -33,7 +33,7 @@ const OPTIONS = {
   'host-dir': { type: 'string' },
   owner: { type: 'string' },
   secrets: { type: 'boolean', default: false },
-  'env-file': { type: 'string' },
+  dotenv: { type: 'string' },
   scheduled: { type: 'boolean', default: false },
   keep: { type: 'string' },
   force: { type: 'boolean', default: false },
@@ -117,7 +117,7 @@ async function main(argv: string[]): Promise<number> {
       hostDir: values['host-dir'],
       kind: values.scheduled ? 'scheduled' : 'manual',
       secrets: values.secrets,
-      envFile: values['env-file'],
+      envFile: values.dotenv,
       passphrase,
       // Root (a container, a scheduled run): the archive is the backups folder's owner's.
       owner: who ?? (process.getuid?.() === 0 ? folderOwner(outDir) : undefined),
@@ -136,7 +136,7 @@ async function main(argv: string[]): Promise<number> {
       force: values.force,
       runDir: values['run-dir'] ?? pathsFromEnv().runDir,
       stagingDir: values.staging,
-      envFile: values['env-file'],
+      envFile: values.dotenv,
       envOwner: who,
     });
     if (!result.ok) return printed(result.problem);

@@ -29,7 +29,9 @@ export async function startBackups(deps: CoreBackupDeps): Promise<{ schedule: Ba
     ? containerRunner(settings, deps.runtime, image, deps.instance)
     : inProcessRunner(settings, dockerImageReader(deps.runtime, { helperImage: deps.agentImage, instance: deps.instance }));
   const dir = image ? await deps.runtime.hostPath(outDir).catch(() => outDir) : outDir;
-  const schedule = new BackupSchedule({ settings: deps.settings, dir, dataDir: deps.paths.dataDir, run, audit: deps.audit });
+  // CARAPACE_BACKUP_CATCH_UP_MS: only for tests, which cannot wait ten minutes for the first one.
+  const catchUpMs = Number(process.env.CARAPACE_BACKUP_CATCH_UP_MS) || undefined;
+  const schedule = new BackupSchedule({ settings: deps.settings, dir, dataDir: deps.paths.dataDir, run, audit: deps.audit, catchUpMs });
   schedule.start();
   return { schedule, runner: image ? 'container' : 'in-process', dir };
 }

@@ -29,12 +29,14 @@ export interface ScheduleDeps {
   now?: () => number;
   /** How often the status file is looked at for backups a person made (default 30 s). */
   pollMs?: number;
+  /** After a start with no recent backup, how long until one is made (default 10 min; tests shorten it). */
+  catchUpMs?: number;
 }
 
 const DAY = 24 * 60 * 60 * 1000;
 /** At start, a daily schedule whose last backup is older than this catches up soon. */
 const OVERDUE = 26 * 60 * 60 * 1000;
-const CATCH_UP_AFTER = 10 * 60 * 1000;
+const CATCH_UP_AFTER_MS = 10 * 60 * 1000;
 
 /** The next time of day `at` (HH:MM UTC) after `now`. */
 export function nextDaily(at: string, now: number): number {
@@ -66,7 +68,7 @@ export class BackupSchedule {
     if (this.deps.settings.schedule === 'off') return;
     const lastOk = readStatus(this.deps.dataDir).last_ok_at;
     const overdue = lastOk === null || this.now() - Date.parse(lastOk) > OVERDUE;
-    this.arm(overdue ? Math.min(nextDaily(this.deps.settings.at, this.now()), this.now() + CATCH_UP_AFTER) : nextDaily(this.deps.settings.at, this.now()));
+    this.arm(overdue ? Math.min(nextDaily(this.deps.settings.at, this.now()), this.now() + (this.deps.catchUpMs ?? CATCH_UP_AFTER_MS)) : nextDaily(this.deps.settings.at, this.now()));
   }
 
   stop(): void {

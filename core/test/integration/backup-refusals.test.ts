@@ -219,3 +219,38 @@ describe('restore refuses to overwrite', () => {
     expect(stale.code).toBe(0);
   });
 });
+
+describe('secrets only when asked', () => {
+  it('without --secrets neither .env nor the admin token is archived; with it both are, and restore keeps an existing .env', async () => {
+    const volumes = join(dir, 'with-token');
+    for (const area of ['config', 'data', 'logs', 'groups']) mkdirSync(join(volumes, area), { recursive: true });
+    writeFileSync(join(volumes, 'data', 'admin-token'), 'an-admin-token-of-32-characters-x\n', { mode: 0o600 });
+    const env = join(dir, 'project.env');
+    writeFileSync(env, 'ANTHROPIC_API_KEY=sk-ant-secret\n');
+    const list = async (archive: string): Promise<string[]> => {
+      const paths: string[] = [];
+      await tar.t({ file: archive, onReadEntry: (e) => paths.push(e.path) });
+      return paths;
+    };
+    const without = await cli(['create', '--volumes', volumes, '--out', join(dir, 'secret-archives'), '--dotenv', env]);
+    expect(without.code).toBe(0);
+    expect((await list(without.stdout.trim().split('\n').at(-1)!)).filter((p) => p.includes('admin-token') || p.includes('.env'))).toEqual([]);
+    await new Promise((r) => setTimeout(r, 1100)); // another second, another name
+    const withSecrets = await cli(['create', '--volumes', volumes, '--out', join(dir, 'secret-archives'), '--secrets', '--dotenv', env]);
+    expect(withSecrets.code).toBe(0);
+    const archive = withSecrets.stdout.trim().split('\n').at(-1)!;
+    expect(await list(archive)).toEqual(expect.arrayContaining(['data/admin-token', 'secrets/.env']));
+
+    const target = join(dir, 'secret-target');
+    const existing = join(dir, 'existing.env');
+    writeFileSync(existing, 'ANTHROPIC_API_KEY=the-one-in-use\n');
+    const restored = await cli(['restore', archive, '--volumes', target, '--staging', dir, '--dotenv', existing]);
+    expect(restored.code).toBe(0);
+    expect(readFileSync(existing, 'utf8')).toBe('ANTHROPIC_API_KEY=the-one-in-use\n');
+    expect(readFileSync(`${existing}.restored`, 'utf8')).toBe('ANTHROPIC_API_KEY=sk-ant-secret\n');
+    expect(statSync(`${existing}.restored`).mode & 0o777).toBe(0o600);
+    expect(restored.stdout).toContain(`a .env exists: the archive's is at ${existing}.restored`);
+    expect(readFileSync(join(target, 'data', 'admin-token'), 'utf8')).toBe('an-admin-token-of-32-characters-x\n');
+    expect(statSync(join(target, 'data', 'admin-token')).mode & 0o777).toBe(0o600);
+  });
+});
