@@ -150,7 +150,7 @@ async function main(): Promise<void> {
   });
   const workspaces = { name: 'workspaces', path: paths.groupsDir, claims: () => unclaimedBytes(paths.groupsDir, Object.keys(core.config.groups), config.agents) };
   // Scheduled backups (backup/): daily by default, into the backups folder; the Overview and the Checks page show the last one.
-  const backups = await startBackups({ settings: config.backups, paths, runtime, audit: core.audit, agentImage: config.agents.image, instance: process.env.CARAPACE_INSTANCE || 'carapace' });
+  const backups = await startBackups({ settings: config.backups, paths, runtime, audit: core.audit, agentImage: config.agents.image, instance: process.env.CARAPACE_INSTANCE || 'carapace', log });
   const checks = (): Promise<Report> =>
     runChecks({
       model: { upstream, credential },

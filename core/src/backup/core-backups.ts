@@ -7,7 +7,7 @@ import type { AuditLog } from '../audit/audit-log.js';
 import type { BackupSettings } from '../config.js';
 import type { Paths } from '../settings.js';
 import { containerRunner, inProcessRunner } from './runner.js';
-import { BackupSchedule } from './schedule.js';
+import { BackupSchedule, type ScheduleDeps } from './schedule.js';
 import { dockerImageReader } from './workspaces.js';
 
 export interface CoreBackupDeps {
@@ -18,6 +18,7 @@ export interface CoreBackupDeps {
   /** agents.image: the disk helper's image (it attaches workspace images read-only). */
   agentImage: string;
   instance: string;
+  log: ScheduleDeps['log'];
 }
 
 export async function startBackups(deps: CoreBackupDeps): Promise<{ schedule: BackupSchedule; runner: 'container' | 'in-process'; dir: string }> {
@@ -31,7 +32,7 @@ export async function startBackups(deps: CoreBackupDeps): Promise<{ schedule: Ba
   const dir = image ? await deps.runtime.hostPath(outDir).catch(() => outDir) : outDir;
   // CARAPACE_BACKUP_CATCH_UP_MS: only for tests, which cannot wait ten minutes for the first one.
   const catchUpMs = Number(process.env.CARAPACE_BACKUP_CATCH_UP_MS) || undefined;
-  const schedule = new BackupSchedule({ settings: deps.settings, dir, dataDir: deps.paths.dataDir, run, audit: deps.audit, catchUpMs });
+  const schedule = new BackupSchedule({ settings: deps.settings, dir, dataDir: deps.paths.dataDir, run, audit: deps.audit, catchUpMs, log: deps.log });
   schedule.start();
   return { schedule, runner: image ? 'container' : 'in-process', dir };
 }

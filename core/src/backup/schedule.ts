@@ -31,6 +31,8 @@ export interface ScheduleDeps {
   pollMs?: number;
   /** After a start with no recent backup, how long until one is made (default 10 min; tests shorten it). */
   catchUpMs?: number;
+  /** The core's own log (pino): each outcome, for `docker compose logs core`. */
+  log?: { info(fields: object, message: string): void; error(fields: object, message: string): void };
 }
 
 const DAY = 24 * 60 * 60 * 1000;
@@ -100,7 +102,9 @@ export class BackupSchedule {
     const last = readStatus(this.deps.dataDir).last;
     if (!last || last.id === this.audited) return;
     this.audited = last.id;
-    this.deps.audit.record(auditEntry(last));
+    const entry = this.deps.audit.record(auditEntry(last));
+    if (last.ok) this.deps.log?.info({ backup: last }, entry.reason ?? 'backup made');
+    else this.deps.log?.error({ backup: last }, entry.reason ?? 'backup failed');
   }
 
   private arm(at: number): void {

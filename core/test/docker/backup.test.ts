@@ -150,6 +150,9 @@ const dockerGid = (): number => statSync('/var/run/docker.sock').gid;
       return existsSync(file) && readFileSync(file, 'utf8').split('\n').find((l) => l.includes('backup made (manual)'));
     }, 45_000);
     expect(JSON.parse(entry)).toMatchObject({ stage: 'core', outcome: 'ok', reason: expect.stringContaining(`backup made (manual): ${archive}`) });
+    // The Checks page (GET /doctor, `make doctor`) names the last one.
+    const doctor = (await (await fetch(`http://127.0.0.1:${project.port}/doctor`, { headers: { authorization: `Bearer ${project.adminToken()}` } })).json()) as { checks: { id: string; status: string; detail: string }[] };
+    expect(doctor.checks.find((c) => c.id === 'backups')).toMatchObject({ status: 'ok', detail: expect.stringContaining(`The last backup (manual) was made`) });
   }, 60_000);
 
   it('stopped, `make restore FORCE=1` puts it back: the plugins\' folders their own uids, workspaces as folders for the next attach', async () => {
