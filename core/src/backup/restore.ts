@@ -94,6 +94,24 @@ function chownTree(path: string, uid: number, gid: number): void {
   for (const name of readdirSync(path)) chownTree(join(path, name), uid, gid);
 }
 
+/**
+ * Each plugin's uid from the plugin host's .uids.json (plugin-host/isolation.ts): `{version,
+ * uids}`, or the bare map of the time before format versions. None yet: the plugin host
+ * gives each plugin its uid (and its folder) when it starts it.
+ */
+function pluginUids(file: string): Record<string, number> {
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(file, 'utf8'));
+  } catch {
+    return {};
+  }
+  const versioned = json as { version?: unknown; uids?: unknown } | null;
+  const map = versioned && typeof versioned.version === 'number' && versioned.uids && typeof versioned.uids === 'object' ? versioned.uids : json;
+  if (!map || typeof map !== 'object') return {};
+  return Object.fromEntries(Object.entries(map as Record<string, unknown>).filter((e): e is [string, number] => typeof e[1] === 'number' && Number.isSafeInteger(e[1]) && e[1] >= 1000));
+}
+
 /** Owners as the appliance runs them (see the top of this file). */
 function fixOwners(volumes: VolumePaths, coreUid: number, agentUid: number): void {
   for (const dir of [volumes.config, volumes.logs, volumes.groups]) if (existsSync(dir)) chownTree(dir, dir === volumes.groups ? agentUid : coreUid, dir === volumes.groups ? agentUid : coreUid);
@@ -104,15 +122,9 @@ function fixOwners(volumes: VolumePaths, coreUid: number, agentUid: number): voi
   if (!existsSync(plugins)) return;
   chownTree(plugins, 0, 0);
   chmodSync(plugins, 0o711);
-  let uids: Record<string, number> = {};
-  try {
-    uids = JSON.parse(readFileSync(join(plugins, '.uids.json'), 'utf8')) as Record<string, number>;
-  } catch {
-    // none yet: the plugin host gives each plugin its uid (and its folder) when it starts it
-  }
-  for (const [plugin, uid] of Object.entries(uids)) {
+  for (const [plugin, uid] of Object.entries(pluginUids(join(plugins, '.uids.json')))) {
     const dir = join(plugins, plugin);
-    if (!Number.isSafeInteger(uid) || uid <= 0 || !existsSync(dir)) continue;
+    if (!existsSync(dir)) continue;
     chownTree(dir, uid, uid);
     chmodSync(dir, 0o700);
   }

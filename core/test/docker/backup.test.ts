@@ -161,7 +161,7 @@ const dockerGid = (): number => statSync('/var/run/docker.sock').gid;
     const r = make(['restore', `ARCHIVE=${archive}`, 'FORCE=1']);
     if (r.status !== 0) throw new Error(`make restore failed (${r.status}):\n${r.stdout}\n${r.stderr}`);
     expect(r.stdout).toContain('databases pass integrity_check');
-    const uids = JSON.parse(readFileSync(join(project.volumes, 'data', 'plugins', '.uids.json'), 'utf8')) as Record<string, number>;
+    const { uids } = JSON.parse(readFileSync(join(project.volumes, 'data', 'plugins', '.uids.json'), 'utf8')) as { uids: Record<string, number> };
     const ledger = statSync(join(project.volumes, 'data', 'plugins', 'ledger'));
     expect({ uid: ledger.uid, mode: ledger.mode & 0o777 }).toEqual({ uid: uids.ledger, mode: 0o700 });
     expect(statSync(join(project.volumes, 'data', 'plugins', 'ledger', 'ledger.sqlite')).uid).toBe(uids.ledger);

@@ -198,7 +198,7 @@ describe('a backup while the appliance works, restored into a fresh folder', () 
 
     // The plugins' folders are theirs again (the uids the plugin host gave them), closed to others.
     if (process.getuid?.() === 0) {
-      const uids = JSON.parse(readFileSync(join(restoredTo, 'data', 'plugins', '.uids.json'), 'utf8')) as Record<string, number>;
+      const { uids } = JSON.parse(readFileSync(join(restoredTo, 'data', 'plugins', '.uids.json'), 'utf8')) as { uids: Record<string, number> };
       const memory = statSync(join(restoredTo, 'data', 'plugins', 'memory'));
       expect({ uid: memory.uid, mode: memory.mode & 0o777 }).toEqual({ uid: uids.memory, mode: 0o700 });
       expect(statSync(join(restoredTo, 'data', 'plugins', 'memory', 'family.sqlite')).uid).toBe(uids.memory);
