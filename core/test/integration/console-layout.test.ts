@@ -51,6 +51,12 @@ beforeAll(async () => {
   admin = await startAdminApi(stack.core, '127.0.0.1', 0, TOKEN, {
     console: {
       folders: [{ name: 'audit logs', path: join(stack.dir, 'logs') }],
+      // The last backup failed, with a long reason: the Overview's card must still fit a phone.
+      backups: () => ({
+        schedule: 'daily', at: '03:30', keep: 7, dir: '/srv/carapace/backups', next_at: new Date(Date.now() + 3_600_000).toISOString(), running: false,
+        last_ok_at: new Date(Date.now() - 86_400_000).toISOString(),
+        last: { id: 'b1', at: new Date().toISOString(), kind: 'scheduled', ok: false, code: 'BACKUP_WORKSPACE_UNREADABLE', message: 'the workspace of group "a-second-group-with-a-long-name" (an ext4 image) could not be read: Docker cannot be reached (connect ENOENT /var/run/docker.sock)' },
+      }),
       panels: () => stack.core.catalog.panels().map((p) => ({ ...p, socket: join(stack.runDir, SOCKETS.panels, `${p.name}.sock`) })),
     },
   });

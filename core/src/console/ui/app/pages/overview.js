@@ -48,7 +48,7 @@ function Backups({ b }) {
   const schedule = b.schedule === 'daily' ? `daily at ${b.at} UTC${b.next_at ? `, next ${when(b.next_at)}` : ''}` : 'not scheduled: make backup';
   return html`<div class="card" id="backups"><div class="muted">Last backup</div>
     <div class="big ${!last ? 'warn' : last.ok ? 'ok' : 'bad'}">${state}</div>
-    <div class="muted">${last ? (last.ok ? `${when(last.at)}, ${last.files} files, ${bytes(last.bytes)}` : html`${when(last.at)}: ${last.code}: ${last.message}${b.last_ok_at ? ` (last good ${when(b.last_ok_at)})` : ''}`) : ''}</div>
+    <div class="muted">${last ? (last.ok ? `${when(last.at)}, ${last.files} files, ${bytes(last.bytes)}` : html`${when(last.at)}: <code>${last.code}</code> ${last.message}${b.last_ok_at ? ` (last good ${when(b.last_ok_at)})` : ''}`) : ''}</div>
     <div class="muted">${schedule}</div></div>`;
 }
 
