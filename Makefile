@@ -60,13 +60,19 @@ test: build images
 e2e: build images
 	node --experimental-vm-modules node_modules/jest/bin/jest.js dist/core/test/docker/e2e dist/core/test/docker/email-agent dist/core/test/docker/api-mode dist/core/test/docker/appliance
 
+# BASELINE=<git ref>: only the pipeline phases, this tree and the ref alternately, with ratios
+# (bench/baseline.ts builds the ref in a worktree of its own, once).
 bench: build images
+ifdef BASELINE
+	BASELINE='$(BASELINE)' node dist/bench/baseline.js
+else
 	node dist/bench/run.js
 	DOCKER=$(DOCKER) node dist/bench/agent-start.js
 	node dist/bench/memory-bench.js
 	node dist/bench/audit-flood.js
 	node dist/bench/session-guard-bench.js
 	node dist/bench/plugin-processes.js
+endif
 
 # The fault suite alone (it is also part of `make test`): each fault injected for real
 # (kill -9 of the core, mid-turn too, and of the plugin host; a full tmpfs under the audit
