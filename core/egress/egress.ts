@@ -10,6 +10,7 @@ import { connect, type Socket } from 'node:net';
 import { dirname } from 'node:path';
 import type { Duplex } from 'node:stream';
 import pino from 'pino';
+import { CODE_HEADER } from '../plugin-host/connect-failure.js';
 import { splitTarget } from '../plugin-host/network-allow-list.js';
 
 export const log = pino({ base: { service: 'egress' } }, pino.destination(2));
@@ -29,10 +30,12 @@ export function serveEgress(path: string): Promise<ReturnType<typeof createServe
     const plugin = String(req.headers['x-carapace-plugin'] ?? '?').slice(0, 64);
     if (!target) return void socket.end('HTTP/1.1 400 Bad Request\r\n\r\n');
     const upstream = connect({ host: target.host.replace(/^\[|\]$/g, ''), port: Number(target.port), timeout: CONNECT_TIMEOUT_MS });
-    upstream.once('timeout', () => upstream.destroy(new Error('connect timed out')));
+    upstream.once('timeout', () => upstream.destroy(Object.assign(new Error('connect timed out'), { code: 'ETIMEDOUT' })));
     upstream.once('error', (err) => {
       log.warn({ plugin, target: req.url, err: err.message }, 'could not connect');
-      if (!socket.destroyed) socket.end('HTTP/1.1 502 Bad Gateway\r\n\r\n');
+      // The error's code only (ENOTFOUND, ECONNREFUSED): the relay tells the plugin which step failed.
+      const code = String((err as NodeJS.ErrnoException).code ?? '').replace(/[^A-Z0-9_]/g, '').slice(0, 40);
+      if (!socket.destroyed) socket.end(`HTTP/1.1 502 Bad Gateway\r\n${code ? `${CODE_HEADER}: ${code}\r\n` : ''}\r\n`);
     });
     upstream.once('connect', () => {
       upstream.setTimeout(IDLE_MS, () => upstream.destroy());

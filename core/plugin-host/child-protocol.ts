@@ -19,11 +19,14 @@ export interface StartMessage {
   panelSocket: string | null;
   /** Its way out: a CONNECT proxy on loopback that only this plugin's token opens (egress-relay.ts). */
   egressProxy: string | null;
+  /** 'check': a process for a connection check alone (the plugin is not running): its handler is loaded, never initialized. */
+  mode?: 'check';
 }
 
 export type HookMessage =
   | { t: 'hook'; hid: string; hook: 'memory_brief'; group: string }
-  | { t: 'hook'; hid: string; hook: 'describe_call'; group: string; tool: string; arguments: JsonObject };
+  | { t: 'hook'; hid: string; hook: 'describe_call'; group: string; tool: string; arguments: JsonObject }
+  | { t: 'hook'; hid: string; hook: 'connection_check' };
 
 export type SupervisorToRunner =
   | StartMessage

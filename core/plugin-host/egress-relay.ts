@@ -9,6 +9,7 @@ import { createServer, request, type IncomingMessage, type Server } from 'node:h
 import { connect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
+import { CODE_HEADER, connectFailure, refusalText } from './connect-failure.js';
 import { splitTarget, type AllowList } from './network-allow-list.js';
 
 /** Tunnels open at once per plugin; more is a flood. */
@@ -81,7 +82,8 @@ export class EgressRelay {
     this.open(target, (err, upstream) => {
       if (err || !upstream) {
         this.options.log.warn({ plugin: this.options.plugin, target, err: err?.message }, 'egress: could not connect');
-        return refuse('502 Bad Gateway', `could not reach ${target}`);
+        // Which step failed (the name, the connection), for the plugin's connection check.
+        return void socket.end(refusalText('502 Bad Gateway', connectFailure(target, (err as NodeJS.ErrnoException | null)?.code, err?.message)));
       }
       socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
       if (head.length > 0) upstream.write(head);
@@ -112,7 +114,7 @@ export class EgressRelay {
         upstream.setTimeout(0);
         done(null, upstream);
       });
-      upstream.once('timeout', () => upstream.destroy(new Error('connect timed out')));
+      upstream.once('timeout', () => upstream.destroy(Object.assign(new Error('connect timed out'), { code: 'ETIMEDOUT' })));
       upstream.once('error', (err) => done(err));
       return;
     }
@@ -122,7 +124,8 @@ export class EgressRelay {
       if (res.statusCode === 200) done(null, upstream);
       else {
         upstream.destroy();
-        done(new Error(`egress answered ${res.statusCode}`));
+        const code = res.headers[CODE_HEADER];
+        done(Object.assign(new Error(`egress answered ${res.statusCode}`), typeof code === 'string' ? { code: code.slice(0, 40) } : {}));
       }
     });
     ask.once('timeout', () => ask.destroy(new Error('egress did not answer')));

@@ -25,6 +25,7 @@ import { EgressRelay } from './egress-relay.js';
 import { endEverythingOf, PluginIds, pluginEnv, prepareDataDir } from './isolation.js';
 import { AllowList } from './network-allow-list.js';
 import { PluginProcess } from './plugin-process.js';
+import { connectionCheck } from './check-process.js';
 import { planConfiguration, type PluginStep } from './configuration-plan.js';
 
 export interface HostOptions {
@@ -311,7 +312,18 @@ export class PluginHost {
   private onHook(message: Extract<CoreToHost, { t: 'hook' }>): void {
     const { plugin, ...hook } = message;
     const child = this.processes.get(plugin);
+    if (hook.hook === 'connection_check') {
+      void connectionCheck(hook.hid, this.stopping ? undefined : child, (task) => this.queued(task)).then((result) => result && this.send(result).catch(() => undefined));
+      return;
+    }
     if (!child?.hook(hook)) void this.send({ t: 'hook_result', hid: message.hid, ok: false, detail: 'plugin not running' }).catch(() => undefined);
+  }
+
+  /** Runs `task` in the queue of configurations (after those sent before it, before those sent after). */
+  private queued<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.applying.then(task);
+    this.applying = run.then(() => undefined, () => undefined);
+    return run;
   }
 
   private onServiceResult(message: Extract<CoreToHost, { t: 'service_result' }>): void {

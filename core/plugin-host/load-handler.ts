@@ -4,7 +4,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { InitError, type PluginHandler } from '../sdk/index.js';
+import { InitError, type CheckConnections, type PluginHandler } from '../sdk/index.js';
 import type { InitFailureCategory } from '../src/protocol/errors.js';
 
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'ETIMEDOUT', 'EAI_AGAIN', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET']);
@@ -35,6 +35,12 @@ export async function loadHandler(file: string): Promise<PluginHandler> {
   const candidate = typeof exported === 'function' ? new (exported as new () => unknown)() : exported;
   if (!isHandler(candidate)) throw new InitError('CONFIG_ERROR', `${file}: default export must implement initialize() and handleRequest()`);
   return candidate;
+}
+
+/** The module's `checkConnections` export (a connection check for the Checks page), or null: it has none. */
+export async function loadConnectionChecks(file: string): Promise<CheckConnections | null> {
+  const mod = (await import(pathToFileURL(file).href)) as { checkConnections?: unknown };
+  return typeof mod.checkConnections === 'function' ? (mod.checkConnections as CheckConnections) : null;
 }
 
 /** A lifecycle call that did not finish in time (initialize, shutdown). */

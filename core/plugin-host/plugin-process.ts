@@ -116,6 +116,21 @@ export class PluginProcess {
     return this.child?.pid;
   }
 
+  /** It will not run again (it failed to start, gave up, or was stopped). */
+  get retired(): boolean {
+    return this.state === 'failed' || this.state === 'stopped';
+  }
+
+  /** Retired, and its process has ended: another of its uid may run without meeting it. */
+  get gone(): boolean {
+    return this.retired && this.child === null;
+  }
+
+  /** What it was started with: a connection check's own process runs on the same (check-process.ts). */
+  get launch(): Pick<PluginProcessOptions, 'start' | 'ids' | 'env'> {
+    return { start: { ...this.options.start }, ids: this.options.ids, env: this.options.env };
+  }
+
   start(): void {
     this.state = 'starting';
     this.killedFor = null;

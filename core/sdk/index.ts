@@ -22,6 +22,9 @@ export { truncate } from './text.js';
 export { escapeText } from '../src/text/escape.js';
 /** A plugin panel's page files, JSON answers and small JSON bodies (servePanel). */
 export { bundledPanelFolder, panelPages, readJsonBody, replyJson } from './panel.js';
+/** Connection checks: a handler module's optional `checkConnections` export, run from the console's Checks page. */
+export { CONNECTION_STEPS, errorWords, isTlsFailure, reach, scrubSecrets, tlsWords } from './connection-check.js';
+export type { CheckConnections, ConnectionCheckContext, ConnectionCheckResult, ConnectionStep, Reach } from './connection-check.js';
 /** A file replaced whole or not at all (temp file, fsync, rename): what a plugin keeps in its data folder. */
 export { writeAtomically } from '../src/state/atomic-write.js';
 /** A JSON state file as an earlier run left it: missing, loaded, or (not JSON, not its shape) moved aside for a person. */

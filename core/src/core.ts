@@ -37,6 +37,8 @@ import { answerService, type ServiceDeps } from './plugins/services.js';
 import { PluginHostLink } from './plugins/host-link.js';
 import { HostSession } from './plugins/host-session.js';
 import { PluginPowers } from './plugins/plugin-powers.js';
+import { ConnectionChecks } from './plugins/connection-checks.js';
+import { pluginSection } from './plugins/plugin-settings.js';
 import { eventEnvelope, type EventEnvelope, type JsonObject } from './protocol/envelope.js';
 import { createSanitizer, type Sanitizer } from './response/sanitize.js';
 import { Pairing } from './pairing/pairing.js';
@@ -94,6 +96,8 @@ export class Core extends EventEmitter<CoreEvents> {
   readonly standing: StandingApprovals;
   readonly metrics: Metrics;
   readonly pairing: Pairing;
+  /** Plugins' connection checks, for the Checks page (plugins/connection-checks.ts). */
+  readonly connections: ConnectionChecks;
   readonly sessions = new SessionTable();
   private readonly sockets = new Map<string, SessionSocket>();
   private readonly seenKeys: SeenKeys;
@@ -179,6 +183,13 @@ export class Core extends EventEmitter<CoreEvents> {
         this.emit('event', envelope);
         return envelope;
       },
+    });
+    this.connections = new ConnectionChecks({
+      catalog: this.catalog,
+      ask: (plugin, timeoutMs) => this.hostLink.connectionCheck(plugin, timeoutMs),
+      configured: (plugin) => Object.keys(pluginSection(config.plugins, plugin)).length > 0,
+      scrub: (text) => this.current.scrub(text),
+      audit: this.audit,
     });
     this.metrics = new Metrics({ catalog: this.catalog, audit: () => this.audit.health(), pendingConfirmations: () => this.confirmations.list().length });
     this.deps = {

@@ -7,9 +7,10 @@ import { mkdirSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { HandlerOutcome, ServiceMethod } from '../../src/plugins/host-protocol.js';
 import type { EventEnvelope, JsonObject, RequestEnvelope } from '../../src/protocol/envelope.js';
-import { AbortedBeforeActing, errors, ServiceError, ToolError, type CoreServices, type PluginHandler, type PublishOutcome } from '../../sdk/index.js';
+import { AbortedBeforeActing, errors, ServiceError, ToolError, type CheckConnections, type CoreServices, type PluginHandler, type PublishOutcome } from '../../sdk/index.js';
 import type { HookMessage, RunnerToSupervisor, StartMessage, StopOutcome, SupervisorToRunner } from '../child-protocol.js';
-import { categorize, loadHandler, TimeoutError } from '../load-handler.js';
+import { categorize, loadConnectionChecks, loadHandler, TimeoutError } from '../load-handler.js';
+import { runConnectionChecks } from './connection-checks.js';
 import { servePanel } from '../panel-server.js';
 
 /** What a service call runs under: the request (or describe_call hook) and its group. */
@@ -37,6 +38,8 @@ export function isJsonData(value: unknown, seen = new Set<object>()): boolean {
 
 export class PluginRunner {
   private handler: PluginHandler | null = null;
+  /** What a connection check runs on: the handler module's export, the settings and the way out this process has. */
+  private check: { start: StartMessage; run: CheckConnections | null } | null = null;
   private readonly scope = new AsyncLocalStorage<Scope>();
   private readonly calls = new Map<string, (r: Extract<SupervisorToRunner, { t: 'service_result' }>) => void>();
   private readonly controllers = new Map<string, AbortController>();
@@ -87,6 +90,12 @@ export class PluginRunner {
   private async start(message: StartMessage): Promise<void> {
     try {
       mkdirSync(message.dataDir, { recursive: true });
+      this.check = { start: message, run: await loadConnectionChecks(message.handlerFile) };
+      // A process for a connection check alone: the plugin did not start, and is not started here.
+      if (message.mode === 'check') {
+        this.send({ t: 'init', ok: true });
+        return;
+      }
       const handler = await loadHandler(message.handlerFile);
       await withTimeout(
         this.scope.run({ rid: null, group: null }, () => handler.initialize(message.config, this.services(message))),
@@ -173,6 +182,10 @@ export class PluginRunner {
 
   private async handleHook(message: HookMessage): Promise<void> {
     const handler = this.handler;
+    if (message.hook === 'connection_check') {
+      this.send({ t: 'hook_result', hid: message.hid, ...(await runConnectionChecks(this.check)) });
+      return;
+    }
     try {
       // A description is asked for one call: its services are scoped to it like a request's.
       const scope = { rid: message.hook === 'describe_call' ? message.hid : null, group: message.group };

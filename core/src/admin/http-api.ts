@@ -5,7 +5,7 @@ import { endedMessage } from '../confirm/ended-message.js';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { answerPairing, refusePairing } from '../pairing/answers.js';
 import type { Report } from '../doctor/checks.js';
-import { registerConsole, type ConsoleDeps } from '../console/console.js';
+import { NO_CONNECTION_CHECK, registerConsole, type ConsoleDeps } from '../console/console.js';
 import { timingSafeEqual } from 'node:crypto';
 import type { Core } from '../core.js';
 import type { GroupUsage } from '../llm/budgets.js';
@@ -88,4 +88,10 @@ async function routes(app: FastifyInstance, core: Core, token: string | undefine
   if (usage) app.get('/usage', async () => ({ groups: usage() }));
   const checks = sources.checks;
   if (checks) app.get('/doctor', async () => checks());
+  // Plugins' connection checks: what the console's Checks page runs.
+  app.get('/connection-checks', async () => ({ checks: core.connections.list() }));
+  app.post<{ Params: { plugin: string } }>('/connection-checks/:plugin', async (request, reply) => {
+    const run = core.connections.run(request.params.plugin, 'admin-api');
+    return run ? await run : reply.code(404).send({ code: 'NOT_FOUND', message: NO_CONNECTION_CHECK });
+  });
 }

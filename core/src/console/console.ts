@@ -54,6 +54,8 @@ export interface ConsoleDeps {
   backups?: () => BackupView;
 }
 
+export const NO_CONNECTION_CHECK = 'no connection check for that plugin: it offers none, or carapace.json has no settings for it';
+
 const OUTCOMES = new Set<AuditOutcome>(['passed', 'routed', 'rejected', 'sanitized', 'error', 'ok', 'dropped', 'pending']);
 
 export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): Promise<LiveEvents> {
@@ -196,6 +198,12 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
     });
 
     authed.get('/api/checks', async () => (deps.checks ? await deps.checks() : { ok: true, checks: [] }));
+    // Plugins' connection checks (run in the plugin's own process; the core never sees a password).
+    authed.get('/api/connection-checks', async () => ({ checks: core.connections.list() }));
+    authed.post<{ Params: { plugin: string } }>('/api/connection-checks/:plugin', async (request, reply) => {
+      const run = core.connections.run(request.params.plugin, 'console');
+      return run ? await run : reply.code(404).send({ code: 'NOT_FOUND', message: NO_CONNECTION_CHECK });
+    });
 
     if (deps.panels) {
       await registerPanelProxy(authed, deps.panels, (plugin, method, path, status) => {

@@ -103,6 +103,11 @@ export class ToolCatalog {
     return out;
   }
 
+  /** Plugins whose manifest declares `hook` (whatever their state). */
+  declaring(hook: string): string[] {
+    return [...this.plugins].filter(([, record]) => record.plugin?.manifest.provides.hooks.includes(hook)).map(([name]) => name);
+  }
+
   hookProvider(hook: string): string | null {
     for (const [name, record] of this.plugins) {
       if (record.state === 'healthy' && record.plugin?.manifest.provides.hooks.includes(hook)) return name;

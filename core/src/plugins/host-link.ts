@@ -145,6 +145,18 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
 
   /** memory_brief, or describe_call when `call` is given (for a call in `call.session`, '' for none). */
   callHook(plugin: string, group: string, timeoutMs: number, call?: { tool: string; arguments: JsonObject; session: string }): Promise<{ ok: boolean; value?: unknown; detail?: string }> {
+    return this.hook(timeoutMs, (hid) => {
+      if (call) this.describing.set(hid, { plugin, group, session: call.session });
+      return call ? { t: 'hook', hid, plugin, hook: 'describe_call', group, tool: call.tool, arguments: call.arguments } : { t: 'hook', hid, plugin, hook: 'memory_brief', group };
+    });
+  }
+
+  /** The plugin's connection check (in its process, or one started for it): its results, or why there are none. */
+  connectionCheck(plugin: string, timeoutMs: number): Promise<{ ok: boolean; value?: unknown; detail?: string }> {
+    return this.hook(timeoutMs, (hid) => ({ t: 'hook', hid, plugin, hook: 'connection_check' }));
+  }
+
+  private hook(timeoutMs: number, message: (hid: string) => Extract<CoreToHost, { t: 'hook' }>): Promise<{ ok: boolean; value?: unknown; detail?: string }> {
     if (!this.host) return Promise.resolve({ ok: false, detail: 'plugin host not connected' });
     const hid = randomUUID();
     return new Promise((resolve) => {
@@ -156,9 +168,7 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
         resolve(r);
       };
       this.hooks.set(hid, done);
-      if (call) this.describing.set(hid, { plugin, group, session: call.session });
-      const message: CoreToHost = call ? { t: 'hook', hid, plugin, hook: 'describe_call', group, tool: call.tool, arguments: call.arguments } : { t: 'hook', hid, plugin, hook: 'memory_brief', group };
-      this.send(message).catch(() => done({ t: 'hook_result', hid, ok: false, detail: 'send failed' }));
+      this.send(message(hid)).catch(() => done({ t: 'hook_result', hid, ok: false, detail: 'send failed' }));
     });
   }
 

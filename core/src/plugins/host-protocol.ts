@@ -58,6 +58,12 @@ export type CoreToHost =
   | { t: 'request'; rid: string; plugin: string; envelope: RequestEnvelope }
   | { t: 'hook'; hid: string; plugin: string; hook: 'memory_brief'; group: string }
   | { t: 'hook'; hid: string; plugin: string; hook: 'describe_call'; group: string; tool: string; arguments: JsonObject }
+  /**
+   * The plugin's connection check (its handler module's `checkConnections`), for the Checks
+   * page: in its running process, or, when it is not running (it failed to start), in a
+   * process started for the check alone. The value is a list of results (sdk/connection-check.ts).
+   */
+  | { t: 'hook'; hid: string; plugin: string; hook: 'connection_check' }
   /** `code` on a refusal: why, as a value (e.g. UNAUTHORIZED: the plugin lacks that power). */
   | { t: 'service_result'; sid: string; ok: boolean; value?: unknown; message?: string; code?: string }
   /** The request's deadline passed: abort its handler's signal; its final answer still comes as a `response`. */

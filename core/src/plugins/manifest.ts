@@ -81,7 +81,8 @@ export interface Manifest {
   network: { hosts: string[]; config_hosts: string[] };
 }
 
-export const HOOKS = ['memory_brief'] as const;
+/** memory_brief: the handler's getBrief; connection_check: its module's checkConnections export (the Checks page). */
+export const HOOKS = ['memory_brief', 'connection_check'] as const;
 export const TOOL_NAME_PATTERN = '^[a-z][a-z0-9_]{0,63}$';
 export const PLUGIN_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
