@@ -11,3 +11,6 @@ export type { RuleWalk, WalkOptions } from './recurrence.js';
 /** CalDAV on tsdav: discovery, collections by component type, objects with ETags, classified failures. */
 export { CalDavStore, davInitFailure, davRequest, DavAuthRejected, DavConflict, DavHttpError, DavUnreachable, inRequest } from './caldav.js';
 export type { DavCollection, DavComponent, DavTimeRange, RequestScope, StoredObject, StoreOptions } from './caldav.js';
+/** The CalDAV plugins' connection check (the Checks page): reached, logged in, calendars listed. */
+export { checkCalDav, serverMessage } from './caldav-check.js';
+export type { CalDavCheckSettings } from './caldav-check.js';

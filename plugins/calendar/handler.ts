@@ -15,8 +15,9 @@ import {
   type PluginHandler,
   type RequestContext,
   type RequestEnvelope,
+  type CheckConnections,
 } from '#sdk';
-import { CalDavStore, DavConflict, davInitFailure, davRequest, type CalendarTime, type DavCollection, type StoredObject } from '#sdk/calendar';
+import { CalDavStore, checkCalDav, DavConflict, davInitFailure, davRequest, type CalendarTime, type DavCollection, type StoredObject } from '#sdk/calendar';
 import { allowedCalendars, notAllowed, pickCalendar } from './access.js';
 import { toolError } from './errors.js';
 import { buildEvent, editEvent, occurrencesIn, readEvent, type EventChanges, type Occurrence } from './events.js';
@@ -25,6 +26,9 @@ import { serveCalendarPanel, type PanelSource } from './panel.js';
 import { parseSettings, type GroupSettings, type Settings } from './settings.js';
 
 const log = pino({ base: { service: 'plugin-host', plugin: 'calendar' } }, pino.destination(2));
+
+/** The Checks page's connection test: the CalDAV server reached, the login taken, the calendars listed. */
+export const checkConnections: CheckConnections = (config, context) => checkCalDav(config, context, 'VEVENT');
 
 const DAY_MS = 86_400_000;
 /** list_events and find_free_time look at most this far (the manifest says so too). */

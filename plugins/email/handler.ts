@@ -16,6 +16,9 @@ import { SyncState } from './sync-state.js';
 import { describeSend, markEmail, readEmail, replyEmail, searchEmail, sendEmail, type ToolContext } from './tools.js';
 import { Watcher, type Seen } from './watcher.js';
 
+/** The Checks page's connection test (IMAP login and listing, SMTP greeting and login): run in a process of this plugin's own. */
+export { checkConnections } from './connection-check.js';
+
 const log = pino({ base: { service: 'plugin-host', plugin: 'email' } }, pino.destination(2));
 
 type Tool = (ctx: ToolContext, args: JsonObject) => Promise<unknown>;

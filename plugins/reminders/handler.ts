@@ -14,9 +14,11 @@ import {
   type PluginHandler,
   type RequestContext,
   type RequestEnvelope,
+  type CheckConnections,
 } from '#sdk';
 import {
   CalDavStore,
+  checkCalDav,
   DavAuthRejected,
   DavConflict,
   davInitFailure,
@@ -33,6 +35,9 @@ type ReminderList = DavCollection;
 type DueValue = CalendarTime;
 
 const log = pino({ base: { service: 'plugin-host', plugin: 'reminders' } }, pino.destination(2));
+
+/** The Checks page's connection test: the CalDAV server reached, the login taken, the reminder lists listed. */
+export const checkConnections: CheckConnections = (config, context) => checkCalDav(config, context, 'VTODO');
 
 /** list_reminders returns at most this many (open ones first). */
 const MAX_LISTED = 200;
