@@ -14,12 +14,13 @@ import { FrameBatch, parseFrames } from '../src/boundary/frame-batch.js';
 import { SendQueue } from '../src/boundary/send-queue.js';
 import { INTRINSIC_NAMES } from '../src/intrinsics/intrinsics.js';
 import { discoverPlugins, type DiscoveredPlugin } from '../src/plugins/discovery.js';
-import { BUS_DRAINED, HOST_LINK_VERSION, MAX_EVENT_BYTES, SOCKETS, type CoreToHost, type HostToCore, type PublishedEvent } from '../src/plugins/host-protocol.js';
-import { PROTOCOL_VERSION, type EventEnvelope, type JsonObject } from '../src/protocol/envelope.js';
+import { HOST_LINK_VERSION, MAX_EVENT_BYTES, SOCKETS, type CoreToHost, type HostToCore, type PublishedEvent } from '../src/plugins/host-protocol.js';
+import { PROTOCOL_VERSION, type JsonObject } from '../src/protocol/envelope.js';
 import { onMigration } from '../src/state/format-migrations.js';
 import { APP_VERSION } from '../src/version.js';
 import { PublicPanels } from './panel-server.js';
 import { BusPublisher } from './bus-publisher.js';
+import { BusSubscriber } from './bus-subscriber.js';
 import { CorePresence } from './core-presence.js';
 import { EgressRelay } from './egress-relay.js';
 import { endEverythingOf, PluginIds, pluginEnv, prepareDataDir } from './isolation.js';
@@ -42,8 +43,6 @@ export interface HostOptions {
   inProcessPlugins?: boolean;
 }
 
-/** How long a shutdown from the core waits for the core's last events (BUS_DRAINED). */
-const BUS_DRAINED_WAIT_MS = 2000;
 /** The default bound on a core's absence: far longer than a restart takes. */
 const CORE_LOST_AFTER_MS = 120_000;
 /** Plugin events the core has not confirmed, kept here when the host stops or gives up waiting. */
@@ -62,9 +61,7 @@ export function pluginDataRoot(dataDir: string): string {
 
 export class PluginHost {
   private readonly dealer = new zmq.Dealer({ linger: 0, heartbeatInterval: 1000, heartbeatTimeout: 5000, reconnectInterval: 100 });
-  private readonly sub = new zmq.Subscriber({ linger: 0 });
-  private drainedSeen!: () => void;
-  private readonly drainedMarker = new Promise<void>((resolve) => (this.drainedSeen = resolve));
+  private readonly sub = new BusSubscriber();
   private readonly bus = new BusPublisher((plugin) => log.warn({ plugin }, 'too many events the core has not confirmed: the oldest is given up'));
   private readonly dealerQueue = new SendQueue((frames) => this.dealer.send(frames));
   private readonly toCore = new FrameBatch((frames) => this.dealerQueue.push(frames));
@@ -113,10 +110,9 @@ export class PluginHost {
     // Watching first: a socket monitor misses what happened before it existed (such as
     // the first handshake with a core that is already there).
     this.presence.unlinked();
-    this.loops.push(this.receiveCore(), this.receiveEvents(), this.watchCore());
+    this.loops.push(this.receiveCore(), this.sub.receive((plugin, envelope) => this.processes.get(plugin)?.event(envelope)), this.watchCore());
     this.dealer.connect(`ipc://${join(runDir, SOCKETS.pluginHost)}`);
     this.sub.connect(`ipc://${join(runDir, SOCKETS.busOut)}`);
-    this.sub.subscribe(BUS_DRAINED);
     this.bus.connect(`ipc://${join(runDir, SOCKETS.busIn)}`);
     mkdirSync(this.dataRoot, { recursive: true });
     const restored = this.bus.restoreUnconfirmed(join(this.dataRoot, HELD_EVENTS_FILE));
@@ -182,7 +178,7 @@ export class PluginHost {
     const outcome = await child.stop(this.bounds.shutdown_timeout_ms);
     log.info({ plugin: name, outcome: outcome?.outcome ?? 'not running' }, 'stopped to start again on its new settings');
     if (this.processes.get(name) === child) this.processes.delete(name);
-    for (const prefix of child.subscriptions) this.sub.unsubscribe(prefix);
+    this.sub.unsubscribe(child.subscriptions);
     this.relays.get(name)?.close();
     this.relays.delete(name);
   }
@@ -259,7 +255,7 @@ export class PluginHost {
     });
     this.processes.set(name, child);
     child.subscriptions = plugin.manifest.subscribes.map((prefix) => `${name} ${prefix}`);
-    for (const prefix of child.subscriptions) this.sub.subscribe(prefix);
+    this.sub.subscribe(child.subscriptions);
     // What an earlier host's run of it left (a host killed with -9 ends no grandchild).
     if (!this.options.inProcessPlugins) await endEverythingOf(pluginIds, undefined);
     child.start();
@@ -341,7 +337,7 @@ export class PluginHost {
           if (message.t === 'request') this.onRequest(message);
           else if (message.t === 'hook') this.onHook(message);
           else if (message.t === 'service_result') this.onServiceResult(message);
-          else if (message.t === 'shutdown') void this.busDrained().then(() => this.stop(message.drain_ms, message.shutdown_ms));
+          else if (message.t === 'shutdown') void this.sub.drained().then(() => this.stop(message.drain_ms, message.shutdown_ms));
           else if (message.t === 'register') this.register();
           else if (message.t === 'configuration') this.applying = this.applying.then(() => this.configure(message)).catch((err: unknown) => log.error({ err }, 'could not apply the core\'s configuration'));
           else if (message.t === 'received') this.bus.received(message.id, typeof message.held === 'string' ? message.held.slice(0, 500) : undefined);
@@ -352,34 +348,6 @@ export class PluginHost {
     } catch (err) {
       if (!this.dealer.closed) throw err;
     }
-  }
-
-  private async receiveEvents(): Promise<void> {
-    try {
-      for await (const [address, body] of this.sub) {
-        if (address.toString('utf8') === BUS_DRAINED) {
-          this.drainedSeen();
-          continue;
-        }
-        const plugin = address.toString('utf8').split(' ', 1)[0];
-        try {
-          this.processes.get(plugin)?.event(JSON.parse(body.toString('utf8')) as EventEnvelope);
-        } catch {
-          continue;
-        }
-      }
-    } catch (err) {
-      if (!this.sub.closed) throw err;
-    }
-  }
-
-  /**
-   * Until the core's marker after its last events has come over the bus (bounded: an older
-   * core sends none), so that a shutdown does not overtake what the core published just
-   * before it (the link and the bus are two sockets, with no order between them).
-   */
-  private busDrained(): Promise<void> {
-    return Promise.race([this.drainedMarker, new Promise<void>((r) => setTimeout(r, BUS_DRAINED_WAIT_MS).unref())]);
   }
 
   private send(message: HostToCore): Promise<void> {

@@ -3,13 +3,13 @@
 import { EventEmitter } from 'node:events';
 import { chmodSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { replyOf, type ReplyTarget } from './agents/replies.js';
+import { replyOf } from './agents/replies.js';
 import { AuditLog } from './audit/audit-log.js';
 import { quarantineNotice, SessionGuard, type Abuse } from './boundary/session-guard.js';
 import { SessionSocket } from './boundary/session-socket.js';
-import { GROUP_NAME_PATTERN, SessionTable, type Session } from './boundary/session-table.js';
+import { SessionTable, type Session } from './boundary/session-table.js';
 import { EventBus } from './bus/event-bus.js';
-import { SeenKeys } from './bus/seen-keys.js';
+import type { SeenKeys } from './bus/seen-keys.js';
 import { EventIntake, MAX_EVENT_ID } from './bus/event-intake.js';
 import { HeldEvents } from './bus/held-events.js';
 import { Metrics } from './metrics/metrics.js';
@@ -18,11 +18,11 @@ import type { ConfigProblem } from './config-errors.js';
 import { applyLive, type LiveTargets } from './config-watch/apply-config.js';
 import type { ConfigDiff } from './config-watch/config-diff.js';
 import { ConfigReload } from './config-watch/config-reload.js';
-import { stateFrom, stateHash, type CallState } from './confirm/call-state.js';
-import { describeCall } from './confirm/describe-call.js';
-import { Confirmations, hashMatches } from './confirm/confirmations.js';
+import type { CallState } from './confirm/call-state.js';
+import { describeState, memoryBrief, type PluginHookDeps } from './plugins/plugin-hooks.js';
+import { Confirmations } from './confirm/confirmations.js';
 import { WaitingCalls } from './confirm/waiting-calls.js';
-import { StandingApprovals, type Grant, type GrantRefusal, type StandingApproval } from './confirm/standing-approvals.js';
+import type { StandingApprovals, Grant, GrantRefusal, StandingApproval } from './confirm/standing-approvals.js';
 import { INTRINSIC_NAMES, intrinsicTools } from './intrinsics/intrinsics.js';
 import { GroupAuthorizer } from './pipeline/authorize.js';
 import { refuseOverBudget, runPipeline, type PipelineDeps } from './pipeline/pipeline.js';
@@ -38,56 +38,18 @@ import { PluginHostLink } from './plugins/host-link.js';
 import { HostSession } from './plugins/host-session.js';
 import { PluginPowers } from './plugins/plugin-powers.js';
 import { ConnectionChecks } from './plugins/connection-checks.js';
+import { PersonAnswers, type PersonAnswer } from './confirm/person-answers.js';
+import type { CoreEvents, CoreOptions } from './core-types.js';
 import { pluginSection } from './plugins/plugin-settings.js';
+import { stopPlugins } from './plugins/stop-plugins.js';
+import { openSeenKeys, openStandingApprovals } from './core-stores.js';
 import { eventEnvelope, type EventEnvelope, type JsonObject } from './protocol/envelope.js';
 import { createSanitizer, type Sanitizer } from './response/sanitize.js';
 import { Pairing } from './pairing/pairing.js';
 import { APP_VERSION } from './version.js';
 
 export { APP_VERSION } from './version.js';
-
-/** Event keys remembered to refuse repeats: far more than a plugin replays after a crash. */
-const MAX_EVENT_KEYS = 10_000;
-
-/** A reply that reached a person (the `replied` event). */
-export interface Reply extends ReplyTarget {
-  session: string;
-  group: string;
-  tool: string;
-  arguments: JsonObject;
-}
-
-export interface CoreOptions {
-  runDir: string;
-  pluginsDir: string;
-  auditFile: string;
-  config: CoreConfig;
-  /** Values the core itself holds (model key, ...): never to appear in a response. */
-  secrets?: string[];
-  /** How often an unwritable audit file is probed (default 1 s; tests shorten it). */
-  auditRetryMs?: number;
-  /** Where standing approvals persist (in memory without it). */
-  standingApprovalsFile?: string;
-  /** carapace.json: pairing approvals are written to it (none can be approved without it). */
-  configFile?: string;
-  /** Where the names of accepted events persist, so a restarted core still refuses their repeats (in memory without it). */
-  eventKeysFile?: string;
-  /** Where events the configuration does not allow yet are kept (in memory without it). */
-  heldEventsFile?: string;
-  /** Take changes to `configFile` while running (config-watch/; default true when there is a file). */
-  watchConfig?: boolean;
-}
-
-export interface CoreEvents {
-  /** An event the core accepted from the bus, for the agent dispatcher. */
-  event: [EventEnvelope];
-  /** A session was quarantined: its socket is closed; its container must go (agent manager). */
-  quarantined: [{ session: string; group: string; abuse: Abuse }];
-  /** The plugin host's plugins have all answered their init: what they subscribe to reaches them. */
-  'plugins-settled': [];
-  /** A channel's reply tool (send_telegram, send_webchat, reply_email: manifest `reply`) delivered what a session's agent wrote: these arguments, through this plugin. */
-  replied: [Reply];
-}
+export type { CoreEvents, CoreOptions, Reply } from './core-types.js';
 
 export class Core extends EventEmitter<CoreEvents> {
   readonly audit: AuditLog;
@@ -98,6 +60,8 @@ export class Core extends EventEmitter<CoreEvents> {
   readonly pairing: Pairing;
   /** Plugins' connection checks, for the Checks page (plugins/connection-checks.ts). */
   readonly connections: ConnectionChecks;
+  private readonly answers: PersonAnswers;
+  private readonly hooks: PluginHookDeps;
   readonly sessions = new SessionTable();
   private readonly sockets = new Map<string, SessionSocket>();
   private readonly seenKeys: SeenKeys;
@@ -155,17 +119,8 @@ export class Core extends EventEmitter<CoreEvents> {
       this.publish('confirmation.resolved', p.group, { id: p.id, tool: p.tool, decision, by });
       this.audit.record({ group: p.group, session: p.session, source: by, topic: `tool.invoke.${p.tool}`, correlation: p.correlation, stage: 'confirm', outcome: decision === 'approved' ? 'passed' : 'rejected', reason: `confirmation ${decision} by ${by}` });
     });
-    this.standing = new StandingApprovals(
-      options.standingApprovalsFile ?? null,
-      (problem) => this.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'confirm', outcome: 'error', severity: 'CRITICAL', reason: `standing approvals file unreadable (${problem.error}); moved to ${problem.movedTo}: none are in force` }),
-      (a) => this.audit.record({ group: a.group, session: null, source: 'core', topic: `tool.invoke.${a.tool}`, correlation: null, stage: 'confirm', outcome: 'ok', reason: `standing approval ${a.id} expired` }),
-    );
-    this.seenKeys = new SeenKeys(
-      MAX_EVENT_KEYS,
-      options.eventKeysFile ?? null,
-      (problem) => this.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'event', outcome: 'error', reason: `event keys file unreadable (${problem.error}); moved to ${problem.movedTo}: an event the plugin host sends again after this restart may be handled twice` }),
-      (err) => this.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'event', outcome: 'error', reason: `an accepted event's key could not be written (${err.message}): after a restart a repeat of it would be handled again` }),
-    );
+    this.standing = openStandingApprovals(options.standingApprovalsFile ?? null, this.audit);
+    this.seenKeys = openSeenKeys(options.eventKeysFile ?? null, this.audit);
     // The channel maps the paired chat itself: the host only takes its new section for a later start.
     this.pairing = new Pairing({ config, configFile: options.configFile ?? null, audit: this.audit, publish: (topic, group, payload) => this.publish(topic, group, payload), sectionChanged: (plugin) => {
         this.host.reconfigure([], [plugin]);
@@ -184,6 +139,8 @@ export class Core extends EventEmitter<CoreEvents> {
         return envelope;
       },
     });
+    this.hooks = { catalog: this.catalog, hostLink: this.hostLink, audit: this.audit, sanitizer: () => this.current };
+    this.answers = new PersonAnswers({ catalog: this.catalog, authorizer: this.authorizer, standing: this.standing, confirmations: this.confirmations, audit: this.audit, describeState: (tool, group, args) => this.describeState(tool, group, args) });
     this.connections = new ConnectionChecks({
       catalog: this.catalog,
       ask: (plugin, timeoutMs) => this.hostLink.connectionCheck(plugin, timeoutMs),
@@ -311,62 +268,6 @@ export class Core extends EventEmitter<CoreEvents> {
     await this.closeSession(id);
   }
 
-  // ---- standing approvals: made only by a person ------------------------------------------
-
-  /** Allows `tool` with exactly these arguments (validated, defaults applied) in `group` for `hours`. */
-  grantStanding(input: Grant): StandingApproval | GrantRefusal {
-    const tool = this.catalog.lookup(input.tool);
-    if (!tool || !GROUP_NAME_PATTERN.test(input.group) || !this.authorizer.mayUse(input.group, tool)) {
-      return { code: 'INVALID_INPUT', message: `no tool "${input.tool}" that group "${input.group}" may use` };
-    }
-    const args = structuredClone(input.arguments);
-    if (typeof args !== 'object' || args === null || !tool.validate(args)) {
-      return { code: 'INVALID_INPUT', message: `the arguments do not fit ${tool.name}'s schema` };
-    }
-    const granted = this.standing.grant({ ...input, arguments: args });
-    if ('id' in granted) {
-      this.audit.record({ group: granted.group, session: null, source: input.by, topic: `tool.invoke.${granted.tool}`, correlation: null, stage: 'confirm', outcome: 'ok', reason: `standing approval ${granted.id} granted by ${input.by} until ${granted.expires_at}`, detail: JSON.stringify(granted.arguments) });
-    }
-    return granted;
-  }
-
-  /**
-   * A standing approval made directly (admin API, CLI): for a `describe` tool, what the call
-   * refers to now is recorded with it, so that it holds only while that stays the same.
-   */
-  async grantStandingDescribed(input: Omit<Grant, 'state'>): Promise<StandingApproval | GrantRefusal> {
-    const tool = this.catalog.lookup(input.tool);
-    if (!tool?.describe) return this.grantStanding(input);
-    const state = await this.describeState(tool, input.group, input.arguments);
-    if ('unavailable' in state) return { code: 'UNAVAILABLE', message: `the ${tool.owner} plugin could not say what this call refers to (${state.unavailable}); nothing was granted` };
-    return this.grantStanding({ ...input, state: { lines: describeCall(tool.name, input.group, input.arguments, state).state, hash: stateHash(state) } });
-  }
-
-  revokeStanding(id: string, by: string): StandingApproval | null {
-    const revoked = this.standing.revoke(id);
-    if (revoked) this.audit.record({ group: revoked.group, session: null, source: by, topic: `tool.invoke.${revoked.tool}`, correlation: null, stage: 'confirm', outcome: 'ok', reason: `standing approval ${revoked.id} revoked by ${by}` });
-    return revoked;
-  }
-
-  /**
-   * A person's answer to a pending confirmation; with `allowHours`, an approval also stands
-   * for that tool with those exact arguments in that group. False: nothing was pending.
-   * With `hash` (the console, Telegram's buttons), the answer binds to what was shown: a
-   * hash that is not the pending call's decides nothing (`stale`).
-   */
-  answerConfirmation(id: string, approve: boolean, by: string, allowHours?: number, hash?: string): { answered: boolean; stale?: boolean; standing?: StandingApproval | GrantRefusal } {
-    const pending = this.confirmations.get(id);
-    if (!pending) return { answered: false };
-    if (hash !== undefined && !hashMatches(pending.description.hash, hash)) {
-      this.audit.record({ group: pending.group, session: pending.session, source: by, topic: `tool.invoke.${pending.tool}`, correlation: pending.correlation, stage: 'confirm', outcome: 'rejected', reason: `an answer by ${by} named another description (hash ${hash.slice(0, 16)}): nothing decided` });
-      return { answered: false, stale: true };
-    }
-    const standing = approve && allowHours !== undefined
-      ? this.grantStanding({ group: pending.group, tool: pending.tool, arguments: pending.arguments, hours: allowHours, by, state: { lines: pending.description.state, hash: pending.state_hash } })
-      : undefined;
-    return { answered: this.confirmations.resolve(id, approve, by) === true, ...(standing ? { standing } : {}) };
-  }
-
   /** A plugin host is linked to this core now. */
   get pluginHostConnected(): boolean {
     return this.hostLink.connected;
@@ -435,29 +336,37 @@ export class Core extends EventEmitter<CoreEvents> {
    * What a call of a `describe` tool refers to, from its plugin (5 s at most): shown before
    * a person is asked and compared after (call-state.ts). Sanitized like any plugin output.
    */
-  async describeState(tool: ToolEntry, group: string, args: JsonObject, session = '', timeoutMs = 5000): Promise<CallState> {
-    const state = stateFrom(await this.hostLink.callHook(tool.owner, group, timeoutMs, { tool: tool.name, arguments: args, session }));
-    if ('unavailable' in state) {
-      this.audit.record({ group, session: null, source: tool.owner, topic: `tool.invoke.${tool.name}`, correlation: null, stage: 'confirm', outcome: 'error', reason: `could not say what the call refers to: ${state.unavailable}` });
-      return state;
-    }
-    return { lines: state.lines.map((line) => this.current.scrub(line)) };
+  describeState(tool: ToolEntry, group: string, args: JsonObject, session = '', timeoutMs = 5000): Promise<CallState> {
+    return describeState(this.hooks, tool, group, args, session, timeoutMs);
   }
 
   /** The memory brief for a new agent, if a plugin provides one; null on failure or timeout. */
-  async memoryBrief(group: string, timeoutMs = 5000): Promise<unknown> {
-    const provider = this.catalog.hookProvider('memory_brief');
-    if (!provider) return null;
-    const r = await this.hostLink.callHook(provider, group, timeoutMs);
-    if (r.ok) return this.current(r.value).value;
-    this.audit.record({ group, session: null, source: provider, topic: null, correlation: null, stage: 'plugin', outcome: 'error', reason: `memory brief unavailable: ${r.detail ?? 'unknown'}` });
-    return null;
+  memoryBrief(group: string, timeoutMs = 5000): Promise<unknown> {
+    return memoryBrief(this.hooks, group, timeoutMs);
   }
 
   /** An audit outage or its end, told once to each group with a live session. */
   private tellAuditState(text: string): void {
     const groups = new Set(this.sessions.all().map((s) => s.group));
     for (const group of groups) this.publish('user.notify', group, { text });
+  }
+
+  // ---- standing approvals and answers: made only by a person (confirm/person-answers.ts) ----
+
+  grantStanding(input: Grant): StandingApproval | GrantRefusal {
+    return this.answers.grantStanding(input);
+  }
+
+  grantStandingDescribed(input: Omit<Grant, 'state'>): Promise<StandingApproval | GrantRefusal> {
+    return this.answers.grantStandingDescribed(input);
+  }
+
+  revokeStanding(id: string, by: string): StandingApproval | null {
+    return this.answers.revokeStanding(id, by);
+  }
+
+  answerConfirmation(id: string, approve: boolean, by: string, allowHours?: number, hash?: string): PersonAnswer {
+    return this.answers.answerConfirmation(id, approve, by, allowHours, hash);
   }
 
   // ---- shutdown ------------------------------------------------------------------------
@@ -470,20 +379,7 @@ export class Core extends EventEmitter<CoreEvents> {
 
   private async shutdown(): Promise<void> {
     const { handler_timeout_ms: drainMs, shutdown_timeout_ms: shutdownMs } = this.options.config;
-    const live = this.catalog.pluginNames().filter((n) => this.catalog.state(n) === 'healthy');
-    for (const name of live) this.publish('plugin.stopping', null, { plugin: name });
-    for (const name of live) this.catalog.setState(name, 'draining');
-    this.confirmations.withdrawAll('core: shutting down');
-    const deadline = Date.now() + drainMs;
-    while (live.some((n) => this.hostLink.inFlightFor(n) > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-    await this.bus.drained().catch(() => undefined);
-    const report = await this.hostLink.shutdown(0, shutdownMs);
-    for (const name of live) {
-      const result = report?.results.find((r) => r.plugin === name);
-      const outcome = result?.outcome ?? 'timeout';
-      this.catalog.setState(name, 'stopped');
-      this.audit.record({ group: null, session: null, source: name, topic: null, correlation: null, stage: 'plugin', outcome: outcome === 'clean' ? 'ok' : 'error', reason: `shutdown ${outcome === 'timeout' ? 'timeout-forced' : outcome}`, detail: result?.detail });
-    }
+    await stopPlugins({ catalog: this.catalog, hostLink: this.hostLink, confirmations: this.confirmations, audit: this.audit, bus: this.bus, publish: (topic, group, payload) => this.publish(topic, group, payload) }, drainMs, shutdownMs);
     await Promise.all([...this.sockets.keys()].map((id) => this.closeSession(id)));
     await this.hostLink.close();
     await this.bus.close();
