@@ -10,6 +10,8 @@ export interface ConfigProblem {
   column: number;
   /** The setting at fault (dotted), if the file parsed. */
   field: string | null;
+  /** The same as a JSON pointer into the file (a plugin's section: /plugins/<name>/...), where one is known. */
+  pointer?: string;
   /** What is wrong, and what was expected. */
   message: string;
 }
@@ -58,10 +60,16 @@ export function syntaxProblem(file: string, text: string): ConfigProblem | null 
 
 /** A setting that breaks the schema, located at its name (or its object's, if it is missing). */
 export function settingProblem(file: string, text: string, field: string, message: string): ConfigProblem {
+  return settingProblemAt(file, text, field ? field.split('.').map((p) => (/^\d+$/.test(p) ? Number(p) : p)) : [], message);
+}
+
+/** The same, for a path given key by key (keys may hold dots: a mail address). */
+export function settingProblemAt(file: string, text: string, at: (string | number)[], message: string, pointer?: string): ConfigProblem {
+  const field = at.join('.');
   const root = parseTree(text);
-  let path: (string | number)[] = field ? field.split('.').map((p) => (/^\d+$/.test(p) ? Number(p) : p)) : [];
+  let path = at;
   let node: Node | undefined;
   while (root && !(node = findNodeAtLocation(root, path)) && path.length > 0) path = path.slice(0, -1);
   const offset = node?.parent?.type === 'property' ? node.parent.offset : node?.offset ?? 0;
-  return { file, ...lineAndColumn(text, offset), field: field || null, message };
+  return { file, ...lineAndColumn(text, offset), field: field || null, ...(pointer ? { pointer } : {}), message };
 }

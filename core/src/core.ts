@@ -18,6 +18,7 @@ import type { ConfigProblem } from './config-errors.js';
 import { applyLive, type LiveTargets } from './config-watch/apply-config.js';
 import type { ConfigDiff } from './config-watch/config-diff.js';
 import { ConfigReload } from './config-watch/config-reload.js';
+import { pluginSectionProblem } from './config-watch/plugin-sections.js';
 import type { CallState } from './confirm/call-state.js';
 import { describeState, memoryBrief, type PluginHookDeps } from './plugins/plugin-hooks.js';
 import { Confirmations } from './confirm/confirmations.js';
@@ -206,7 +207,12 @@ export class Core extends EventEmitter<CoreEvents> {
     core.hostLink.on('late', (l) => core.audit.record({ group: l.group, session: l.session, source: l.plugin, topic: l.topic, correlation: l.correlation, stage: 'handler', outcome: l.outcome === 'stopped' ? 'ok' : 'error', reason: l.outcome === 'stopped' ? 'after its deadline the handler stopped before acting' : `after its deadline the handler ran on and ended with ${l.outcome}` }));
     await core.hostLink.open(`ipc://${join(options.runDir, SOCKETS.pluginHost)}`);
     if (options.configFile && options.watchConfig !== false) {
-      core.reload = new ConfigReload(options.configFile, { config: options.config, audit: core.audit, apply: (next, diff) => core.applyConfig(next, diff) });
+      core.reload = new ConfigReload(options.configFile, {
+        config: options.config,
+        audit: core.audit,
+        apply: (next, diff) => core.applyConfig(next, diff),
+        checkSections: (next, text) => pluginSectionProblem(options.configFile!, text, next.plugins, (name) => core.catalog.discovered(name)?.manifest.config_schema),
+      });
       core.reload.start();
     }
     await core.bus.open(`ipc://${join(options.runDir, SOCKETS.busOut)}`, `ipc://${join(options.runDir, SOCKETS.busIn)}`, (t, e) => core.onPublished(t, e));

@@ -22,11 +22,15 @@ export interface ReloadTarget {
   /** Takes the live parts of `next` and starts again the plugins whose section changed. */
   apply(next: CoreConfig, diff: ConfigDiff): void;
   readonly audit: AuditLog;
+  /** Where a plugin's section of `next` (read from `text`) does not fit its config_schema, or null (plugin-sections.ts). */
+  checkSections?(next: CoreConfig, text: string): ConfigProblem | null;
 }
 
 export class ConfigReload {
   private readonly watch: FileWatch;
   private current: ConfigProblem | null = null;
+  /** Readings so far: the first is the file the core started on. */
+  private readings = 0;
   private waiting: string[] = [];
 
   constructor(
@@ -59,6 +63,7 @@ export class ConfigReload {
   }
 
   private read(reading: FileReading): void {
+    const first = this.readings++ === 0;
     if (reading.kind !== 'text') {
       const message =
         reading.kind === 'missing' ? 'the file is missing'
@@ -73,6 +78,9 @@ export class ConfigReload {
       if (err instanceof ConfigError) return this.broken(err.problem);
       return this.broken({ file: this.file, line: 1, column: 1, field: null, message: String((err as Error)?.message ?? err) });
     }
+    // A plugin's section that its plugin would refuse is refused here, before anything is applied.
+    const section = this.target.checkSections?.(next, reading.text) ?? null;
+    if (section) return this.broken(section, first);
     this.fixed();
     const diff = diffConfig(this.target.config, next);
     const waitingChanged = diff.waitForRestart.join() !== this.waiting.join();
@@ -84,13 +92,17 @@ export class ConfigReload {
     this.target.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'core', outcome: 'ok', reason });
   }
 
-  private broken(problem: ConfigProblem): void {
+  /** `atStart`: a plugin's section in the file the core started on (no running one to keep). */
+  private broken(problem: ConfigProblem, atStart = false): void {
     const said = this.current && new ConfigError(this.current).message === new ConfigError(problem).message;
     this.current = problem;
     if (said) return;
     const where = new ConfigError(problem).message;
-    log.error({ file: problem.file, line: problem.line, column: problem.column, problem: problem.message }, 'carapace.json changed but is broken: the running configuration stays in force');
-    this.target.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'core', outcome: 'error', code: 'CONFIG_INVALID', reason: `carapace.json changed but is broken: ${where}; the running configuration stays in force until it is fixed` });
+    // In the file the core started on, a plugin's section that does not fit keeps only that plugin from running.
+    const what = atStart ? 'carapace.json is wrong' : 'carapace.json changed but is broken';
+    const kept = atStart ? 'the plugin it concerns does not run until it is fixed' : 'the running configuration stays in force until it is fixed';
+    log.error({ file: problem.file, line: problem.line, column: problem.column, pointer: problem.pointer, problem: problem.message }, `${what}: ${kept}`);
+    this.target.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'core', outcome: 'error', code: 'CONFIG_INVALID', reason: `${what}: ${where}; ${kept}` });
   }
 
   private fixed(): void {

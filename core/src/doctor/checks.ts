@@ -146,6 +146,10 @@ function sandboxCheck(sandbox: Sandbox): Check {
 export function configCheck(status: { problem: ConfigProblem | null; waiting_for_restart: string[] }): Check {
   const base = { id: 'config', title: 'Configuration (carapace.json)' };
   const { problem, waiting_for_restart: waiting } = status;
+  if (problem?.pointer) {
+    // A plugin's section that does not fit its config_schema (config-watch/plugin-sections.ts).
+    return { ...base, status: 'fail', detail: `${problem.file}, line ${problem.line}, column ${problem.column} (${problem.pointer}): ${problem.message}. Nothing of the file is taken until it is fixed: the plugin keeps its last good settings, or does not run if it had none.`, fix: `edit volumes/config/carapace.json at ${problem.pointer} (line ${problem.line}); the plugin's settings are described in README.md; the core takes the fixed file within a second` };
+  }
   if (problem) {
     return { ...base, status: 'fail', detail: `${problem.file}, line ${problem.line}, column ${problem.column}: ${problem.message}. The configuration the core last took stays in force everywhere until the file is fixed.`, fix: `edit volumes/config/carapace.json at line ${problem.line}, column ${problem.column} (carapace.json.bak, if there, is the last file the core wrote); the core takes the fixed file within a second` };
   }

@@ -6,8 +6,9 @@ import addFormatsModule from 'ajv-formats';
 // ajv-formats is CommonJS; under NodeNext its default export arrives wrapped.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
-export function createAjv(): Ajv {
-  const ajv = new Ajv({ useDefaults: true, allErrors: false, strict: true, strictTypes: false, strictTuples: false, strictRequired: false });
+/** `allErrors`: every failure, not only the first (the core's check of plugin sections sets some aside). */
+export function createAjv(options: { allErrors?: boolean } = {}): Ajv {
+  const ajv = new Ajv({ useDefaults: true, allErrors: options.allErrors ?? false, strict: true, strictTypes: false, strictTuples: false, strictRequired: false });
   addFormats(ajv);
   return ajv;
 }

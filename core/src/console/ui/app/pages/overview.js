@@ -13,7 +13,7 @@ export function Overview() {
   return html`<h1>Overview</h1>
     ${error && html`<div class="error">${error}</div>`}
     ${data.config?.problem && html`<div class="card" id="config-problem"><div class="big bad">carapace.json is broken</div>
-      <p><span class="mono">${data.config.problem.file}</span>, <strong>line ${data.config.problem.line}, column ${data.config.problem.column}</strong>: ${data.config.problem.message}. The configuration the core last took stays in force everywhere until it is fixed.</p></div>`}
+      <p><span class="mono">${data.config.problem.file}</span>, <strong>line ${data.config.problem.line}, column ${data.config.problem.column}</strong>${data.config.problem.pointer ? html` (<span class="mono pointer">${data.config.problem.pointer}</span>)` : ''}: ${data.config.problem.message}. ${data.config.problem.pointer ? 'Nothing of the file is taken until it is fixed: the plugin keeps its last good settings, or does not run if it had none.' : 'The configuration the core last took stays in force everywhere until it is fixed.'}</p></div>`}
     <div class="cards">
       <div class="card"><div class="muted">Core</div><div class="big ok">running</div><div class="muted">version ${data.version}, up ${Math.round(data.uptime_s / 60)} min</div></div>
       <div class="card"><div class="muted">Plugin host</div><div class="big ${data.plugin_host ? 'ok' : 'bad'}">${data.plugin_host ? 'linked' : 'away'}</div><div class="muted">${data.plugin_host ? 'runs the plugins' : 'its tools are unavailable: see docker compose logs plugins'}</div></div>
