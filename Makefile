@@ -135,9 +135,14 @@ CORE_DOWN = echo 'carapace: the core is not running: start it with `$(COMPOSE) u
 doctor:
 	@$(COMPOSE) exec -T core node dist/core/src/admin/cli.js doctor || { s=$$?; [ $$s -eq 1 ] && $(COMPOSE) exec -T core true >/dev/null 2>&1 || $(CORE_DOWN); exit 1; }
 
-# The admin token for the console's login (made on the core's first start).
+# The admin token for the console's login (made on the core's first start). Right after
+# `docker compose up -d` the core's container may still be starting: wait for it (while
+# Compose lists it, at most TOKEN_WAIT_S seconds); the CLI in it then waits, as long at
+# most, for the core to write the token. A core that is not there is said at once.
+TOKEN_WAIT_S ?= 60
 token:
-	@$(COMPOSE) exec -T core node dist/core/src/admin/cli.js token || { $(COMPOSE) exec -T core true >/dev/null 2>&1 || $(CORE_DOWN); exit 1; }
+	@for i in $$(seq $(TOKEN_WAIT_S)); do $(COMPOSE) exec -T core true >/dev/null 2>&1 && break; [ -n "$$($(COMPOSE) ps -q core 2>/dev/null)" ] || break; sleep 1; done; \
+	$(COMPOSE) exec -T -e CARAPACE_TOKEN_WAIT_S=$(TOKEN_WAIT_S) core node dist/core/src/admin/cli.js token || { $(COMPOSE) exec -T core true >/dev/null 2>&1 || $(CORE_DOWN); exit 1; }
 
 # Backups (README "Backups"). `make backup [SECRETS=1]`: a consistent archive of the running
 # (or stopped) appliance in $(BACKUPS), its path the last line printed; SECRETS=1 adds .env

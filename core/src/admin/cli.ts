@@ -11,12 +11,14 @@ import type { PairingRequest } from '../pairing/pairing-requests.js';
 import type { Report } from '../doctor/checks.js';
 import { ADMIN_TOKEN_FILE, readToken } from '../console/admin-token.js';
 import { pathsFromEnv } from '../settings.js';
+import { TOKEN_WAIT_S, waitForToken } from './token-wait.js';
 
 const USAGE = "usage: cli.js confirmations | approve <id> [hours to allow] | deny <id> | standing | allow <group> <tool> '<json>' <hours> [uses per hour] | revoke <id> | pairing | pair <code> <group> [new] | refuse <code> | token | health | doctor";
 
 const base = process.env.CARAPACE_ADMIN_URL || `http://127.0.0.1:${process.env.CARAPACE_ADMIN_PORT || 8780}`;
 // The one from .env, else the one the core made on its first start.
-const token = process.env.CARAPACE_ADMIN_TOKEN || readToken(join(pathsFromEnv().dataDir, ADMIN_TOKEN_FILE)) || undefined;
+const tokenFile = join(pathsFromEnv().dataDir, ADMIN_TOKEN_FILE);
+const token = process.env.CARAPACE_ADMIN_TOKEN || readToken(tokenFile) || undefined;
 
 async function call(method: 'GET' | 'POST' | 'DELETE', path: string, send?: unknown): Promise<unknown> {
   const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
@@ -59,8 +61,11 @@ async function main(argv: string[]): Promise<void> {
   } else if (command === 'refuse' && id) {
     console.log(JSON.stringify(await call('POST', `/pairing/${encodeURIComponent(id)}/deny`, {})));
   } else if (command === 'token') {
-    if (!token) throw new Error('no admin token yet: start the core once (docker compose up -d), then ask again');
-    console.log(token);
+    // A core that is starting makes it within seconds: wait for it (bounded), then say there is none.
+    const waitS = Number(process.env.CARAPACE_TOKEN_WAIT_S ?? TOKEN_WAIT_S);
+    const found = token ?? (await waitForToken(() => readToken(tokenFile), (Number.isFinite(waitS) ? waitS : TOKEN_WAIT_S) * 1000));
+    if (!found) throw new Error('no admin token yet: start the core once (docker compose up -d), then ask again');
+    console.log(found);
   } else if (command === 'doctor') {
     let report: Report;
     try {
