@@ -13,6 +13,7 @@ import type { Browser, Page } from 'puppeteer-core';
 import { startAdminApi } from '../../src/admin/http-api.js';
 import type { GroupUsage } from '../../src/llm/budgets.js';
 import type { DayUsage } from '../../src/llm/usage-store.js';
+import type { ModelHealthReport } from '../../src/llm/model-health.js';
 import { ROOT, Stack } from '../harness.js';
 import { launchBrowser, logIn } from '../support/browser.js';
 
@@ -29,6 +30,8 @@ let evil: Server;
 let evilBase: string;
 let panel: Server;
 let panelDown: string | null = null; // what the catalog says while the panel's plugin is not up
+/** The model API as the LLM proxy last found it (the Overview's card). */
+let model: ModelHealthReport = { ok: true, problem: null, last_ok: null };
 
 beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
@@ -52,7 +55,7 @@ beforeAll(async () => {
   await new Promise<void>((r) => panel.listen(socket, r));
   const panels = () => [{ name: 'notes', title: 'Notes', socket, down: panelDown }];
   // Each test logs in afresh: more than the default's ten a minute.
-  const consoleDeps = { folders: [{ name: 'audit logs', path: join(stack.dir, 'logs') }, { name: 'workspaces', path: stack.dir, claims: () => 2 ** 44 }], usageHistory, panels, loginPerMinute: 25 };
+  const consoleDeps = { model: () => model, folders: [{ name: 'audit logs', path: join(stack.dir, 'logs') }, { name: 'workspaces', path: stack.dir, claims: () => 2 ** 44 }], usageHistory, panels, loginPerMinute: 25 };
   admin = await startAdminApi(stack.core, '127.0.0.1', 0, TOKEN, { usage, console: consoleDeps });
   base = `http://127.0.0.1:${(admin.server.address() as AddressInfo).port}`;
   // Another origin on the same host (other port: same site, so SameSite does not stop its
@@ -201,6 +204,32 @@ describe('console in a browser', () => {
     const page = await loggedIn();
     await page.goto(`${base}/#/`);
     await page.waitForFunction(() => document.querySelector('main')?.textContent?.includes('$0.15 of $1.00'), { timeout: 5000 });
+    await page.browserContext().close();
+  });
+
+  it('the Overview shows a model API not asked yet as neither good nor bad, with a hint; green once it answered, red when it refused', async () => {
+    const page = await loggedIn();
+    const card = async (): Promise<{ state: string | null; classes: string[]; text: string }> =>
+      page.$eval('#model', (c) => ({ state: c.getAttribute('data-state'), classes: [...(c.querySelector('.big')?.classList ?? [])], text: (c as HTMLElement).innerText }));
+    model = { ok: true, problem: null, last_ok: null };
+    await page.goto(`${base}/#/`);
+    await page.waitForSelector('#model');
+    const fresh = await card();
+    expect(fresh).toMatchObject({ state: 'not-asked', text: expect.stringContaining('not asked yet') });
+    expect(fresh.classes).toContain('neutral');
+    expect(fresh.classes).not.toContain('ok');
+    expect(fresh.classes).not.toContain('bad');
+    expect(fresh.text).toContain('Checks tests the key now');
+    await shot(page, 'overview-model-not-asked');
+    model = { ok: true, problem: null, last_ok: new Date().toISOString() };
+    await page.reload();
+    await page.waitForFunction(() => document.querySelector('#model')?.getAttribute('data-state') === 'answering', { timeout: 5000 });
+    expect((await card()).classes).toContain('ok');
+    model = { ok: false, problem: { kind: 'key_refused', message: 'the model API refuses the key in ANTHROPIC_API_KEY', status: 401, upstream: 'invalid x-api-key', since: new Date().toISOString() }, last_ok: null };
+    await page.reload();
+    await page.waitForFunction(() => document.querySelector('#model')?.getAttribute('data-state') === 'refused', { timeout: 5000 });
+    expect((await card()).classes).toContain('bad');
+    model = { ok: true, problem: null, last_ok: null };
     await page.browserContext().close();
   });
 

@@ -10,11 +10,15 @@ import { writeFileSync } from 'node:fs';
 import type { Session } from '../../src/boundary/session-table.js';
 import { configCheck } from '../../src/doctor/checks.js';
 import { Stack, until } from '../harness.js';
+import { launchBrowser, logIn } from '../support/browser.js';
+import { startAdminApi } from '../../src/admin/http-api.js';
+import type { AddressInfo } from 'node:net';
 
 const GROUPS = { family: {} };
 const GOOD = { groups: GROUPS, plugins: { mapped: { chats: { c1: 'family' }, token: '${MAPPED_TOKEN}' } } };
 const ENV = { MAPPED_TOKEN: 'mapped-sections-token-0123456789', MAPPED_ENDPOINT: 'https://example.org' };
 
+const TOKEN = 'plugin-sections-admin-token-0123';
 let stack: Stack;
 let session: Session;
 
@@ -58,6 +62,26 @@ describe('plugin sections checked at the core', () => {
     // The Checks page (and make doctor) say where; the Overview gets the same problem (/api/overview: config).
     expect(configCheck(stack.core.configStatus())).toMatchObject({ status: 'fail', detail: expect.stringContaining('line 9, column 9 (/plugins/mapped/chats/c1): the settings of plugin "mapped" do not fit its config_schema') });
   }, 30_000);
+
+  it('the Overview and the Checks page show it, with the JSON pointer, in a browser', async () => {
+    const admin = await startAdminApi(stack.core, '127.0.0.1', 0, TOKEN, { console: {}, checks: async () => ({ ok: false, checks: [configCheck(stack.core.configStatus())] }) });
+    const browser = await launchBrowser();
+    try {
+      const base = `http://127.0.0.1:${(admin.server.address() as AddressInfo).port}`;
+      const page = await browser.newPage();
+      await page.goto(`${base}/`);
+      await logIn(page, TOKEN);
+      await page.waitForSelector('#config-problem .pointer', { timeout: 30_000 });
+      expect(await page.$eval('#config-problem .pointer', (e) => e.textContent)).toBe('/plugins/mapped/chats/c1');
+      expect(await page.$eval('#config-problem', (e) => (e as HTMLElement).innerText)).toContain('line 9, column 9 (/plugins/mapped/chats/c1): the settings of plugin "mapped" do not fit its config_schema at /plugins/mapped/chats/c1: must be string');
+      await page.goto(`${base}/#/checks`);
+      await page.waitForSelector('.check[data-id="config"]', { timeout: 30_000 });
+      expect(await page.$eval('.check[data-id="config"]', (e) => (e as HTMLElement).innerText)).toContain('(/plugins/mapped/chats/c1)');
+    } finally {
+      await browser.close();
+      await admin.close();
+    }
+  }, 60_000);
 
   it('a ${VAR} reference passes where the schema asks for a pattern (the host checks the value), not where it asks for an integer; a literal that breaks the pattern is refused', async () => {
     await writeBroken({ groups: GROUPS, plugins: { mapped: { ...GOOD.plugins.mapped, endpoint: 'ftp://files.example.org' } } });

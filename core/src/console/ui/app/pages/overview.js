@@ -17,9 +17,7 @@ export function Overview() {
     <div class="cards">
       <div class="card"><div class="muted">Core</div><div class="big ok">running</div><div class="muted">version ${data.version}, up ${Math.round(data.uptime_s / 60)} min</div></div>
       <div class="card"><div class="muted">Plugin host</div><div class="big ${data.plugin_host ? 'ok' : 'bad'}">${data.plugin_host ? 'linked' : 'away'}</div><div class="muted">${data.plugin_host ? 'runs the plugins' : 'its tools are unavailable: see docker compose logs plugins'}</div></div>
-      ${data.model && html`<div class="card" id="model"><div class="muted">Model API</div>
-        <div class="big ${data.model.ok ? 'ok' : 'bad'}">${data.model.ok ? (data.model.last_ok ? 'answering' : 'not asked yet') : 'REFUSED'}</div>
-        <div class="muted">${data.model.ok ? (data.model.last_ok ? `last answer ${when(data.model.last_ok)}` : 'the key is checked on the Checks page') : html`since ${when(data.model.problem.since)}: ${data.model.problem.message}`}</div></div>`}
+      ${data.model && html`<${ModelCard} model=${data.model} />`}
       <div class="card"><div class="muted">Agents running</div><div class="big">${running.length}</div><div class="muted">${running.map((a) => a.group).join(', ') || 'none'}</div></div>
       <div class="card"><div class="muted">Waiting for you</div><div class="big ${data.pending_confirmations ? 'warn' : ''}">${data.pending_confirmations}</div><div class="muted"><a href="#/approvals">approvals</a></div></div>
       <div class="card"><div class="muted">Audit log</div>
@@ -50,6 +48,20 @@ function Backups({ b }) {
     <div class="big ${!last ? 'warn' : last.ok ? 'ok' : 'bad'}">${state}</div>
     <div class="muted">${last ? (last.ok ? `${when(last.at)}, ${last.files} files, ${bytes(last.bytes)}` : html`${when(last.at)}: <code>${last.code}</code> ${last.message}${b.last_ok_at ? ` (last good ${when(b.last_ok_at)})` : ''}`) : ''}</div>
     <div class="muted">${schedule}</div></div>`;
+}
+
+/**
+ * The model API as the LLM proxy last found it: answering (green), refusing the key (red),
+ * or not asked since the core started (neutral: nothing is known yet, good or bad).
+ */
+function ModelCard({ model }) {
+  const state = !model.ok ? 'refused' : model.last_ok ? 'answering' : 'not-asked';
+  const words = { answering: ['ok', 'answering'], refused: ['bad', 'REFUSED'], 'not-asked': ['neutral', 'not asked yet'] }[state];
+  return html`<div class="card" id="model" data-state=${state}><div class="muted">Model API</div>
+    <div class="big ${words[0]}">${words[1]}</div>
+    ${state === 'answering' && html`<div class="muted">last answer ${when(model.last_ok)}</div>`}
+    ${state === 'refused' && html`<div class="muted">since ${when(model.problem.since)}: ${model.problem.message}</div>`}
+    ${state === 'not-asked' && html`<div class="hint">No agent has asked it since the core started, so whether it takes the key is not known yet: <a href="#/checks">Checks</a> tests the key now.</div>`}</div>`;
 }
 
 /** carapace.json is broken: what is wrong and where; looked at again until the core runs. */
