@@ -12,6 +12,16 @@ export interface Reply extends ReplyTarget {
   arguments: JsonObject;
 }
 
+/** A reply tool's call that failed (the `reply-failed` event). */
+export interface ReplyFailure {
+  session: string;
+  group: string;
+  tool: string;
+  /** Its error code (RATE_LIMITED, RESULT_UNKNOWN, ...) and message, secrets scrubbed. */
+  code: string;
+  message: string;
+}
+
 export interface CoreOptions {
   runDir: string;
   pluginsDir: string;
@@ -42,5 +52,7 @@ export interface CoreEvents {
   'plugins-settled': [];
   /** A channel's reply tool (send_telegram, send_webchat, reply_email: manifest `reply`) delivered what a session's agent wrote: these arguments, through this plugin. */
   replied: [Reply];
+  /** A call of a reply tool failed (refused, or its handler failed): what failed, scrubbed, for the notice if the turn ends without an answer. */
+  'reply-failed': [ReplyFailure];
 }
 

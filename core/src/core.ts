@@ -33,7 +33,7 @@ import { RecentRequests } from './pipeline/recent-requests.js';
 import { answerCarriesUntrustedInput } from './pipeline/untrusted-input.js';
 import { ToolCatalog } from './plugins/catalog.js';
 import { discoverPlugins, type ToolEntry } from './plugins/discovery.js';
-import { HOST_LINK_VERSION, SOCKETS, type PublishedEvent } from './plugins/host-protocol.js';
+import { SOCKETS, type PublishedEvent } from './plugins/host-protocol.js';
 import { answerService, type ServiceDeps } from './plugins/services.js';
 import { PluginHostLink } from './plugins/host-link.js';
 import { HostSession } from './plugins/host-session.js';
@@ -50,7 +50,7 @@ import { Pairing } from './pairing/pairing.js';
 import { APP_VERSION } from './version.js';
 
 export { APP_VERSION } from './version.js';
-export type { CoreEvents, CoreOptions, Reply } from './core-types.js';
+export type { CoreEvents, CoreOptions, Reply, ReplyFailure } from './core-types.js';
 
 export class Core extends EventEmitter<CoreEvents> {
   readonly audit: AuditLog;
@@ -165,6 +165,9 @@ export class Core extends EventEmitter<CoreEvents> {
       allowHiddenCharacters: this.live.allowHiddenCharacters,
       allowAfterExternal: this.live.allowAfterExternal,
       pluginConfig: (plugin) => (Object.hasOwn(config.plugins, plugin) ? config.plugins[plugin] : undefined),
+      failed: (session, tool, args, error) => {
+        if (replyOf(this.catalog, tool, args)) this.emit('reply-failed', { session: session.id, group: session.group, tool, code: error.code, message: this.current.scrub(error.message) });
+      },
       succeeded: (session, tool, args, result) => {
         // What the tool answered is external content: it is in the agent's context now.
         if (answerCarriesUntrustedInput(this.catalog.lookup(tool), result)) this.sessions.markUntrustedInput(session.id);
@@ -202,17 +205,10 @@ export class Core extends EventEmitter<CoreEvents> {
       publish: (topic, group, payload, source) => void core.publish(topic, group, payload, source, source),
     };
     core.hostLink.on('service', (m, reply) => reply(answerService(m, services)));
-    core.hostLink.on('refused', (m) => core.audit.record({ group: null, session: null, source: 'plugin-host', topic: null, correlation: null, stage: 'plugin', outcome: 'rejected', code: 'UNSUPPORTED_VERSION', reason: `a plugin host (pid ${String(m.pid).slice(0, 16)}) speaking protocol version ${JSON.stringify(m.version ?? null).slice(0, 16)} was refused (this core speaks ${HOST_LINK_VERSION})` }));
-    // Whether a handler aborted at its deadline stopped, and how: the caller was answered RESULT_UNKNOWN meanwhile.
-    core.hostLink.on('late', (l) => core.audit.record({ group: l.group, session: l.session, source: l.plugin, topic: l.topic, correlation: l.correlation, stage: 'handler', outcome: l.outcome === 'stopped' ? 'ok' : 'error', reason: l.outcome === 'stopped' ? 'after its deadline the handler stopped before acting' : `after its deadline the handler ran on and ended with ${l.outcome}` }));
     await core.hostLink.open(`ipc://${join(options.runDir, SOCKETS.pluginHost)}`);
     if (options.configFile && options.watchConfig !== false) {
-      core.reload = new ConfigReload(options.configFile, {
-        config: options.config,
-        audit: core.audit,
-        apply: (next, diff) => core.applyConfig(next, diff),
-        checkSections: (next, text) => pluginSectionProblem(options.configFile!, text, next.plugins, (name) => core.catalog.discovered(name)?.manifest.config_schema),
-      });
+      const schemaOf = (name: string) => core.catalog.discovered(name)?.manifest.config_schema;
+      core.reload = new ConfigReload(options.configFile, { config: options.config, audit: core.audit, apply: (next, diff) => core.applyConfig(next, diff), checkSections: (next, text) => pluginSectionProblem(options.configFile!, text, next.plugins, schemaOf) });
       core.reload.start();
     }
     await core.bus.open(`ipc://${join(options.runDir, SOCKETS.busOut)}`, `ipc://${join(options.runDir, SOCKETS.busIn)}`, (t, e) => core.onPublished(t, e));

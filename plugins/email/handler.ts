@@ -80,6 +80,11 @@ export default class EmailChannel implements PluginHandler {
       ...this.context(envelope.group, context?.signal),
       onRead: (folder, uid, view) => this.noteReceived({ group: envelope.group, folder, uid, view }, false),
       onSent: (sent, mail, result) => this.noteSent(envelope, sent, mail.to, mail.cc, mail.bcc, mail.subject, result.message_id),
+      onFailed: (tool, mail, err) => {
+        if ((err as Error)?.name === 'AbortedBeforeActing') return; // nothing was tried
+        const e = err as { code?: unknown; message?: unknown };
+        this.recent.failed(envelope.group, { tool, to: mail.to, cc: mail.cc, bcc: mail.bcc, subject: mail.subject, at: new Date().toISOString(), code: err instanceof ToolError ? err.code : typeof e?.code === 'string' ? e.code : 'HANDLER_ERROR', message: String(e?.message ?? err).split('\n', 1)[0].slice(0, 500) });
+      },
     };
     try {
       return await run(ctx, envelope.payload.arguments);

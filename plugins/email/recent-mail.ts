@@ -1,5 +1,6 @@
 // What the console's email page shows: per group, the latest mails that reached its agent
-// (started a turn, or were read with read_email) and the latest it sent. Only mail the
+// (started a turn, or were read with read_email), the latest it sent, and the sends that
+// failed (the SMTP server refused, could not be reached, or the connection broke). Only mail the
 // policy admitted is ever recorded (a stranger's mail is neither shown nor logged). Kept
 // in the plugin's data folder, a bounded list per group, replaced whole on each change
 // (writeAtomically), so that the page survives restarts.
@@ -40,9 +41,23 @@ export interface SentMail {
   approved_by?: string;
 }
 
+/** A send the SMTP server did not take (or whose outcome is unknown): to whom, when, and the error the agent got. */
+export interface FailedSend {
+  tool: 'send_email' | 'reply_email';
+  to: string[];
+  cc: string[];
+  bcc: string[];
+  subject: string;
+  at: string;
+  /** The error's code (UNREACHABLE, CONNECTION_LOST, RESULT_UNKNOWN, AUTH_ERROR, SMTP_REFUSED, ...) and message, as the agent got them. */
+  code: string;
+  message: string;
+}
+
 interface GroupMail {
   received: ReceivedMail[];
   sent: SentMail[];
+  failed: FailedSend[];
 }
 
 const FILE = 'recent-mail.json';
@@ -74,6 +89,7 @@ export class RecentMail {
       this.groups.set(group, {
         received: (Array.isArray(saved.received) ? saved.received : []).slice(0, this.cap),
         sent: (Array.isArray(saved.sent) ? saved.sent : []).slice(0, this.cap),
+        failed: (Array.isArray(saved.failed) ? saved.failed : []).slice(0, this.cap),
       });
     }
     return {};
@@ -102,15 +118,23 @@ export class RecentMail {
     this.save();
   }
 
+  /** A send that failed, newest first. */
+  failed(group: string, send: FailedSend): void {
+    const list = this.of(group).failed;
+    list.unshift(send);
+    list.length = Math.min(list.length, this.cap);
+    this.save();
+  }
+
   /** Newest first. */
   list(group: string): GroupMail {
     const mail = this.groups.get(group);
-    return { received: [...(mail?.received ?? [])], sent: [...(mail?.sent ?? [])] };
+    return { received: [...(mail?.received ?? [])], sent: [...(mail?.sent ?? [])], failed: [...(mail?.failed ?? [])] };
   }
 
   private of(group: string): GroupMail {
     let mail = this.groups.get(group);
-    if (!mail) this.groups.set(group, (mail = { received: [], sent: [] }));
+    if (!mail) this.groups.set(group, (mail = { received: [], sent: [], failed: [] }));
     return mail;
   }
 

@@ -1,8 +1,12 @@
 // Sending through the configured SMTP server (nodemailer). An abort before the connection
 // opens sent nothing; after that the server may have taken the mail, so the result is unknown.
+// Where a connection broke is told apart by what nodemailer logged (smtp-phase.ts): its
+// own error says "ECONNECTION" whether the server was never reached or the connection
+// broke after the mail was handed over.
 import nodemailer from 'nodemailer';
 import { AbortedBeforeActing, ToolError } from '#sdk';
 import type { Server } from './settings.js';
+import { SmtpPhase } from './smtp-phase.js';
 
 export interface Outgoing {
   from: string;
@@ -23,7 +27,9 @@ export interface SendResult {
 
 export async function sendMail(server: Server, proxy: string | undefined, mail: Outgoing, signal: AbortSignal | undefined): Promise<SendResult> {
   if (signal?.aborted) throw new AbortedBeforeActing();
+  const phase = new SmtpPhase();
   const transport = nodemailer.createTransport({
+    ...phase.options,
     host: server.host,
     port: server.port,
     secure: server.secure,
@@ -55,13 +61,13 @@ export async function sendMail(server: Server, proxy: string | undefined, mail: 
     if (signal?.aborted) throw new ToolError({ code: 'RESULT_UNKNOWN', message: 'the send was cut off at its deadline: the mail may or may not have gone out. Do not send it again unless the person asks', retriable: false });
     const e = err as { code?: string; responseCode?: number; message?: string };
     if (e.code === 'EAUTH') throw new ToolError({ code: 'AUTH_ERROR', message: 'the SMTP server refused the configured login', retriable: false });
-    if (e.code === 'ECONNECTION' || e.code === 'EDNS') {
-      throw new ToolError({ code: 'UNREACHABLE', message: 'the SMTP server could not be reached; nothing was sent', retriable: true });
+    const broke = e.code === 'ECONNECTION' || e.code === 'EDNS' || e.code === 'ETIMEDOUT' || e.code === 'ESOCKET';
+    // The mail's data was on its way (DATA sent) when the connection broke or stalled: the server may have taken it.
+    if (broke && phase.dataSent) {
+      throw new ToolError({ code: 'RESULT_UNKNOWN', message: 'the connection to the SMTP server broke while the mail was being handed over: it may or may not have gone out. Do not send it again unless the person asks', retriable: false });
     }
-    // The connection broke or stalled once open: the server may have taken the mail.
-    if (e.code === 'ETIMEDOUT' || e.code === 'ESOCKET') {
-      throw new ToolError({ code: 'RESULT_UNKNOWN', message: 'the connection to the SMTP server broke: the mail may or may not have gone out. Do not send it again unless the person asks', retriable: false });
-    }
+    if (broke && !phase.connected) throw new ToolError({ code: 'UNREACHABLE', message: 'the SMTP server could not be reached; nothing was sent', retriable: true });
+    if (broke) throw new ToolError({ code: 'CONNECTION_LOST', message: 'the connection to the SMTP server broke before the mail was handed over; nothing was sent', retriable: true });
     if (typeof e.responseCode === 'number') {
       throw new ToolError({ code: 'SMTP_REFUSED', message: `the SMTP server refused the mail (${e.responseCode})`, retriable: e.responseCode < 500 });
     }

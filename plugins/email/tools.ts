@@ -30,6 +30,8 @@ export interface ToolContext {
   onRead?: (folder: string, uid: number, view: MailView) => void;
   /** This mail went out (noted in the background: the agent's answer never waits for it, and it never fails the call). */
   onSent?: (tool: 'send_email' | 'reply_email', mail: Outgoing, result: SendResult) => Promise<void>;
+  /** Sending this mail failed at the SMTP server (the error the agent gets); noted for the console's page, never failing anything else. */
+  onFailed?: (tool: 'send_email' | 'reply_email', mail: Outgoing, err: unknown) => void;
 }
 
 const notFound = (): ToolError => new ToolError({ code: 'NOT_FOUND', message: 'no such mail in that folder for this group', retriable: false });
@@ -216,7 +218,17 @@ export async function sendEmail(ctx: ToolContext, args: JsonObject): Promise<unk
 }
 
 async function send(ctx: ToolContext, tool: 'send_email' | 'reply_email', mail: Outgoing): Promise<SendResult> {
-  const result = await sendMail(ctx.settings.smtp, ctx.proxy, mail, ctx.signal);
+  let result: SendResult;
+  try {
+    result = await sendMail(ctx.settings.smtp, ctx.proxy, mail, ctx.signal);
+  } catch (err) {
+    try {
+      ctx.onFailed?.(tool, mail, err);
+    } catch {
+      // the page loses a line, never the agent its answer
+    }
+    throw err;
+  }
   void ctx.onSent?.(tool, mail, result).catch(() => undefined);
   return result;
 }

@@ -21,7 +21,7 @@ import type { AgentSettings } from '../config.js';
 import type { Core } from '../core.js';
 import type { Brief } from '../conversation/earlier-conversation.js';
 import type { LlmProxy } from '../llm/llm-proxy.js';
-import type { EventEnvelope } from '../protocol/envelope.js';
+import type { RunningTurn } from './turn-notices.js';
 import { ApiClient } from './api-client.js';
 import { CLAUDE_COMMAND, ClaudeSession, type TurnRunner } from './claude-session.js';
 import { renderInstructions } from './memory-brief.js';
@@ -80,8 +80,8 @@ export interface Agent {
   retireAfterTurn?: boolean;
   /** Kernel-counted errors of its workspace file system when it started (storage.fsErrors). */
   fsErrors?: number;
-  /** The turn running now: its events (several messages may share a turn), and whether a reply of it reached the person yet. */
-  turn?: { causes: EventEnvelope[]; replied: boolean };
+  /** The turn running now: its events, whether a reply of it reached the person yet, and its replies that failed (turn-notices.ts). */
+  turn?: RunningTurn;
 }
 
 export class AgentLauncher {

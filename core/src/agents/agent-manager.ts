@@ -3,7 +3,7 @@
 // an idle timeout, and never shares it with another group.
 // Starting and removing one agent (its container, in either mode): agent-launcher.ts.
 import type { AgentSettings } from '../config.js';
-import type { Core, Reply } from '../core.js';
+import type { Core } from '../core.js';
 import type { Brief } from '../conversation/earlier-conversation.js';
 import type { LlmProxy } from '../llm/llm-proxy.js';
 import type { AgentCounts } from '../metrics/metrics.js';
@@ -12,11 +12,11 @@ import type { EventEnvelope } from '../protocol/envelope.js';
 import { AgentLauncher, type Agent, type AgentPaths } from './agent-launcher.js';
 import { AgentStates } from './agent-states.js';
 import { promptFor } from './prompt.js';
-import { answersTurn } from './replies.js';
 import type { AgentRuntime } from './runtime.js';
 import { engineOf, groupStorage, type GroupStorage } from './storage.js';
 import { batchPrompt, TurnQueue, type QueuedTurn } from './turn-queue.js';
-import { noAnswerNotice, previewOf, type UnfinishedTurns } from './unfinished-turns.js';
+import type { UnfinishedTurns } from './unfinished-turns.js';
+import { noteFailure, noteReply, tellNoAnswer, tellOverflow, type RunningTurn } from './turn-notices.js';
 import { WorkspaceLabels } from './workspace-labels.js';
 
 export type { AgentPaths };
@@ -49,7 +49,7 @@ export class AgentManager {
     maxBatch: MAX_BATCH,
     maxWaiting: MAX_WAITING,
     run: (group, batch) => this.runBatch(group, batch),
-    overflowed: (group, turn, waiting) => this.tellOverflow(group, turn, waiting),
+    overflowed: (group, turn, waiting) => tellOverflow(this.core, group, turn, waiting),
   });
   /** Sessions the core quarantined: their agent is retired, and says nothing more to the user. */
   private readonly quarantined = new Set<string>();
@@ -83,20 +83,24 @@ export class AgentManager {
     this.launcher = new AgentLauncher(core, runtime, llm, settings, paths, storage, workspaceLabels);
     core.sessions.onLabelled((session) => workspaceLabels.labelled(session.group));
     core.on('quarantined', ({ session, group }) => this.onQuarantined(session, group));
-    core.on('replied', (reply) => this.onReplied(reply));
+    core.on('replied', (reply) => {
+      const turn = this.turnOf(reply.group, reply.session);
+      if (turn) noteReply(turn, reply, this.unfinished);
+    });
+    core.on('reply-failed', (failure) => {
+      const turn = this.turnOf(failure.group, failure.session);
+      if (turn) noteFailure(turn, failure);
+    });
     if (storage.fsErrors) {
       this.fsCheck = setInterval(() => void this.checkFileSystems(), FS_CHECK_MS);
       this.fsCheck.unref();
     }
   }
 
-  /** A reply tool delivered what the agent wrote to the turn's person: the turn has answered (and a crash now must not say otherwise). */
-  private onReplied(reply: Reply): void {
-    const { session, group } = reply;
-    const turn = this.agents.get(group)?.session === session ? this.agents.get(group)?.turn : undefined;
-    if (!turn || turn.replied || !answersTurn(reply, turn.causes)) return;
-    turn.replied = true;
-    for (const cause of turn.causes) this.unfinished?.replied(cause.id);
+  /** The turn `session` runs now in `group`, if any: its replies (and failed ones) are noted on it (turn-notices.ts). */
+  private turnOf(group: string, session: string): RunningTurn | undefined {
+    const agent = this.agents.get(group);
+    return agent?.session === session ? agent.turn : undefined;
   }
 
   /**
@@ -160,12 +164,6 @@ export class AgentManager {
     return this.settled(this.run(group, batchPrompt(batch.map((t) => t.prompt)), causes), causes);
   }
 
-  private tellOverflow(group: string, turn: QueuedTurn, waiting: number): void {
-    this.core.audit.record({ group, session: null, source: 'core', topic: turn.cause?.topic ?? null, correlation: null, stage: 'agent', outcome: 'dropped', reason: `${waiting} turns already waiting: messages are not handled until the agent catches up; user told` });
-    const what = turn.cause ? ` ("${previewOf(turn.cause)}" and any more)` : '';
-    this.core.publish('user.notify', group, { text: `Carapace: ${waiting} messages are already waiting for the agent, so newer ones${what} are not handled until it catches up. Send them again later.` });
-  }
-
   /**
    * A turn's events are finished once the person saw its reply or an error notice. While
    * the core is stopping, a turn that did not complete is left for the next start to report
@@ -216,7 +214,7 @@ export class AgentManager {
     if (cause?.topic === 'task.triggered') this.core.sessions.markTaskStarted(agent.session);
     // A mail's words are not the person's: what they could ask for needs the person's yes.
     if (causes.some(carriesUntrustedInput)) this.core.sessions.markUntrustedInput(agent.session);
-    const turn = (agent.turn = { causes, replied: false });
+    const turn = (agent.turn = { causes, replied: false, failures: [] });
     const result = await agent.runner.turn(prompt, this.settings.run_timeout_ms).finally(() => {
       if (agent.turn === turn) agent.turn = undefined;
     });
@@ -247,7 +245,7 @@ export class AgentManager {
     // A person's message that got no answer at all (the model gave up after a refused send,
     // say): they hear that the turn ended, rather than nothing.
     const lastMessage = causes.filter((c) => c.topic === 'message.inbound').at(-1);
-    if (ok && !turn.replied && lastMessage) this.tellNoAnswer(group, agent.session, lastMessage);
+    if (ok && !turn.replied && lastMessage) tellNoAnswer(this.core, group, agent.session, lastMessage, turn.failures);
     this.states.set(group, 'idle', agent, true);
     this.core.publish(ok ? 'agent.completed' : 'agent.error', group, { session: agent.session, ...(ok ? {} : { reason: 'the agent reported an error' }), ...trigger });
     this.core.audit.record({ group, session: agent.session, source: 'core', topic: null, correlation: null, stage: 'agent', outcome: ok ? 'ok' : 'error', reason: ok ? 'agent run completed' : 'agent run failed', detail: ok ? undefined : result.output.slice(-2000) });
@@ -281,11 +279,6 @@ export class AgentManager {
     this.core.audit.record({ group, session, source: 'core', topic: null, correlation: null, stage: 'agent', outcome: ok ? 'ok' : 'error', reason: `last turn before the idle session ends: ${result.status} after ${Date.now() - started} ms`, detail: ok ? undefined : result.output.slice(-2000) });
     await this.retire(group);
     return { ok, output: result.output };
-  }
-
-  private tellNoAnswer(group: string, session: string, cause: EventEnvelope): void {
-    this.core.audit.record({ group, session, source: 'core', topic: cause.topic, correlation: null, stage: 'agent', outcome: 'error', reason: 'agent turn ended without a reply reaching the person; user told' });
-    this.core.publish('user.notify', group, { text: noAnswerNotice(previewOf(cause)) });
   }
 
   /** Ends the group's agent once its turn running now is over (a person cleared the conversation): the next message starts afresh. */

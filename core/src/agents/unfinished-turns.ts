@@ -7,6 +7,7 @@ import type Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
 import type { EventEnvelope } from '../protocol/envelope.js';
 import { addColumnIfMissing, openSqliteFile, type Migration, type StoreProblem } from '../state/sqlite-file.js';
+import { bound, escapeText } from '../text/escape.js';
 
 /** Rows kept at most: a flood of inbound messages drops the oldest ones' notices, not the core's disk. */
 export const MAX_UNFINISHED = 5000;
@@ -42,9 +43,24 @@ export function previewOf(event: EventEnvelope): string {
   return flat.length > PREVIEW_CHARS ? `${flat.slice(0, PREVIEW_CHARS - 1)}…` : flat;
 }
 
-/** A turn on the person's message ended and none of its replies reached them. */
-export function noAnswerNotice(preview: string): string {
-  return `The agent ended its turn on "${preview}" without an answer reaching you (a reply may have been refused, e.g. by a rate limit). Send it again if you still need it.`;
+/** A reply the agent tried in the turn that failed: the tool, its error code and message (scrubbed), and how many more failed before it. */
+export interface FailedReply {
+  tool: string;
+  code: string;
+  message: string;
+  more?: number;
+}
+
+const FAILURE_CHARS = 300;
+
+/** A turn on the person's message ended and none of its replies reached them: what failed, when a reply was tried. */
+export function noAnswerNotice(preview: string, failed: FailedReply | null = null): string {
+  if (!failed) return `The agent ended its turn on "${preview}" without an answer reaching you (it sent you none). Send it again if you still need it.`;
+  // The tool's own words, as an agent got them: one line, hidden characters shown, bounded.
+  const said = bound(escapeText(`${failed.code}: ${failed.message}`.replace(/\s+/g, ' ').trim()), FAILURE_CHARS);
+  const more = failed.more ? ` (and ${failed.more} earlier ${failed.more === 1 ? 'try' : 'tries'} failed too)` : '';
+  const next = failed.code === 'RESULT_UNKNOWN' ? 'It may have gone out all the same: check before you ask again.' : 'Send it again if you still need it.';
+  return `The agent ended its turn on "${preview}" without an answer reaching you: its ${failed.tool} failed${more}: ${said}. ${next}`;
 }
 
 /** One notice per group for what an earlier run left unfinished; a turn whose reply went out is not called "not handled". */

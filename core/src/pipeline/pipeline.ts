@@ -53,6 +53,12 @@ export interface PipelineDeps {
    * `args` are the arguments the handler got (validated, files attached).
    */
   succeeded?: (session: Session, tool: string, args: JsonObject, result: unknown) => void;
+  /**
+   * A call of a known tool ended in an error (refused at any stage, or its handler failed),
+   * once per call: the agent manager can tell the person what failed when a reply did not
+   * reach them (core.ts). `args` as the agent gave them.
+   */
+  failed?: (session: Session, tool: string, args: JsonObject, error: ErrorPayload) => void;
   /** A plugin's section of carapace.json, for tools whose risk a recipient list may lower (untrusted-input.ts). */
   pluginConfig?: (plugin: string) => JsonObject | undefined;
 }
@@ -160,10 +166,13 @@ async function decide(frames: Buffer[], session: Session, deps: PipelineDeps, ct
     if (send) deps.calls?.rejoin(key, { correlation: wire.message.correlation, send });
     return earlier;
   }
-  const handle = (): Promise<Answer> => {
+  const handle = async (): Promise<Answer> => {
     const envelope = constructEnvelope(wire.message, session);
     pass(audit, ctx, 'envelope');
-    return validateAndRoute(envelope, session, deps, ctx, audit, send);
+    const answer = await validateAndRoute(envelope, session, deps, ctx, audit, send);
+    const tool = 'error' in answer && envelope.topic.startsWith(TOOL_TOPIC_PREFIX) ? deps.catalog.lookup(envelope.topic.slice(TOOL_TOPIC_PREFIX.length)) : undefined;
+    if (tool && 'error' in answer) deps.failed?.(session, tool.name, envelope.payload.arguments, answer.error);
+    return answer;
   };
   // A check that may label the session is still running (agents/agent-launcher.ts): the
   // request is built only after it, and resends join this one answer meanwhile.

@@ -8,7 +8,7 @@ import type { AuditLog } from '../audit/audit-log.js';
 import type { CoreConfig } from '../config.js';
 import type { JsonObject } from '../protocol/envelope.js';
 import type { ToolCatalog } from './catalog.js';
-import type { HostToCore } from './host-protocol.js';
+import { HOST_LINK_VERSION, type HostToCore } from './host-protocol.js';
 import type { PluginHostLink } from './host-link.js';
 import { hostConfiguration, settingsOf } from './plugin-settings.js';
 
@@ -36,6 +36,9 @@ export class HostSession {
     hostLink.on('init', (m) => this.onInit(m));
     hostLink.on('pluginDown', (m) => this.onDown(m));
     hostLink.on('down', () => this.onHostDown());
+    hostLink.on('refused', (m) => deps.audit.record({ group: null, session: null, source: 'plugin-host', topic: null, correlation: null, stage: 'plugin', outcome: 'rejected', code: 'UNSUPPORTED_VERSION', reason: `a plugin host (pid ${String(m.pid).slice(0, 16)}) speaking protocol version ${JSON.stringify(m.version ?? null).slice(0, 16)} was refused (this core speaks ${HOST_LINK_VERSION})` }));
+    // Whether a handler aborted at its deadline stopped, and how: the caller was answered RESULT_UNKNOWN meanwhile.
+    hostLink.on('late', (l) => deps.audit.record({ group: l.group, session: l.session, source: l.plugin, topic: l.topic, correlation: l.correlation, stage: 'handler', outcome: l.outcome === 'stopped' ? 'ok' : 'error', reason: l.outcome === 'stopped' ? 'after its deadline the handler stopped before acting' : `after its deadline the handler ran on and ended with ${l.outcome}` }));
   }
 
   /** No plugin is waiting for its init answer. */

@@ -55,6 +55,9 @@ describe('a turn that ends without a reply reaching the person', () => {
     expect(ipcResults[1]).toContain('RATE_LIMITED');
     const notice = await until(() => tg.sentTo(CHAT).find((m) => m.text.includes('without an answer reaching you')), 10_000);
     expect(notice.text).toContain('"and tomorrow?"');
+    // What failed, not a guess: the tool, its code and its message.
+    expect(notice.text).toContain('without an answer reaching you: its send_telegram failed: RATE_LIMITED: Rate limit exceeded for send_telegram (1 requests/minute). Send it again if you still need it.');
+    expect(notice.text).not.toContain('may have been refused, e.g. by a rate limit');
     // Once, and only for the turn that had no answer.
     await new Promise((r) => setTimeout(r, 500));
     expect(tg.sentTo(CHAT).map((m) => m.text.startsWith('answer to') ? 'answer' : m.text.includes('without an answer') ? 'notice' : m.text)).toEqual(['answer', 'notice']);

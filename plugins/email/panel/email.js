@@ -1,5 +1,6 @@
 // The email page (served by the email plugin, mounted by the console at /plugins/email/):
-// per group, the latest mails that reached its agent and the latest it sent. Read only.
+// per group, the latest mails that reached its agent, the latest it sent, and the sends
+// that failed (to whom, when, the error). Read only.
 // Every field is a text child of the template (htm escapes it): a subject is whatever a
 // sender wrote, and must never become markup here. Subjects and senders come as the agent
 // got them (invisible characters as ⟦U+…⟧ escapes), with how much hidden HTML text was left out
@@ -37,6 +38,19 @@ function Sent({ mails }) {
     </tr>`)}</tbody></table></div>`;
 }
 
+/** Sends the SMTP server did not take, or whose outcome is unknown: to whom, when, and the error the agent got. */
+function Failed({ mails }) {
+  if (mails.length === 0) return html`<p class="muted">No send has failed for this group.</p>`;
+  return html`<div class="scroll"><table id="failed" class="wide"><thead><tr><th>Tried</th><th>To</th><th>Subject</th><th>How</th><th>Error</th></tr></thead>
+    <tbody>${mails.map((m) => html`<tr>
+      <td>${when(m.at)}</td>
+      <td class="mono recipients">${list(m.to)}${m.cc.length ? ` · cc ${list(m.cc)}` : ''}${m.bcc.length ? ` · bcc ${list(m.bcc)}` : ''}</td>
+      <td class="subject">${m.subject}</td>
+      <td>${m.tool === 'reply_email' ? 'reply' : 'new mail'}</td>
+      <td class="error-text"><span class="${m.code === 'RESULT_UNKNOWN' ? 'warn' : 'bad'} mono">${m.code}</span> ${m.message}</td>
+    </tr>`)}</tbody></table></div>`;
+}
+
 function Email() {
   const [recent, setRecent] = useState(null);
   const [error, setError] = useState(null);
@@ -57,6 +71,9 @@ function Email() {
       <${Received} mails=${recent.received} />
       <h2>Mail the agent sent</h2>
       <${Sent} mails=${recent.sent} />
+      <h2>Sends that failed</h2>
+      <p class="muted">What the agent tried to send and the mail server did not take, could not be reached for, or lost the connection during (RESULT_UNKNOWN: it may have gone out all the same).</p>
+      <${Failed} mails=${recent.failed ?? []} />
     </section>`}
   </main>`;
 }
