@@ -3,7 +3,7 @@
 // app_compat, every tool's schema and the config_schema compiled), clashes that would stop
 // the core's start-up (intrinsic names, the bundled plugins' tools and hooks), the network
 // declaration, the handler (handler-check.ts) and the skill's examples (skill-examples.ts).
-import { existsSync, realpathSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { INTRINSIC_NAMES, intrinsicTools } from '../intrinsics/intrinsics.js';
 import { APP_VERSION } from '../version.js';
@@ -71,6 +71,8 @@ function clashFindings(plugin: DiscoveredPlugin, root: string): Finding[] {
   return findings;
 }
 
+const CHECK_EXPORT = /\bexport\s+(?:async\s+)?(?:function|const|let|var)\s+checkConnections\b|\bexport\s*\{[^}]*\bcheckConnections\b[^}]*\}/;
+
 export function checkPluginFolder(folder: string, options: CheckOptions): CheckReport {
   const dir = resolve(folder);
   const name = basename(dir);
@@ -93,6 +95,10 @@ export function checkPluginFolder(folder: string, options: CheckOptions): CheckR
     report.findings.push(p.severity === 'error' ? error('NETWORK_INVALID', 'manifest.json', p.message) : warning('NETWORK_SUSPECT', 'manifest.json', p.message));
   }
   report.findings.push(...handlerFindings);
+  // A connection check declared (the Checks page offers it) needs the export that runs it.
+  if (loaded.manifest.provides.hooks.includes('connection_check') && handler.file && !CHECK_EXPORT.test(readFileSync(handler.file, 'utf8'))) {
+    report.findings.push(error('CONNECTION_CHECK_MISSING', 'manifest.json', 'provides.hooks declares "connection_check", but the handler module exports no checkConnections(config, context): the Checks page would offer a test that cannot run'));
+  }
   const skills = checkPluginSkills(loaded, intrinsicTools);
   report.examples = skills.examples;
   for (const p of skills.problems) report.findings.push(error(`SKILL_${p.code}`, p.file, `ipc tool.invoke.${p.tool}: ${p.message}`, p.line));

@@ -45,7 +45,7 @@ describe('check-plugin', () => {
     expect(r.stdout).toMatch(/check-plugin _template: ok: 0 error\(s\), 1 warning\(s\); 1 tool\(s\), 1 skill example\(s\) checked/);
   });
 
-  it.each(['calendar', 'github-bugs', 'memory', 'reminders', 'tasks', 'telegram', 'webchat'])('passes the bundled plugin %s (its compiled handler found)', (name) => {
+  it.each(['calendar', 'email', 'github-bugs', 'memory', 'reminders', 'tasks', 'telegram', 'webchat'])('passes the bundled plugin %s (its compiled handler found)', (name) => {
     const r = run(CHECK, join(ROOT, 'plugins', name));
     expect(r.stdout).toMatch(new RegExp(`check-plugin ${name}: ok: 0 error\\(s\\), 0 warning\\(s\\)`));
     expect(r.status).toBe(0);
@@ -67,6 +67,7 @@ describe('check-plugin', () => {
     ['a tool named like an intrinsic', 'reserved', (d: string) => { replaceIn(join(d, 'manifest.json'), '"name": "template_hello"', '"name": "list_tools"'); replaceIn(join(d, 'skill/SKILL.md'), '{"name":"Ada"}', '{}'); }, /reserved\/manifest\.json: error RESERVED_TOOL: tool "list_tools"/],
     ['a tool a bundled plugin has', 'clash', (d: string) => replaceIn(join(d, 'manifest.json'), '"name": "template_hello"', '"name": "send_telegram"'), /clash\/manifest\.json: error DUPLICATE_TOOL: tool "send_telegram" is also the bundled plugin "telegram"'s/],
     ['a folder name that is not a plugin name', 'Bad.Name', () => undefined, /Bad\.Name: error NAME_INVALID/],
+    ['a connection check declared without its export', 'nocheck', (d: string) => replaceIn(join(d, 'manifest.json'), '"hooks": []', '"hooks": ["connection_check"]'), /nocheck\/manifest\.json: error CONNECTION_CHECK_MISSING: provides\.hooks declares "connection_check", but the handler module exports no checkConnections/],
   ])('fails %s, saying where and what', (_what, name, edit, expected) => {
     const r = run(CHECK, brokenCopy(name, edit));
     expect(r.stdout).toMatch(expected);
