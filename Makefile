@@ -141,7 +141,7 @@ doctor:
 # most, for the core to write the token. A core that is not there is said at once.
 TOKEN_WAIT_S ?= 60
 token:
-	@for i in $$(seq $(TOKEN_WAIT_S)); do $(COMPOSE) exec -T core true >/dev/null 2>&1 && break; [ -n "$$($(COMPOSE) ps -q core 2>/dev/null)" ] || break; sleep 1; done; \
+	@for ((i = 0; i < $(TOKEN_WAIT_S); i++)); do $(COMPOSE) exec -T core true >/dev/null 2>&1 && break; [ -n "$$($(COMPOSE) ps -q core 2>/dev/null)" ] || break; sleep 1; done; \
 	$(COMPOSE) exec -T -e CARAPACE_TOKEN_WAIT_S=$(TOKEN_WAIT_S) core node dist/core/src/admin/cli.js token || { $(COMPOSE) exec -T core true >/dev/null 2>&1 || $(CORE_DOWN); exit 1; }
 
 # Backups (README "Backups"). `make backup [SECRETS=1]`: a consistent archive of the running
