@@ -135,8 +135,9 @@ describe('connection checks through the admin API', () => {
     const page = await browser.newPage();
     await page.goto(`${base}/`);
     await logIn(page, TOKEN);
-    await page.goto(`${base}/#/checks`);
-    await page.waitForSelector('.connection[data-plugin="email"] button.test-connection', { timeout: 60_000 });
+    await page.waitForSelector('nav a[href="#/checks"]', { timeout: 30_000 });
+    await page.click('nav a[href="#/checks"]');
+    await page.waitForSelector('.connection[data-plugin="email"] button.test-connection', { timeout: 30_000 });
     expect(await page.$$eval('.connection', (cards) => cards.map((c) => c.getAttribute('data-plugin')).sort())).toEqual(['calendar', 'email', 'reminders']);
     const since = new Date().toISOString();
     await page.click('.connection[data-plugin="email"] button.test-connection');
@@ -149,7 +150,7 @@ describe('connection checks through the admin API', () => {
     expect(await page.$eval('.connection[data-plugin="email"]', (c) => c.getAttribute('data-status'))).toBe('fail');
     await page.screenshot({ path: join(SHOTS, 'checks-connections.png') as `${string}.png`, fullPage: true });
     await page.close();
-  }, 60_000);
+  }, 120_000);
 
   it('a closed port shows the connect step; a plaintext port taken for TLS the TLS step; a name that does not resolve the DNS step', async () => {
     const server = (port: number, extra: Record<string, unknown> = {}) => ({ host: '127.0.0.1', port, secure: false, user: AGENT.address, password: '${EMAIL_PASSWORD}', ...extra });
