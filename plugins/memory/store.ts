@@ -1,109 +1,13 @@
 // One group's memory: a SQLite database (WAL, synchronous=FULL) with typed entries,
 // supersession, full-text search and the brief. Synchronous by design (better-sqlite3):
 // every call runs to completion on the event loop, so a check and the write it guards can
-// never interleave with another request.
+// never interleave with another request. What an entry is: entries.ts.
 import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
-import { reportMigration, type MemoryBriefEntry } from '#sdk';
+import { reportMigration } from '#sdk';
+import { BEHAVIORAL, DAY_MS, ENTRY_TYPES, isoTimestamp, MAX_CONTENT, MAX_TAG_LENGTH, MAX_TAGS, MemoryInputError, normalizeTags, RANK_CANDIDATES, MAX_SEARCH_LIMIT, singleLine, type Brief, type BriefEntry, type BriefLimits, type EntryType, type NewEntry, type Provenance, type SearchOptions, type SearchResult, type StoredEntry } from './entries.js';
 import { anyOf, queryTerms, tagPhrase } from './fts-query.js';
 import { migrate, schemaVersion, SchemaTooNewError, SCHEMA_VERSION } from './schema.js';
-
-export const ENTRY_TYPES = ['preference', 'fact', 'instruction', 'context', 'correction'] as const;
-export type EntryType = (typeof ENTRY_TYPES)[number];
-
-/** Behavioral entries change how the agent acts; the flag is derived here, never supplied. */
-export const BEHAVIORAL: Readonly<Record<EntryType, boolean>> = {
-  preference: true,
-  fact: false,
-  instruction: true,
-  context: false,
-  correction: true,
-};
-
-export const MAX_CONTENT = 2000;
-export const MAX_TAGS = 10;
-export const MAX_TAG_LENGTH = 50;
-export const MAX_SEARCH_LIMIT = 100;
-/** The bm25 work budget of one search (bm25 costs about 2 µs per entry on a small machine). */
-export const RANK_CANDIDATES = 300;
-const DAY_MS = 86_400_000;
-
-/** Write-time metadata, taken from the request envelope by the handler. */
-export interface Provenance {
-  session_id: string;
-  group: string;
-  timestamp: string;
-  correlation: string | null;
-  /** The storing session had read external content (the core's label on its request). */
-  external: boolean;
-}
-
-export interface NewEntry {
-  type: EntryType;
-  content: string;
-  tags: string[];
-  supersedes: string | null;
-  provenance: Provenance;
-}
-
-export interface StoredEntry {
-  id: string;
-  type: EntryType;
-  content: string;
-  tags: string[];
-  behavioral: boolean;
-  supersedes: string | null;
-  provenance: Provenance;
-}
-
-export interface SearchOptions {
-  query?: string;
-  tags?: string[];
-  type?: EntryType;
-  includeSuperseded?: boolean;
-  limit?: number;
-}
-
-export interface SearchResult {
-  id: string;
-  type: string;
-  content: string;
-  behavioral: boolean;
-  tags: string[];
-  created_at: string;
-  /** 0–1: bm25 relative to the best match of this search; 1 for searches without text. */
-  relevance_score: number;
-  /** Present only with include_superseded: the entry that replaced this one, or null. */
-  superseded_by?: string | null;
-  provenance: Provenance;
-}
-
-/** The SDK's brief entry, plus provenance for the memory_brief tool. */
-export interface BriefEntry extends MemoryBriefEntry {
-  provenance?: { session_id: string; group: string; timestamp: string };
-}
-
-export interface Brief {
-  entries: BriefEntry[];
-  generated_at: string;
-  entry_count: number;
-  brief_count: number;
-}
-
-export interface BriefLimits {
-  maxEntries: number;
-  maxChars: number;
-  includeProvenance?: boolean;
-  now?: number;
-}
-
-/** A refusal the agent can act on; the message is written for the agent's eyes. */
-export class MemoryInputError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'MemoryInputError';
-  }
-}
 
 interface Row {
   rowid: number;
@@ -127,23 +31,6 @@ const INSERT_ENTRY = `INSERT INTO memory_entries (id, type, content, tags, behav
   VALUES (?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?)`;
 
 const provenanceOf = (row: Row): Provenance => ({ session_id: row.session_id, group: row.group_name, timestamp: row.created_at, correlation: row.correlation, external: row.external === 1 });
-const LINE_BREAKS = /[\r\n\u000b\u000c\u0085\u2028\u2029]+/g;
-
-/** Single-line content for the brief: a stored entry can never break the brief's structure. */
-export function singleLine(text: string): string {
-  return text.replace(LINE_BREAKS, ' ').trim();
-}
-
-/** Tags as stored and matched: NFKC, trimmed, lower-case, distinct, non-empty. */
-export function normalizeTags(tags: readonly string[]): string[] {
-  const out = new Set<string>();
-  for (const tag of tags) {
-    const t = singleLine(String(tag).normalize('NFKC')).toLowerCase();
-    if (t) out.add(t);
-  }
-  return [...out];
-}
-
 function parseTags(text: string): string[] {
   try {
     const value = JSON.parse(text) as unknown;
@@ -151,12 +38,6 @@ function parseTags(text: string): string[] {
   } catch {
     return [];
   }
-}
-
-/** An ISO 8601 timestamp in the one form the database orders by; now when unparsable. */
-export function isoTimestamp(value: string | undefined, now = Date.now()): string {
-  const ms = value === undefined ? NaN : Date.parse(value);
-  return new Date(Number.isFinite(ms) ? ms : now).toISOString();
 }
 
 function ageDays(createdAt: string, now: number): number {
@@ -464,7 +345,4 @@ export class MemoryDb {
   }
 }
 
-/** An empty brief, for a group that has never stored anything. */
-export function emptyBrief(now = Date.now()): Brief {
-  return { entries: [], generated_at: new Date(now).toISOString(), entry_count: 0, brief_count: 0 };
-}
+export * from './entries.js';
