@@ -117,12 +117,12 @@ describe('the email page in a browser', () => {
     // A stranger (authenticated, not listed) and a spoofed From (no pass of the pinned server for it).
     await deliver({ envelopeFrom: BOB.address, subject: 'Stranger danger', text: 'bob words' });
     await deliver({ envelopeFrom: 'mallory@evil.test', from: ALICE.address, subject: 'Spoofed hello', text: 'spoofed words', headers: { 'Authentication-Results': `${AUTHSERV_ID}; dmarc=pass header.from=example.test` } });
-    await until(() => (stack.hostOutput.match(/mail starts no agent/g) ?? []).length >= 2, 30_000);
+    await until(() => (stack.hostOutput.match(/mail starts no agent/g) ?? []).length >= 2, 60_000);
     await deliver({ envelopeFrom: ALICE.address, subject: HOSTILE, text: 'see subject' });
-    await until(() => inbound(HOSTILE), 30_000);
+    await until(() => inbound(HOSTILE), 60_000);
     // Automated mail from Alice starts nothing; the agent reads it: it reached the agent all the same.
     await deliver({ envelopeFrom: ALICE.address, subject: 'Weekly digest', text: 'digest', headers: { 'Auto-Submitted': 'auto-generated' } });
-    await until(() => (stack.hostOutput.match(/mail starts no agent/g) ?? []).length >= 3, 30_000);
+    await until(() => (stack.hostOutput.match(/mail starts no agent/g) ?? []).length >= 3, 60_000);
     const session = await stack.openSession('main');
     expect((await stack.ipc(session, 'tool.invoke.read_email', { folder: 'INBOX', uid: await uidOf('Weekly digest') })).code).toBe(0);
     // Two sends from a session that read mail: each waits for a person, who approves.
@@ -134,7 +134,7 @@ describe('the email page in a browser', () => {
     expect((await stack.ipc(clean, 'tool.invoke.send_email', { to: [ALICE.address], subject: 'Quick note', body: 'see you' })).code).toBe(0);
     // A send is noted once the core's trail says whether a person approved it: a moment after its answer.
     const saved = join(stack.dir, 'data', 'plugins', 'email', 'recent-mail.json');
-    await until(() => existsSync(saved) && readFileSync(saved, 'utf8').includes('Quick note'), 30_000);
+    await until(() => existsSync(saved) && readFileSync(saved, 'utf8').includes('Quick note'), 60_000);
 
     page = await (await browser.createBrowserContext()).newPage();
     await page.setViewport({ width: 1280, height: 800 });
@@ -170,7 +170,7 @@ describe('the email page in a browser', () => {
     for (const hidden of ['Stranger danger', 'Spoofed hello', BOB.address]) expect(file).not.toContain(hidden);
     expect(stack.hostOutput).not.toMatch(/Stranger danger|Spoofed hello|bob words|spoofed words/);
     await page.screenshot({ path: join(SHOTS, 'email-panel.png') as `${string}.png`, fullPage: true });
-  }, 180_000);
+  }, 300_000);
 
   it('still lists them after the plugin host is killed and started again', async () => {
     await stack.killHost();
