@@ -375,7 +375,8 @@ describe('failures', () => {
     const id = await recurring(main, 'Flaky job', EVERY_2S);
     const report = (topic: 'agent.error' | 'agent.completed', group = 'main', extra: Record<string, unknown> = {}): void =>
       void stack.core.publish(topic, group, { session: 's-test', exit_code: topic === 'agent.error' ? 1 : 0, topic: 'task.triggered', event_id: 'e-test', task_id: id, ...extra });
-    const failures = async (n: number) => (await listed(main, id))?.consecutive_failures === n;
+    // undefined until it holds: `eventually` waits for a value, and false is one.
+    const failures = async (n: number) => ((await listed(main, id))?.consecutive_failures === n ? true : undefined);
 
     for (let i = 0; i < 4; i++) report('agent.error');
     await eventually(() => failures(4));
@@ -389,7 +390,7 @@ describe('failures', () => {
     expect((await listed(main, id))?.status).toBe('active');
 
     report('agent.error', 'main', { reason: 'timeout', limit_ms: 1000 });
-    const notice = await until(() => tg.sentTo(MAIN_CHAT).find((m) => m.text.startsWith(`Task ${id} paused after 5 failures: timeout`)), 10_000);
+    const notice = await until(() => tg.sentTo(MAIN_CHAT).find((m) => m.text.startsWith(`Task ${id} paused after 5 failures: timeout`)), 30_000);
     expect(notice.text).toContain('Flaky job');
     expect(tg.sentTo(FAMILY_CHAT).some((m) => m.text.includes(id))).toBe(false);
     expect(await listed(main, id)).toMatchObject({ status: 'paused', next_run: null, consecutive_failures: 5, last_error: 'timeout' });
@@ -407,10 +408,10 @@ describe('failures', () => {
     stack.core.confirmations.resolve(prompt.id, true, 'test');
     const resumed = await resuming;
     expect(resumed.out).toEqual({ task_id: id, status: 'active', next_run: expect.any(String) });
-    await until(() => triggered(id).length > count, 6000);
+    await until(() => triggered(id).length > count, 20_000);
     expect(await listed(main, id)).toMatchObject({ status: 'active', consecutive_failures: 0 });
     await call(main, 'cancel_task', { task_id: id });
-  });
+  }, 120_000);
 });
 
 describe('persistence', () => {
