@@ -28,9 +28,11 @@ $(IPC_BIN): $(wildcard ipc/src/*.rs) ipc/Cargo.toml ipc/Cargo.lock ipc/.cargo/co
 
 # The images the appliance runs; tests start real agent containers from them.
 # --network host: builds reach the package registries the way this machine does.
-# AGENT_IMAGE: another tag for the agent image (the docker tests read $$CARAPACE_AGENT_IMAGE).
+# AGENT_IMAGE: another tag for the agent image (the docker tests read $$CARAPACE_AGENT_IMAGE);
+# SANDBOX_IMAGE the same for the image agents' programs run in ($$CARAPACE_SANDBOX_IMAGE).
 DOCKER ?= docker
 AGENT_IMAGE ?= carapace-agent:latest
+SANDBOX_IMAGE ?= carapace-sandbox:latest
 
 # Compose: v2 (`$(DOCKER) compose`) when the client has it, else v1 (`docker-compose`, as
 # Debian packages it). Worked out once, the first time a recipe needs it; with neither,
@@ -40,11 +42,13 @@ COMPOSE = $(eval COMPOSE := $(or $(shell if $(DOCKER) compose version >/dev/null
 images:
 	$(DOCKER) build --network host -f Dockerfile.core -t carapace-core .
 	$(DOCKER) build --network host -f Dockerfile.agent -t $(AGENT_IMAGE) .
+	$(DOCKER) build --network host -f Dockerfile.sandbox -t $(SANDBOX_IMAGE) .
 
 # ipc's own unit tests (ZMTP framing, arguments), then every jest suite; agents run in
 # gVisor where the engine has runsc (agents.runtime auto). Then the agent suites (lockdown,
 # attacks from inside, end to end) once more under runc, so that both runtimes are tested.
-AGENT_SUITES := docker/agents docker/agent-files docker/e2e docker/email-agent docker/api-mode docker/api-mode-isolation docker/llm-attacks docker/session-guard docker/external-content docker/workspace-labels
+AGENT_SUITES := docker/agents docker/agent-files docker/e2e docker/email-agent docker/api-mode docker/api-mode-isolation docker/llm-attacks docker/session-guard docker/external-content docker/workspace-labels \
+	docker/sandbox-runs docker/sandbox-attacks
 test: build images
 	cd ipc && $(CARGO) test --locked --release
 	node --experimental-vm-modules node_modules/jest/bin/jest.js
@@ -72,6 +76,7 @@ else
 	node dist/bench/audit-flood.js
 	node dist/bench/session-guard-bench.js
 	node dist/bench/plugin-processes.js
+	DOCKER=$(DOCKER) node dist/bench/sandbox-runs.js
 endif
 
 # The fault suite alone (it is also part of `make test`): each fault injected for real
