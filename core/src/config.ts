@@ -41,6 +41,27 @@ export interface CoreConfig {
   sessions: SessionLimits;
   conversation: ConversationSettings;
   backups: BackupSettings;
+  sandbox: SandboxSettings;
+}
+
+/**
+ * Where the agent's programs run (run_program, core/src/sandbox-runs/): one container per
+ * session, never the agent's own, created on the first run and removed with the session or
+ * after `idle_minutes` without a run.
+ */
+export interface SandboxSettings {
+  /** The image runs start from (Dockerfile.sandbox, built by `make images`). */
+  image: string;
+  /** The OCI runtime: "agents" (default) is whatever the agents run under (gVisor where the engine has it). */
+  runtime: 'agents' | 'runsc' | 'runc';
+  memory_mb: number;
+  cpus: number;
+  /** Processes and threads of a run at once (under runsc the engine counts gVisor's own host threads too: see container-spec.ts). */
+  pids: number;
+  /** The longest `timeout_s` a run may ask for. */
+  timeout_s: number;
+  /** A session's sandbox is removed after this long without a run. */
+  idle_minutes: number;
 }
 
 /** Scheduled backups (core/src/backup/; `make backup` makes one at any time). */
@@ -355,6 +376,20 @@ export const configSchema = {
         at: { type: 'string', pattern: '^([01][0-9]|2[0-3]):[0-5][0-9]$', default: '03:30' },
         keep: { type: 'integer', minimum: 1, maximum: 366, default: 7 },
         dir: { type: 'string', minLength: 1 },
+      },
+    },
+    sandbox: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        image: { type: 'string', minLength: 1, default: 'carapace-sandbox:latest' },
+        runtime: { enum: ['agents', 'runsc', 'runc'], default: 'agents' },
+        memory_mb: { type: 'integer', minimum: 64, maximum: 65_536, default: 512 },
+        cpus: { type: 'number', exclusiveMinimum: 0, maximum: 64, default: 1 },
+        pids: { type: 'integer', minimum: 16, maximum: 4096, default: 128 },
+        timeout_s: { type: 'integer', minimum: 1, maximum: 300, default: 300 },
+        idle_minutes: { type: 'number', exclusiveMinimum: 0, maximum: 1440, default: 15 },
       },
     },
     sessions: {

@@ -54,5 +54,7 @@ export interface CoreEvents {
   replied: [Reply];
   /** A call of a reply tool failed (refused, or its handler failed): what failed, scrubbed, for the notice if the turn ends without an answer. */
   'reply-failed': [ReplyFailure];
+  /** A session closed (its agent's teardown, a quarantine, the core stopping): what it held elsewhere goes (its sandbox). */
+  'session-closed': [{ session: string; group: string }];
 }
 

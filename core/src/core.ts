@@ -24,7 +24,8 @@ import { describeState, memoryBrief, type PluginHookDeps } from './plugins/plugi
 import { Confirmations } from './confirm/confirmations.js';
 import { WaitingCalls } from './confirm/waiting-calls.js';
 import type { StandingApprovals, Grant, GrantRefusal, StandingApproval } from './confirm/standing-approvals.js';
-import { INTRINSIC_NAMES, intrinsicTools } from './intrinsics/intrinsics.js';
+import { INTRINSIC_NAMES, intrinsicTools, type ProgramRunner } from './intrinsics/intrinsics.js';
+import { RUN_PROGRAM_NAME } from './sandbox-runs/run-program-tool.js';
 import { GroupAuthorizer } from './pipeline/authorize.js';
 import { refuseOverBudget, runPipeline, type PipelineDeps } from './pipeline/pipeline.js';
 import type { AttachDeps } from './files/attach-files.js';
@@ -94,6 +95,8 @@ export class Core extends EventEmitter<CoreEvents> {
     this.audit.on('down', (reason) => this.tellAuditState(`The audit log cannot be written (${reason}): tool calls are refused until it can. Free space on the log volume; it recovers by itself.`));
     this.audit.on('up', (lost) => this.tellAuditState(`The audit log is writable again (${lost} entries could not be written during the outage).`));
     this.catalog = new ToolCatalog(intrinsicTools, discovery.plugins, discovery.rejected);
+    // Offered once main.ts hands the core its sandboxes (acceptRuns).
+    this.catalog.offerCoreTool(RUN_PROGRAM_NAME, false);
     this.host = new HostSession({
       hostLink: this.hostLink,
       catalog: this.catalog,
@@ -189,6 +192,16 @@ export class Core extends EventEmitter<CoreEvents> {
     this.deps.files = files;
   }
 
+  /**
+   * Lets agents run programs (run_program, sandbox-runs/): offered from now on; `endSession`
+   * removes a session's sandbox when the session closes.
+   */
+  acceptRuns(runs: ProgramRunner, endSession: (session: string) => Promise<void>): void {
+    this.deps.route.intrinsics.runs = runs;
+    this.catalog.offerCoreTool(RUN_PROGRAM_NAME, true);
+    this.on('session-closed', ({ session }) => void endSession(session).catch(() => undefined));
+  }
+
   static async start(options: CoreOptions): Promise<Core> {
     const core = new Core(options);
     mkdirSync(join(options.runDir, SOCKETS.sessions), { recursive: true, mode: 0o755 });
@@ -252,7 +265,10 @@ export class Core extends EventEmitter<CoreEvents> {
     // Its caller is gone: what it asked a person for must not run any more.
     this.confirmations.withdrawSession(id, 'core: session ended');
     await socket?.close();
-    if (session) this.audit.record({ group: session.group, session: id, source: 'core', topic: null, correlation: null, stage: 'session', outcome: 'ok', reason: 'session closed' });
+    if (session) {
+      this.audit.record({ group: session.group, session: id, source: 'core', topic: null, correlation: null, stage: 'session', outcome: 'ok', reason: 'session closed' });
+      this.emit('session-closed', { session: id, group: session.group });
+    }
   }
 
   /**

@@ -30,6 +30,7 @@ import { migrationText, onMigration } from './state/format-migrations.js';
 import { leftoverVolumes } from './doctor/leftover-volumes.js';
 import { ConversationKeeper } from './conversation/conversation-keeper.js';
 import { startBackups } from './backup/core-backups.js';
+import { sandboxRuns } from './sandbox-runs/wiring.js';
 
 const log = pino({ base: { service: 'core' } });
 const NO_MODEL_KEY = 'no model credential: set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN in .env, then run docker compose up -d again';
@@ -119,6 +120,9 @@ async function main(): Promise<void> {
     // Labels lost: a file a labelled session wrote no longer labels later sessions. Loud.
     core.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'agent', outcome: 'error', severity: 'CRITICAL', reason: `workspace labels unreadable (${problem.error}); moved to ${problem.movedAside}: files written after reading external content are no longer marked` });
   }));
+  // Programs the agents run (run_program): a sandbox per session, never the agent's container.
+  const programs = sandboxRuns({ runtime, storage: agents.storage, audit: core.audit, settings: config.sandbox, instance: process.env.CARAPACE_INSTANCE || 'carapace' });
+  core.acceptRuns(programs.runs, (session) => programs.sandboxes.end(session));
   core.metrics.agents(() => agents.counts());
   core.metrics.llmTokens(() => llm.usage(Object.keys(config.groups)));
   // Plugins may publish (a Telegram message waiting since the last run) as soon as the
@@ -156,6 +160,7 @@ async function main(): Promise<void> {
       model: { upstream, credential },
       docker: { ping: () => runtime.docker.ping(), hasImage: (name) => runtime.docker.getImage(name).inspect().then(() => true) },
       agentImage: config.agents.image,
+      sandboxImage: config.sandbox.image,
       plugins: () => core.catalog.states(),
       audit: () => core.audit.health(),
       folders: [{ name: 'logs', path: paths.logDir }, { name: 'data', path: paths.dataDir }, workspaces],
@@ -203,6 +208,7 @@ async function main(): Promise<void> {
       .close()
       .then(() => core.stop())
       .then(() => agents.stop())
+      .then(() => programs.sandboxes.stop())
       .then(() => process.exit(0));
   };
   process.once('SIGTERM', stop);

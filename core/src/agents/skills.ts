@@ -4,6 +4,7 @@
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ToolCatalog, ToolSummary } from '../plugins/catalog.js';
+import { RUN_PROGRAM_GUIDE, RUN_PROGRAM_NAME } from '../sandbox-runs/run-program-tool.js';
 
 interface SchemaProperty {
   type?: string;
@@ -36,7 +37,8 @@ function toolSection(tool: ToolSummary): string {
   return [`## ${tool.name}`, `${tool.description}.${risk}`, '', '```', `ipc tool.invoke.${tool.name} '${JSON.stringify(example)}'`, '```', ...(args.length ? ['', ...args] : [])].join('\n');
 }
 
-export function generateSkill(name: string, description: string, tools: ToolSummary[]): string {
+/** `guides`: more about some tools, after all the sections (the core's run_program). */
+export function generateSkill(name: string, description: string, tools: ToolSummary[], guides: string[] = []): string {
   return [
     '---',
     `name: ${name}`,
@@ -50,6 +52,7 @@ export function generateSkill(name: string, description: string, tools: ToolSumm
     'Unknown fields are rejected.',
     '',
     ...tools.map(toolSection).join('\n\n').split('\n'),
+    ...guides.flatMap((guide) => ['', ...guide.split('\n')]),
     '',
   ].join('\n');
 }
@@ -67,7 +70,9 @@ export function writeSkills(outDir: string, catalog: ToolCatalog): string[] {
   const core = available.filter((t) => catalog.lookup(t.name)?.owner === 'core');
   const coreDir = join(outDir, 'carapace-core');
   mkdirSync(coreDir, { recursive: true });
-  writeFileSync(join(coreDir, 'SKILL.md'), generateSkill('carapace-core', 'Diagnose failures, list tools, show session and plugin health.', core));
+  const runs = core.some((t) => t.name === RUN_PROGRAM_NAME);
+  const description = `Diagnose failures, list tools, show session and plugin health.${runs ? ' Run programs (Python, Node, sh) in a sandbox to compute, chart data, convert or read files (PDF, spreadsheets, images).' : ''}`;
+  writeFileSync(join(coreDir, 'SKILL.md'), generateSkill('carapace-core', description, core, runs ? [RUN_PROGRAM_GUIDE] : []));
   written.push('carapace-core');
 
   for (const name of catalog.health().healthy) {

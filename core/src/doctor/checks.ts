@@ -39,6 +39,8 @@ export interface DoctorDeps {
   model: { upstream: string; credential: LlmCredential };
   docker: { ping(): Promise<unknown>; hasImage(name: string): Promise<boolean> };
   agentImage: string;
+  /** The image agents' programs run in (run_program, sandbox-runs/); unchecked when absent. */
+  sandboxImage?: string;
   plugins: () => PluginState[];
   audit: () => AuditFileHealth;
   /** Folders whose free space matters (logs, data, workspaces); `claims`: bytes they may still take (workspace-claims.ts). */
@@ -84,12 +86,16 @@ async function docker(deps: DoctorDeps): Promise<Check[]> {
     return [{ ...engine, status: 'fail', detail: `The core cannot reach Docker: ${(err as Error).message}.`, fix: 'compose.yaml must mount /var/run/docker.sock into the core; is Docker running (systemctl status docker)?' }];
   }
   const image = { id: 'agent-image', title: 'Agent image' };
-  const present = await deps.docker.hasImage(deps.agentImage).catch(() => false);
+  const [present, sandboxPresent] = await Promise.all([deps.agentImage, deps.sandboxImage].map((name) => (name ? deps.docker.hasImage(name).catch(() => false) : Promise.resolve(true))));
+  const sandbox = { id: 'sandbox-image', title: 'Sandbox image' };
   return [
     { ...engine, status: 'ok', detail: 'The core reaches Docker.' },
     present
       ? { ...image, status: 'ok', detail: `${deps.agentImage} is there.` }
       : { ...image, status: 'fail', detail: `The agent image ${deps.agentImage} is missing: no agent can start.`, fix: 'run `make images` (or `docker build -f Dockerfile.agent -t carapace-agent:latest .`) in the Carapace folder' },
+    ...(deps.sandboxImage === undefined ? [] : [sandboxPresent
+      ? { ...sandbox, status: 'ok' as const, detail: `${deps.sandboxImage} is there: agents can run programs.` }
+      : { ...sandbox, status: 'warn' as const, detail: `The sandbox image ${deps.sandboxImage} is missing: agents answer, but cannot run programs (run_program answers SANDBOX_UNAVAILABLE).`, fix: 'run `make images` (or `docker build -f Dockerfile.sandbox -t carapace-sandbox:latest .`) in the Carapace folder' }]),
   ];
 }
 

@@ -1,20 +1,46 @@
 // The core's own tools. Their schemas live here, in code, and they pass through the
-// same six stages as any plugin tool. They read only what the core holds in memory,
-// always scoped to the calling session.
+// same six stages as any plugin tool. The read-only ones read only what the core holds in
+// memory, always scoped to the calling session; run_program (sandbox-runs/) acts, so it
+// follows the group's allow-list and is awaited like a plugin's handler.
 import type { AuditEntry, AuditLog, AuditOutcome } from '../audit/audit-log.js';
 import type { Session } from '../boundary/session-table.js';
 import type { ToolCatalog } from '../plugins/catalog.js';
 import { compileTool, type ToolEntry } from '../plugins/discovery.js';
 import type { GroupAuthorizer } from '../pipeline/authorize.js';
 import type { JsonObject } from '../protocol/envelope.js';
+import type { ToolFailure } from '../protocol/errors.js';
+import { RUN_PROGRAM } from '../sandbox-runs/run-program-tool.js';
+
+/** What run_program needs of the core (sandbox-runs/program-runs.ts); absent where the core has no sandbox. */
+export interface ProgramRunner {
+  run(args: JsonObject, session: Session, call: CallContext): Promise<unknown>;
+}
 
 export interface IntrinsicDeps {
   audit: AuditLog;
   catalog: ToolCatalog;
   authorizer: GroupAuthorizer;
+  runs?: ProgramRunner;
 }
 
-type Intrinsic = (args: JsonObject, session: Session, deps: IntrinsicDeps) => unknown;
+/** The call an intrinsic answers. */
+export interface CallContext {
+  correlation: string;
+  /** Tells the caller the answer may take this long yet (its `ipc` moves its deadline). */
+  keepWaiting(ms: number): void;
+}
+
+/** A result, or a ToolFailure (an error as a value), now or later. */
+export type Intrinsic = (args: JsonObject, session: Session, deps: IntrinsicDeps, call: CallContext) => unknown | ToolFailure | Promise<unknown | ToolFailure>;
+
+export interface IntrinsicDefinition {
+  name: string;
+  description: string;
+  schema: JsonObject;
+  run: Intrinsic;
+  /** It acts (ToolEntry.acts). */
+  acts?: boolean;
+}
 
 const OUTCOMES: AuditOutcome[] = ['error', 'rejected', 'sanitized', 'routed', 'ok', 'passed', 'dropped', 'pending'];
 
@@ -62,7 +88,7 @@ const getSessionInfo: Intrinsic = (_args, session, { catalog }) => ({
   plugins: catalog.health(),
 });
 
-const DEFINITIONS: { name: string; description: string; schema: JsonObject; run: Intrinsic }[] = [
+const DEFINITIONS: IntrinsicDefinition[] = [
   {
     name: 'get_diagnostics',
     description: 'Trace one request by correlation id, or list recent failures in this session',
@@ -89,18 +115,19 @@ const DEFINITIONS: { name: string; description: string; schema: JsonObject; run:
     schema: { type: 'object', additionalProperties: false, properties: {} },
     run: getSessionInfo,
   },
+  RUN_PROGRAM,
 ];
 
 export const INTRINSIC_NAMES = DEFINITIONS.map((d) => d.name);
 
 export const intrinsicTools: ToolEntry[] = DEFINITIONS.map((d) =>
-  compileTool({ name: d.name, description: d.description, risk_level: 'low', arguments_schema: d.schema }, 'core'),
+  compileTool({ name: d.name, description: d.description, risk_level: 'low', arguments_schema: d.schema, ...(d.acts ? { acts: true } : {}) }, 'core'),
 );
 
 const RUNNERS = new Map(DEFINITIONS.map((d) => [d.name, d.run]));
 
-export function runIntrinsic(name: string, args: JsonObject, session: Session, deps: IntrinsicDeps): unknown {
+export function runIntrinsic(name: string, args: JsonObject, session: Session, deps: IntrinsicDeps, call: CallContext): unknown | Promise<unknown> {
   const run = RUNNERS.get(name);
   if (!run) throw new Error(`no intrinsic ${name}`);
-  return run(args, session, deps);
+  return run(args, session, deps, call);
 }

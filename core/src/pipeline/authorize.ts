@@ -1,5 +1,6 @@
-// Stage 4a: may this group use this tool? Intrinsics are always allowed; plugin tools
-// follow the group's allow-list (default: every tool) and the plugin's group list.
+// Stage 4a: may this group use this tool? The read-only intrinsics are always allowed; a
+// core tool that acts (run_program) follows the group's allow-list; plugin tools follow it
+// (default: every tool) and the plugin's group list.
 import type { CoreConfig, GroupPolicy } from '../config.js';
 import type { ToolEntry } from '../plugins/discovery.js';
 
@@ -17,8 +18,9 @@ export class GroupAuthorizer {
   }
 
   mayUse(group: string, tool: ToolEntry): boolean {
-    if (tool.owner === 'core') return true;
+    if (tool.owner === 'core' && !tool.acts) return true;
     const tools = this.policy(group).tools;
-    return (tools.includes('*') || tools.includes(tool.name)) && this.pluginMaySee(tool.owner, group);
+    const listed = tools.includes('*') || tools.includes(tool.name);
+    return tool.owner === 'core' ? listed : listed && this.pluginMaySee(tool.owner, group);
   }
 }

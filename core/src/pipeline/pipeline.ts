@@ -205,7 +205,7 @@ async function validateAndRoute(envelope: RequestEnvelope, session: Session, dep
   }
   pass(audit, ctx, 'authorize');
   audit.proceed();
-  const unaudited = auditUnavailable(tool.owner, deps.audit);
+  const unaudited = auditUnavailable(tool, deps.audit);
   if (unaudited) return reject(audit, ctx, 'route', unaudited);
 
   // Decided once: a person is asked (or not) for the risk the call had when it arrived.
@@ -221,7 +221,7 @@ async function validateAndRoute(envelope: RequestEnvelope, session: Session, dep
   if (standing && 'used' in standing) {
     const { id, created_by, expires_at, uses_per_hour } = standing.used;
     note(audit, ctx, 'confirm', 'passed', { reason: `standing approval ${id} by ${created_by}, until ${expires_at} (${uses_per_hour} use${uses_per_hour === 1 ? '' : 's'} an hour)` });
-    return routeToOwner(tool, envelope, session, deps, ctx, audit);
+    return routeToOwner(tool, envelope, session, deps, ctx, audit, send);
   }
   if (standing && 'spent' in standing) note(audit, ctx, 'confirm', 'pending', { reason: `standing approval ${standing.spent.id} has no use left this hour (${standing.spent.uses_per_hour} an hour): a person is asked` });
   if (standing && 'changed' in standing) note(audit, ctx, 'confirm', 'pending', { reason: `standing approval ${standing.changed.id} was given when the call referred to something else: a person is asked` });
@@ -238,7 +238,7 @@ async function validateAndRoute(envelope: RequestEnvelope, session: Session, dep
       confirmAndRoute(tool, envelope, session, deps, ctx, audit, state, risk, { handle, keepaliveMs: calls.keepaliveMs }),
     );
   }
-  return confirmAndRoute(tool, envelope, session, deps, ctx, audit, state, risk);
+  return confirmAndRoute(tool, envelope, session, deps, ctx, audit, state, risk, undefined, send);
 }
 
 /** The risk as decided once for this call (before any person was asked). */
@@ -246,7 +246,7 @@ function riskNow(tool: ToolEntry, envelope: RequestEnvelope, session: Session, d
   return riskOf(tool, session, envelope.payload.arguments, deps.pluginConfig?.(tool.owner), deps.allowAfterExternal);
 }
 
-async function confirmAndRoute(tool: ToolEntry, envelope: RequestEnvelope, session: Session, deps: PipelineDeps, ctx: ResponseContext, audit: RequestTrail, state: CallState | null, risk: 'low' | 'high', call?: { handle: CallHandle; keepaliveMs: number }): Promise<Answer> {
+async function confirmAndRoute(tool: ToolEntry, envelope: RequestEnvelope, session: Session, deps: PipelineDeps, ctx: ResponseContext, audit: RequestTrail, state: CallState | null, risk: 'low' | 'high', call?: { handle: CallHandle; keepaliveMs: number }, send?: Send): Promise<Answer> {
   // Stage 5: high-risk tools wait for a person.
   const denied = await confirm(tool, envelope, session, deps.confirmations, (id) =>
     note(audit, ctx, 'confirm', 'pending', { reason: `awaiting user confirmation ${id}` }),
@@ -258,18 +258,23 @@ async function confirmAndRoute(tool: ToolEntry, envelope: RequestEnvelope, sessi
     return reject(audit, ctx, 'confirm', pipelineError('STATE_CHANGED', `What this ${tool.name} call refers to changed after the person approved it; nothing ran. Call it again to ask them about what it refers to now.`, true, { stage: 5 }));
   }
   if (risk === 'high') pass(audit, ctx, 'confirm');
-  return routeToOwner(tool, envelope, session, deps, ctx, audit);
+  return routeToOwner(tool, envelope, session, deps, ctx, audit, send);
 }
 
-/** Stage 6: route to the owner. */
-async function routeToOwner(tool: ToolEntry, envelope: RequestEnvelope, session: Session, deps: PipelineDeps, ctx: ResponseContext, audit: RequestTrail): Promise<Answer> {
-  const unauditedNow = auditUnavailable(tool.owner, deps.audit);
+/**
+ * Stage 6: route to the owner. `send` reaches the caller before the answer: a core tool
+ * that runs long (run_program) tells its `ipc` to keep waiting (the interim frame a
+ * pending confirmation uses).
+ */
+async function routeToOwner(tool: ToolEntry, envelope: RequestEnvelope, session: Session, deps: PipelineDeps, ctx: ResponseContext, audit: RequestTrail, send?: Send): Promise<Answer> {
+  const unauditedNow = auditUnavailable(tool, deps.audit);
   if (unauditedNow) return reject(audit, ctx, 'route', unauditedNow);
   const files = await attachFiles(tool, envelope.payload.arguments, session, deps.files);
   if ('error' in files) return reject(audit, ctx, 'route', files.error, files.detail);
   if (files.attached.length > 0) envelope = { ...envelope, payload: { ...envelope.payload, arguments: files.args as RequestEnvelope['payload']['arguments'] } };
   note(audit, ctx, 'route', 'routed', { reason: `to ${tool.owner}${files.attached.length > 0 ? `; files: ${files.attached.join(', ')}` : ''}` });
-  const routed = await route(tool, envelope, session, deps.route);
+  const keepWaiting = (ms: number): void => void send?.(Buffer.from(JSON.stringify({ correlation: envelope.correlation, pending: { running: tool.name, wait_ms: ms } }))).catch(() => undefined);
+  const routed = await route(tool, envelope, session, deps.route, keepWaiting);
   if ('error' in routed) {
     note(audit, ctx, 'handler', 'error', {
       source: tool.owner,
@@ -285,9 +290,10 @@ async function routeToOwner(tool: ToolEntry, envelope: RequestEnvelope, session:
 
 /**
  * No unaudited action: while the audit file cannot be written, a call that would reach a
- * plugin's handler is refused (retriable). The core's own read-only intrinsics still answer.
+ * plugin's handler, or a core tool that acts, is refused (retriable). The core's own
+ * read-only intrinsics still answer.
  */
-function auditUnavailable(owner: string, log: AuditLog): ErrorPayload | null {
-  if (owner === 'core' || log.writable) return null;
+function auditUnavailable(tool: ToolEntry, log: AuditLog): ErrorPayload | null {
+  if ((tool.owner === 'core' && !tool.acts) || log.writable) return null;
   return pipelineError('AUDIT_UNAVAILABLE', 'The audit log cannot be written right now; nothing was done. Try again later.', true, { stage: 6, retry_after: 5 });
 }

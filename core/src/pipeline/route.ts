@@ -6,7 +6,7 @@ import { runIntrinsic } from '../intrinsics/intrinsics.js';
 import type { ToolCatalog } from '../plugins/catalog.js';
 import type { ToolEntry } from '../plugins/discovery.js';
 import type { PluginHostLink } from '../plugins/host-link.js';
-import { pipelineError, PLUGIN_ERROR_MESSAGE, RESERVED_CODES, type ErrorPayload } from '../protocol/errors.js';
+import { pipelineError, PLUGIN_ERROR_MESSAGE, RESERVED_CODES, ToolFailure, type ErrorPayload } from '../protocol/errors.js';
 import type { RequestEnvelope } from '../protocol/envelope.js';
 
 export const MAX_RESPONSE_BYTES = 1024 * 1024;
@@ -50,10 +50,16 @@ function checkResult(source: string, result: unknown): Routed {
   return { source, result };
 }
 
-export async function route(tool: ToolEntry, envelope: RequestEnvelope, session: Session, deps: RouteDeps): Promise<Routed> {
+/**
+ * `keepWaiting`: tells the caller the answer may take this long yet (a core tool that runs
+ * longer than `ipc` waits by default: run_program).
+ */
+export async function route(tool: ToolEntry, envelope: RequestEnvelope, session: Session, deps: RouteDeps, keepWaiting: (ms: number) => void = () => undefined): Promise<Routed> {
   if (tool.owner === 'core') {
     try {
-      return checkResult('core', runIntrinsic(tool.name, envelope.payload.arguments, session, deps.intrinsics));
+      const answer = await runIntrinsic(tool.name, envelope.payload.arguments, session, deps.intrinsics, { correlation: envelope.correlation, keepWaiting });
+      if (answer instanceof ToolFailure) return { source: 'core', error: answer.error, ...(answer.detail ? { detail: answer.detail } : {}) };
+      return checkResult('core', answer);
     } catch (err) {
       return crash('core', (err as Error).stack ?? String(err));
     }

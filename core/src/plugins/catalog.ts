@@ -31,6 +31,8 @@ interface PluginRecord {
 export class ToolCatalog {
   private readonly tools = new Map<string, ToolEntry>();
   private readonly plugins = new Map<string, PluginRecord>();
+  /** Core tools whose service this core does not have (run_program without Docker): known, not offered. */
+  private readonly coreOff = new Set<string>();
 
   constructor(intrinsics: ToolEntry[], discovered: DiscoveredPlugin[], rejected: RejectedPlugin[]) {
     for (const tool of intrinsics) this.tools.set(tool.name, tool);
@@ -46,6 +48,12 @@ export class ToolCatalog {
     const tool = this.tools.get(name);
     if (!tool || tool.owner === 'core') return tool;
     return this.plugins.get(tool.owner)?.state === 'failed' ? undefined : tool;
+  }
+
+  /** Offers a core tool to agents (list_tools, skills) or stops offering it; calls of one not offered get its own error. */
+  offerCoreTool(name: string, offered: boolean): void {
+    if (offered) this.coreOff.delete(name);
+    else this.coreOff.add(name);
   }
 
   state(plugin: string): PluginState | undefined {
@@ -124,10 +132,10 @@ export class ToolCatalog {
     return health;
   }
 
-  /** What an agent may call now: intrinsics and the tools of healthy plugins. */
+  /** What an agent may call now: the intrinsics offered and the tools of healthy plugins. */
   available(): ToolSummary[] {
     return [...this.tools.values()]
-      .filter((t) => t.owner === 'core' || this.plugins.get(t.owner)?.state === 'healthy')
+      .filter((t) => (t.owner === 'core' ? !this.coreOff.has(t.name) : this.plugins.get(t.owner)?.state === 'healthy'))
       .map(({ name, description, risk_level, arguments_schema }) => ({ name, description, risk_level, arguments_schema }));
   }
 }

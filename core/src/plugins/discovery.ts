@@ -24,6 +24,11 @@ export interface ToolEntry {
   arguments_schema: JsonObject;
   /** Plugin directory name, or "core" for intrinsics. */
   owner: string;
+  /**
+   * A core tool that acts (run_program): unlike the read-only intrinsics it follows the
+   * group's `tools` allow-list and is refused while the audit log cannot be written.
+   */
+  acts?: boolean;
   validate: ValidateFunction;
 }
 
@@ -49,7 +54,7 @@ const validateManifest = defaultAjv.compile(manifestSchema);
 
 /** Compiles a tool's schema. Each discovery passes its own ajv, so schema $ids never collide across runs. */
 export function compileTool(
-  decl: Pick<ToolEntry, 'name' | 'description' | 'risk_level' | 'task_run_risk_level' | 'file_arguments' | 'describe' | 'low_risk_recipients' | 'untrusted_output' | 'external_effect' | 'reply' | 'arguments_schema'>,
+  decl: Pick<ToolEntry, 'name' | 'description' | 'risk_level' | 'task_run_risk_level' | 'file_arguments' | 'describe' | 'low_risk_recipients' | 'untrusted_output' | 'external_effect' | 'reply' | 'arguments_schema' | 'acts'>,
   owner: string,
   ajv: Ajv = defaultAjv,
 ): ToolEntry {

@@ -73,3 +73,15 @@ export class StartupError extends Error {
     this.name = 'StartupError';
   }
 }
+
+/**
+ * A core tool's answer when it could not do what was asked: an error as a value, never
+ * thrown (route.ts answers it as the tool's error; `detail` goes to the audit log only).
+ * Codes are the tool's own (e.g. RUN_BUSY, SANDBOX_UNAVAILABLE), or VALIDATION_FAILED.
+ */
+export class ToolFailure {
+  constructor(
+    readonly error: ErrorPayload,
+    readonly detail?: string,
+  ) {}
+}

@@ -27,6 +27,15 @@ describe('GroupAuthorizer.mayUse', () => {
     expect(auth.mayUse('locked', echo)).toBe(false);
   });
 
+  it('lets a core tool that acts (run_program) follow the group\'s tool list, never its plugin list', () => {
+    const runs = { ...tool('run_program', 'core'), acts: true };
+    const auth = new GroupAuthorizer(parseConfig({ groups: { kids: { tools: ['echo'] }, main: { tools: ['*'], plugins: [] }, named: { tools: ['run_program'], plugins: [] } } }));
+    expect(auth.mayUse('kids', runs)).toBe(false);
+    expect(auth.mayUse('kids', intrinsic)).toBe(true);
+    expect(auth.mayUse('main', runs)).toBe(true);
+    expect(auth.mayUse('named', runs)).toBe(true);
+  });
+
   it('follows a group allow-list of tool names', () => {
     const auth = new GroupAuthorizer(parseConfig({ groups: { kids: { tools: ['echo'] } } }));
     expect(auth.mayUse('kids', echo)).toBe(true);

@@ -34,6 +34,7 @@ const DEFAULTS = {
   sessions: { requests_per_minute: 1200, burst: 200, bytes_per_minute: 16_777_216, burst_bytes: 2_097_152, refusals_per_minute: 600, max_in_flight: 32, max_connections: 64, reply_high_water_mark: 4, reply_timeout_ms: 10_000 },
   conversation: { keep_days: 30, keep_messages: 200, keep_kb: 512, brief_messages: 20, brief_chars: 8000 },
   backups: { schedule: 'daily', at: '03:30', keep: 7 },
+  sandbox: { image: 'carapace-sandbox:latest', runtime: 'agents', memory_mb: 512, cpus: 1, pids: 128, timeout_s: 300, idle_minutes: 15 },
 };
 
 describe('parseConfig', () => {
@@ -125,6 +126,13 @@ describe('parseConfig', () => {
     expect(startupError(() => parseConfig({ backups: { at: '24:00' } })).message).toContain('backups.at');
     expect(startupError(() => parseConfig({ backups: { schedule: 'hourly' } })).message).toContain('backups.schedule');
     expect(startupError(() => parseConfig({ backups: { keep: 0 } })).message).toContain('backups.keep');
+  });
+
+  it('takes the sandbox programs run in: image, runtime (the agents\' by default), limits; refuses what it does not know', () => {
+    expect(parseConfig({ sandbox: { runtime: 'runc', memory_mb: 1024, timeout_s: 60, idle_minutes: 5 } }).sandbox).toEqual({ image: 'carapace-sandbox:latest', runtime: 'runc', memory_mb: 1024, cpus: 1, pids: 128, timeout_s: 60, idle_minutes: 5 });
+    expect(startupError(() => parseConfig({ sandbox: { runtime: 'kata' } })).message).toContain('sandbox.runtime');
+    expect(startupError(() => parseConfig({ sandbox: { timeout_s: 301 } })).message).toContain('sandbox.timeout_s');
+    expect(startupError(() => parseConfig({ sandbox: { network: true } })).message).toContain('sandbox');
   });
 });
 

@@ -1,0 +1,126 @@
+// run_program from call to answer: the arguments checked (run-program-tool.ts), the
+// session's warm sandbox leased (warm-sandboxes.ts), the run (run-exec.ts), its files taken
+// from /out (collect-outputs.ts) and written into the workspace under runs/<run-id>/
+// (write-outputs.ts), the answer, and one audit entry (run-audit.ts).
+import { randomBytes } from 'node:crypto';
+import type Docker from 'dockerode';
+import type { AuditLog } from '../audit/audit-log.js';
+import type { Session } from '../boundary/session-table.js';
+import type { CallContext, ProgramRunner } from '../intrinsics/intrinsics.js';
+import type { JsonObject } from '../protocol/envelope.js';
+import { ToolFailure } from '../protocol/errors.js';
+import { collectOutputs, type Collected } from './collect-outputs.js';
+import { execRun, type ExecOutcome, type RunCommand } from './run-exec.js';
+import { auditRun, programDigest, type RunAnswer } from './run-audit.js';
+import { runCommand } from './run-program-tool.js';
+import { sandboxError, type Lease, type WarmSandboxes } from './warm-sandboxes.js';
+import { writeOutputs } from './write-outputs.js';
+
+/** Beyond the run's timeout, how long the caller is told its answer may take (files, a cold start). */
+const ANSWER_MARGIN_MS = 60_000;
+
+export interface ProgramRunsDeps {
+  docker: Docker;
+  audit: AuditLog;
+  sandboxes: WarmSandboxes;
+  /** carapace.json's sandbox.timeout_s and memory_mb (for what a run is told). */
+  maxTimeoutS: number;
+  memoryMb: number;
+}
+
+/** 20261127-223001-3fa9c2: sortable, short enough to type, unguessable enough not to collide. */
+export function newRunId(now = new Date()): string {
+  const stamp = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
+  return `${stamp}-${randomBytes(3).toString('hex')}`;
+}
+
+function noteFor(outcome: ExecOutcome, cmd: RunCommand, memoryMb: number): string | undefined {
+  switch (outcome.killed) {
+    case 'timeout':
+      return `killed at its timeout (${cmd.timeoutS} s)`;
+    case 'output_limit':
+      return 'killed: it wrote more than 4 MB on stdout and stderr';
+    case 'sandbox_stopped':
+      return `the sandbox stopped: the run passed its memory (${memoryMb} MB) or process limit; the next run starts a new sandbox`;
+    default:
+      return outcome.exitCode === 137 ? `killed (SIGKILL): usually its memory limit (${memoryMb} MB)` : undefined;
+  }
+}
+
+export class ProgramRuns implements ProgramRunner {
+  constructor(private readonly deps: ProgramRunsDeps) {}
+
+  async run(args: JsonObject, session: Session, call: CallContext): Promise<RunAnswer | ToolFailure> {
+    const cmd = runCommand(args, this.deps.maxTimeoutS);
+    if (cmd instanceof ToolFailure) return cmd;
+    const agent = session.container;
+    if (!agent) return sandboxError('SANDBOX_UNAVAILABLE', "run_program needs the agent's own container (a run's files come back into its workspace)", false);
+    call.keepWaiting(cmd.timeoutS * 1000 + ANSWER_MARGIN_MS);
+    const runId = newRunId();
+    let lease = await this.deps.sandboxes.lease(session.id, session.group);
+    if (lease instanceof ToolFailure) return lease;
+    let ran = await this.attempt(lease, cmd);
+    if (ran instanceof Error && !lease.cold) {
+      // A warm sandbox that stopped while idle: once more in a new one.
+      lease.release(false);
+      lease = await this.deps.sandboxes.lease(session.id, session.group);
+      if (lease instanceof ToolFailure) return lease;
+      ran = await this.attempt(lease, cmd);
+    }
+    if (ran instanceof Error) {
+      lease.release(false);
+      return sandboxError('SANDBOX_UNAVAILABLE', 'the program could not be started in the sandbox; try again', true, {}, ran.message);
+    }
+    const { outcome, collected, program } = ran;
+    lease.release(!outcome.lost);
+    const written = collected.files.length > 0 ? await writeOutputs(this.deps.docker, agent, runId, collected.files) : { ok: true as const };
+    const answer = this.answer(runId, cmd, outcome, collected, written);
+    auditRun(this.deps.audit, session, call.correlation, { runId, command: cmd, program, sandbox: { container: lease.id.slice(0, 12), runtime: lease.runtime, cold: lease.cold }, answer });
+    return answer;
+  }
+
+  /** The run and what it left in /out; an Error when it could not start at all. */
+  private async attempt(lease: Lease, cmd: RunCommand): Promise<{ outcome: ExecOutcome; collected: Collected; program: Awaited<ReturnType<typeof programDigest>> } | Error> {
+    const { docker } = this.deps;
+    const remove = (): Promise<void> => docker.getContainer(lease.id).remove({ force: true, v: true }).catch(() => undefined);
+    const digest = programDigest(docker, lease.id, cmd.program);
+    try {
+      const outcome = await execRun(docker, lease.id, cmd, remove);
+      const collected = outcome.lost ? { files: [], refused: [], refusedCount: 0 } : await collectOutputs(docker, lease.id);
+      return { outcome, collected, program: await digest };
+    } catch (err) {
+      await digest;
+      return err instanceof Error ? err : new Error(String(err));
+    }
+  }
+
+  private answer(runId: string, cmd: RunCommand, outcome: ExecOutcome, collected: Collected, written: Awaited<ReturnType<typeof writeOutputs>>): RunAnswer {
+    const stdout = outcome.stdout.result();
+    const stderr = outcome.stderr.result();
+    const refused = [...collected.refused];
+    let refusedCount = collected.refusedCount;
+    const outputs = written.ok ? collected.files.map((f) => ({ path: `runs/${runId}/${f.name}`, bytes: f.bytes.length })) : [];
+    if (!written.ok) {
+      refusedCount += collected.files.length;
+      refused.unshift(...collected.files.map((f) => ({ name: f.name, reason: written.reason })));
+    }
+    const note = noteFor(outcome, cmd, this.deps.memoryMb);
+    return {
+      run_id: runId,
+      exit_code: outcome.exitCode,
+      timed_out: outcome.killed === 'timeout',
+      killed: outcome.killed,
+      ...(note ? { note } : {}),
+      duration_ms: outcome.durationMs,
+      stdout: stdout.text,
+      stderr: stderr.text,
+      stdout_cut_bytes: stdout.cut,
+      stderr_cut_bytes: stderr.cut,
+      stdout_bytes: outcome.stdout.total,
+      stderr_bytes: outcome.stderr.total,
+      outputs,
+      refused_outputs: refused.slice(0, 20),
+      refused_count: refusedCount,
+    };
+  }
+}

@@ -1,0 +1,104 @@
+// Every run in the audit log (Activity): what ran (the program, with its size and SHA-256
+// as the sandbox saw it when the run started, the interpreter, how many arguments), how it
+// ended (exit code, timed out, what limit killed it, how long), what it printed (bytes),
+// and what came back or was refused (names, sizes). Arguments' values are not written:
+// the program's own output is what a person looks at.
+import { createHash } from 'node:crypto';
+import type Docker from 'dockerode';
+import tar from 'tar-stream';
+import type { AuditLog } from '../audit/audit-log.js';
+import type { Session } from '../boundary/session-table.js';
+import { WORKSPACE_DIR } from './container-spec.js';
+import type { RunCommand } from './run-exec.js';
+
+/** A program larger than this is still run; its digest is not taken. */
+const DIGEST_MAX_BYTES = 8 * 1024 * 1024;
+
+export interface RunRecord {
+  runId: string;
+  command: RunCommand;
+  program: { bytes: number; sha256: string } | null;
+  sandbox: { container: string; runtime: string; cold: boolean };
+  answer: RunAnswer;
+}
+
+export interface RunAnswer {
+  run_id: string;
+  exit_code: number | null;
+  timed_out: boolean;
+  killed: null | 'timeout' | 'output_limit' | 'sandbox_stopped';
+  note?: string;
+  duration_ms: number;
+  stdout: string;
+  stderr: string;
+  stdout_cut_bytes: number;
+  stderr_cut_bytes: number;
+  stdout_bytes: number;
+  stderr_bytes: number;
+  outputs: { path: string; bytes: number }[];
+  refused_outputs: { name: string; reason: string }[];
+  refused_count: number;
+}
+
+/** The program file as the sandbox has it (the engine's archive API, from its read-only /workspace): size and SHA-256. */
+export async function programDigest(docker: Docker, container: string, program: string): Promise<{ bytes: number; sha256: string } | null> {
+  let archive: NodeJS.ReadableStream;
+  try {
+    archive = (await docker.getContainer(container).getArchive({ path: `${WORKSPACE_DIR}/${program}` })) as NodeJS.ReadableStream;
+  } catch {
+    return null;
+  }
+  const extract = tar.extract();
+  archive.pipe(extract);
+  try {
+    for await (const entry of extract) {
+      const { type, size = 0 } = entry.header;
+      if (type !== 'file' || size > DIGEST_MAX_BYTES) {
+        entry.resume();
+        return null;
+      }
+      const hash = createHash('sha256');
+      for await (const chunk of entry as AsyncIterable<Buffer>) hash.update(chunk);
+      return { bytes: size, sha256: hash.digest('hex') };
+    }
+    return null;
+  } catch {
+    return null;
+  } finally {
+    extract.destroy();
+    (archive as NodeJS.ReadableStream & { destroy?(): void }).destroy?.();
+  }
+}
+
+function kb(bytes: number): string {
+  return bytes < 1024 ? `${bytes} B` : `${(bytes / 1024).toFixed(1)} KB`;
+}
+
+export function auditRun(audit: AuditLog, session: Session, correlation: string, record: RunRecord): void {
+  const { answer, command } = record;
+  const ended = answer.killed === 'timeout' ? `killed at its timeout (${command.timeoutS} s)` : answer.killed === 'output_limit' ? 'killed: too much output' : answer.killed === 'sandbox_stopped' ? 'the sandbox stopped (memory or process limit)' : `exit ${answer.exit_code}`;
+  const outputs = answer.outputs.map((o) => `${o.path} (${kb(o.bytes)})`).join(', ');
+  const refused = answer.refused_count > 0 ? `; ${answer.refused_count} refused` : '';
+  const reason = `run ${answer.run_id}: ${command.interpreter} ${command.program} (${command.args.length} argument${command.args.length === 1 ? '' : 's'}), ${ended} after ${answer.duration_ms} ms; ${answer.outputs.length} output${answer.outputs.length === 1 ? '' : 's'}${outputs ? `: ${outputs}` : ''}${refused}`;
+  const code = answer.timed_out ? 'RUN_TIMEOUT' : answer.killed ? 'RUN_KILLED' : answer.refused_count > 0 ? 'RUN_OUTPUT_REFUSED' : undefined;
+  const detail = {
+    run_id: answer.run_id,
+    program: command.program,
+    program_bytes: record.program?.bytes ?? null,
+    program_sha256: record.program?.sha256 ?? null,
+    interpreter: command.interpreter,
+    args_count: command.args.length,
+    timeout_s: command.timeoutS,
+    exit_code: answer.exit_code,
+    timed_out: answer.timed_out,
+    killed: answer.killed,
+    duration_ms: answer.duration_ms,
+    stdout_bytes: answer.stdout_bytes,
+    stderr_bytes: answer.stderr_bytes,
+    outputs: answer.outputs,
+    refused_outputs: answer.refused_outputs,
+    refused_count: answer.refused_count,
+    sandbox: record.sandbox,
+  };
+  audit.record({ group: session.group, session: session.id, source: 'core', topic: 'tool.invoke.run_program', correlation, stage: 'handler', outcome: code ? 'error' : 'ok', ...(code ? { code } : {}), duration_ms: answer.duration_ms, reason, detail: JSON.stringify(detail) });
+}

@@ -1,0 +1,169 @@
+// One run in a session's sandbox: a `docker exec` as uid 1000 of a small wrapper that
+// empties /out, runs the program under coreutils `timeout -s KILL`, then kills whatever
+// the run left behind. The core holds the other end of each limit:
+// - wall time: an exec that outlives its timeout by OUTLIVE_GRACE_MS gets its sandbox
+//   removed (a run that hid from `timeout` ends with it);
+// - output: stdout and stderr kept to their bound (bounded-output.ts); a run that writes
+//   more than MAX_STREAM_BYTES in all is killed at once (`kill -9 -1` as uid 1000: every
+//   process of the run, never the sandbox's own, which run as another user);
+// - memory and processes: the engine's; under runsc the whole sandbox stops at them,
+//   which the run reports (`sandbox_stopped`).
+import { PassThrough } from 'node:stream';
+import type Docker from 'dockerode';
+import { BoundedOutput } from './bounded-output.js';
+import { OUT_DIR, RUN_USER, WORKSPACE_DIR } from './container-spec.js';
+
+/** A run writing more than this on stdout and stderr together is killed. */
+export const MAX_STREAM_BYTES = 4 * 1024 * 1024;
+/** How long past its timeout an exec may last before the core removes its sandbox. */
+export const OUTLIVE_GRACE_MS = 3000;
+/** How long a kill (the output bound) may take before the core removes the sandbox instead. */
+const KILL_GRACE_MS = 5000;
+
+/** $1: seconds; $2...: interpreter, program, arguments. */
+const WRAPPER = [
+  't=$1; shift',
+  // An earlier run's leftovers (uid 1000's processes only), and its files in /out.
+  'kill -9 -1 2>/dev/null',
+  `rm -rf ${OUT_DIR}/* ${OUT_DIR}/.[!.]* ${OUT_DIR}/..?* 2>/dev/null`,
+  // Matplotlib's font cache, built into the image (Dockerfile.sandbox).
+  '[ -d /tmp/matplotlib ] || cp -r /usr/local/share/carapace-matplotlib /tmp/matplotlib 2>/dev/null',
+  'timeout -s KILL "$t" "$@"',
+  'code=$?',
+  'kill -9 -1 2>/dev/null',
+  'exit $code',
+].join('\n');
+
+const SWEEP = 'kill -9 -1 2>/dev/null; kill -9 -1 2>/dev/null; exit 0';
+
+export interface RunCommand {
+  interpreter: 'python3' | 'node' | 'sh';
+  /** Relative to the workspace, normalized (run-program-tool.ts). */
+  program: string;
+  args: string[];
+  timeoutS: number;
+}
+
+export type Killed = null | 'timeout' | 'output_limit' | 'sandbox_stopped';
+
+export interface ExecOutcome {
+  exitCode: number | null;
+  durationMs: number;
+  stdout: BoundedOutput;
+  stderr: BoundedOutput;
+  killed: Killed;
+  /** The sandbox is gone or stopped: it cannot be kept warm. */
+  lost: boolean;
+}
+
+/** The streams of an exec started with `hijack`, ended once the exec's output ends. */
+async function attach(docker: Docker, exec: Docker.Exec, stdin: Buffer | null): Promise<{ stream: NodeJS.ReadWriteStream; stdout: PassThrough; stderr: PassThrough; ended: Promise<void> }> {
+  const stream = (await exec.start({ hijack: true, stdin: stdin !== null })) as NodeJS.ReadWriteStream;
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  docker.modem.demuxStream(stream, stdout, stderr);
+  const ended = new Promise<void>((resolve) => {
+    stream.on('end', resolve);
+    stream.on('close', resolve);
+    stream.on('error', () => resolve());
+  });
+  if (stdin !== null) {
+    stream.write(stdin);
+    stream.end();
+  }
+  return { stream, stdout, stderr, ended };
+}
+
+/** Kills every process of uid 1000 in the sandbox; false if that could not be made sure of (the caller removes the sandbox). */
+export async function sweep(docker: Docker, id: string): Promise<boolean> {
+  try {
+    const exec = await docker.getContainer(id).exec({ Cmd: ['sh', '-c', SWEEP], User: RUN_USER, AttachStdout: true, AttachStderr: true });
+    const { ended, stdout, stderr, stream } = await attach(docker, exec, null);
+    stdout.resume();
+    stderr.resume();
+    let timer: NodeJS.Timeout | undefined;
+    const inTime = await Promise.race([ended.then(() => true), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), KILL_GRACE_MS)))]);
+    clearTimeout(timer);
+    if (!inTime) {
+      (stream as NodeJS.ReadWriteStream & { destroy(): void }).destroy();
+      return false;
+    }
+    return (await exec.inspect()).ExitCode === 0;
+  } catch {
+    return false;
+  }
+}
+
+export async function execRun(docker: Docker, id: string, cmd: RunCommand, remove: () => Promise<void>): Promise<ExecOutcome> {
+  const container = docker.getContainer(id);
+  const exec = await container.exec({
+    Cmd: ['sh', '-c', WRAPPER, 'carapace-run', String(cmd.timeoutS), cmd.interpreter, `${WORKSPACE_DIR}/${cmd.program}`, ...cmd.args],
+    User: RUN_USER,
+    WorkingDir: WORKSPACE_DIR,
+    Env: [`OUT=${OUT_DIR}`],
+    AttachStdout: true,
+    AttachStderr: true,
+  });
+  const started = performance.now();
+  const { stdout, stderr, ended } = await attach(docker, exec, null);
+  const out = new BoundedOutput();
+  const err = new BoundedOutput();
+  let killed: Killed = null;
+  let lost = false;
+  const flooded = (): void => {
+    if (killed !== null || out.total + err.total <= MAX_STREAM_BYTES) return;
+    killed = 'output_limit';
+    void sweep(docker, id).then(async (ok) => {
+      if (ok) return;
+      lost = true;
+      await remove();
+    });
+  };
+  stdout.on('data', (chunk: Buffer) => {
+    out.push(chunk);
+    flooded();
+  });
+  stderr.on('data', (chunk: Buffer) => {
+    err.push(chunk);
+    flooded();
+  });
+  const deadline = setTimeout(() => {
+    killed = 'timeout';
+    lost = true;
+    void remove();
+  }, cmd.timeoutS * 1000 + OUTLIVE_GRACE_MS);
+  await ended;
+  clearTimeout(deadline);
+  const durationMs = Math.round(performance.now() - started);
+  const exitCode = lost ? null : ((await exec.inspect().catch(() => null))?.ExitCode ?? null);
+  // `timeout -s KILL` answers 137 when it killed the program at the deadline.
+  if (killed === null && exitCode === 137 && durationMs >= cmd.timeoutS * 1000 - 50) killed = 'timeout';
+  if (!lost && (exitCode === null || exitCode >= 126)) {
+    const running = await container.inspect().then((i) => i.State.Running, () => false);
+    if (!running) {
+      lost = true;
+      if (killed === null) killed = 'sandbox_stopped';
+    }
+  }
+  return { exitCode, durationMs, stdout: out, stderr: err, killed, lost };
+}
+
+/**
+ * Runs `cmd` in a container as uid 1000 with `input` on its stdin (write-outputs.ts):
+ * its exit code (null if it did not end in `timeoutMs`) and the end of its stderr.
+ */
+export async function execWithInput(docker: Docker, id: string, cmd: string[], input: Buffer, timeoutMs: number): Promise<{ exitCode: number | null; stderr: string }> {
+  const exec = await docker.getContainer(id).exec({ Cmd: cmd, User: RUN_USER, AttachStdin: true, AttachStdout: true, AttachStderr: true });
+  const { stream, stdout, stderr, ended } = await attach(docker, exec, input);
+  let tail = '';
+  stdout.resume();
+  stderr.on('data', (chunk: Buffer) => (tail = (tail + chunk.toString('utf8')).slice(-1000)));
+  let timer: NodeJS.Timeout | undefined;
+  const inTime = await Promise.race([ended.then(() => true), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)))]);
+  clearTimeout(timer);
+  if (!inTime) {
+    (stream as NodeJS.ReadWriteStream & { destroy(): void }).destroy();
+    return { exitCode: null, stderr: tail };
+  }
+  return { exitCode: (await exec.inspect()).ExitCode ?? null, stderr: tail };
+}

@@ -1,0 +1,193 @@
+// One warm sandbox per session: created and started by the session's first run, reused by
+// its later runs (each a `docker exec`), removed when the session ends (agent teardown,
+// quarantine, the core stopping) or after `idle_minutes` without a run. One run at a time
+// per session: a second one while a run holds the sandbox is refused (RUN_BUSY), not queued.
+import type Docker from 'dockerode';
+import { ToolFailure, type ErrorPayload } from '../protocol/errors.js';
+import { sandboxCreateOptions, type SandboxSpec } from './container-spec.js';
+
+export interface WarmSandboxesDeps {
+  docker: Docker;
+  image: string;
+  instance: string;
+  limits: SandboxSpec['limits'];
+  idleMs: number;
+  /** The OCI runtime sandboxes get, or why none can be had. */
+  runtime(): Promise<'runsc' | 'runc' | ToolFailure>;
+  /** The group's workspace, as the agent has it (its volume or host folder). */
+  workspace(group: string): Promise<SandboxSpec['workspace']>;
+  /**
+   * Kills whatever a run left in a sandbox (run-exec.ts `sweep`); false if that could not be
+   * made sure of. Done SWEEP_AFTER_MS after each run unless another run starts first (whose
+   * own wrapper begins with the same), so nothing of a run outlives it by much.
+   */
+  sweep(id: string): Promise<boolean>;
+  /** Said to the audit log: a sandbox removed for what a run left in it. */
+  report(session: string, group: string, reason: string): void;
+}
+
+const SWEEP_AFTER_MS = 1000;
+
+/** A session's sandbox, held for one run. */
+export interface Lease {
+  id: string;
+  /** Created for this run (false: a warm one reused). */
+  cold: boolean;
+  runtime: 'runsc' | 'runc';
+  /** The run is over: `keep` the sandbox warm, or remove it (it stopped, or a run outlived its limit in it). */
+  release(keep: boolean): void;
+}
+
+interface Warm {
+  group: string;
+  id: string | null;
+  runtime: 'runsc' | 'runc' | null;
+  busy: boolean;
+  idle: NodeJS.Timeout | null;
+  /** The session ended while the sandbox was being made: it is removed once made. */
+  ended: boolean;
+  /** The sweep after the last run, pending; the next run starts after it. */
+  sweep: NodeJS.Timeout | null;
+  settling: Promise<void> | null;
+}
+
+export function sandboxError(code: 'SANDBOX_UNAVAILABLE' | 'RUN_BUSY', message: string, retriable: boolean, extra: Partial<ErrorPayload> = {}, detail?: string): ToolFailure {
+  return new ToolFailure({ code, message, retriable, stage: 6, ...extra }, detail);
+}
+
+export class WarmSandboxes {
+  private readonly warm = new Map<string, Warm>();
+  private stopped = false;
+
+  constructor(private readonly deps: WarmSandboxesDeps) {}
+
+  /** The session's sandbox for one run: the warm one, or a new one. */
+  async lease(session: string, group: string): Promise<Lease | ToolFailure> {
+    if (this.stopped) return sandboxError('SANDBOX_UNAVAILABLE', 'the core is stopping: no program can run now', true);
+    let warm = this.warm.get(session);
+    if (warm?.busy) return sandboxError('RUN_BUSY', 'another run of this session is still going: one run at a time (wait for its answer, then try again)', true, { retry_after: 1 });
+    if (!warm) {
+      warm = { group, id: null, runtime: null, busy: true, idle: null, ended: false, sweep: null, settling: null };
+      this.warm.set(session, warm);
+    }
+    warm.busy = true;
+    if (warm.idle) clearTimeout(warm.idle);
+    if (warm.sweep) clearTimeout(warm.sweep);
+    warm.idle = warm.sweep = null;
+    const held = warm;
+    // A sweep already going: this run starts after it (and finds a new sandbox if it failed).
+    if (held.settling) await held.settling;
+    if (held.ended) return sandboxError('SANDBOX_UNAVAILABLE', 'the session ended', false);
+    let cold = false;
+    if (held.id === null) {
+      const made = await this.create(session, group).catch((err: unknown) => sandboxError('SANDBOX_UNAVAILABLE', 'the sandbox could not be started; try again', true, {}, String((err as Error)?.message ?? err)));
+      if (made instanceof ToolFailure) {
+        if (this.warm.get(session) === held) this.warm.delete(session);
+        return made;
+      }
+      if (held.ended || this.stopped) {
+        await this.removeContainer(made.id);
+        return sandboxError('SANDBOX_UNAVAILABLE', 'the session ended', false);
+      }
+      held.id = made.id;
+      held.runtime = made.runtime;
+      cold = true;
+    }
+    let released = false;
+    return {
+      id: held.id,
+      cold,
+      runtime: held.runtime!,
+      release: (keep) => {
+        if (released) return;
+        released = true;
+        this.release(session, held, keep);
+      },
+    };
+  }
+
+  /** The session ended: its sandbox goes (a run still going in it ends with it). */
+  async end(session: string): Promise<void> {
+    const warm = this.warm.get(session);
+    if (!warm) return;
+    warm.ended = true;
+    this.warm.delete(session);
+    if (warm.idle) clearTimeout(warm.idle);
+    if (warm.sweep) clearTimeout(warm.sweep);
+    if (warm.id) await this.removeContainer(warm.id);
+  }
+
+  /** The core stops: every sandbox goes. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await Promise.all([...this.warm.keys()].map((session) => this.end(session)));
+  }
+
+  /** The session's sandbox container now, if it has one (tests, the benchmark). */
+  containerOf(session: string): string | null {
+    return this.warm.get(session)?.id ?? null;
+  }
+
+  private release(session: string, warm: Warm, keep: boolean): void {
+    warm.busy = false;
+    if (this.warm.get(session) !== warm) return; // the session ended meanwhile: removed already
+    if (!keep || this.stopped) {
+      const id = warm.id;
+      warm.id = null;
+      if (id) void this.removeContainer(id);
+      this.warm.delete(session);
+      return;
+    }
+    warm.idle = setTimeout(() => {
+      if (this.warm.get(session) !== warm || warm.busy) return;
+      this.warm.delete(session);
+      if (warm.id) void this.removeContainer(warm.id);
+    }, this.deps.idleMs);
+    warm.idle.unref();
+    warm.sweep = setTimeout(() => {
+      warm.sweep = null;
+      const id = warm.id;
+      if (this.warm.get(session) !== warm || warm.busy || !id) return;
+      warm.settling = this.deps.sweep(id).then(async (clean) => {
+        warm.settling = null;
+        if (clean || warm.id !== id) return;
+        // Something of the run would not die: the sandbox goes, the next run gets a new one.
+        warm.id = null;
+        this.deps.report(session, warm.group, 'what a run left running in its sandbox could not be killed: the sandbox was removed');
+        await this.removeContainer(id);
+      });
+    }, SWEEP_AFTER_MS);
+    warm.sweep.unref();
+  }
+
+  private async create(session: string, group: string): Promise<{ id: string; runtime: 'runsc' | 'runc' } | ToolFailure> {
+    const runtime = await this.deps.runtime();
+    if (runtime instanceof ToolFailure) return runtime;
+    const present = await this.deps.docker.getImage(this.deps.image).inspect().then(() => true, () => false);
+    if (!present) return sandboxError('SANDBOX_UNAVAILABLE', `the sandbox image ${this.deps.image} is missing: programs cannot run until the operator builds it (make images)`, false);
+    const workspace = await this.deps.workspace(group);
+    const spec: SandboxSpec = {
+      name: `carapace-${this.deps.instance}-${group}-run-${session.slice(-6)}-${Date.now().toString(36)}`,
+      image: this.deps.image,
+      instance: this.deps.instance,
+      group,
+      session,
+      runtime,
+      workspace,
+      limits: this.deps.limits,
+    };
+    const container = await this.deps.docker.createContainer(sandboxCreateOptions(spec));
+    try {
+      await container.start();
+    } catch (err) {
+      await this.removeContainer(container.id);
+      throw err;
+    }
+    return { id: container.id, runtime };
+  }
+
+  /** Removes a sandbox and its /out volume; one already gone is fine. */
+  private async removeContainer(id: string): Promise<void> {
+    await this.deps.docker.getContainer(id).remove({ force: true, v: true }).catch(() => undefined);
+  }
+}
