@@ -19,6 +19,11 @@ export const MAX_STREAM_BYTES = 4 * 1024 * 1024;
 export const OUTLIVE_GRACE_MS = 3000;
 /** How long a kill (the output bound) may take before the core removes the sandbox instead. */
 const KILL_GRACE_MS = 5000;
+/**
+ * How often a running exec's sandbox is looked at: under runsc a sandbox that stopped (at
+ * its process limit) can leave its exec's stream open until the core ends it.
+ */
+const WATCH_MS = 1000;
 
 /** $1: seconds; $2...: interpreter, program, arguments. */
 const WRAPPER = [
@@ -105,7 +110,9 @@ export async function execRun(docker: Docker, id: string, cmd: RunCommand, remov
     AttachStderr: true,
   });
   const started = performance.now();
-  const { stdout, stderr, ended } = await attach(docker, exec, null);
+  const { stream, stdout, stderr, ended } = await attach(docker, exec, null);
+  // A removed container does not always end its exec's stream: the core ends it then.
+  const drop = (): void => (stream as NodeJS.ReadWriteStream & { destroy(): void }).destroy();
   const out = new BoundedOutput();
   const err = new BoundedOutput();
   let killed: Killed = null;
@@ -117,6 +124,7 @@ export async function execRun(docker: Docker, id: string, cmd: RunCommand, remov
       if (ok) return;
       lost = true;
       await remove();
+      drop();
     });
   };
   stdout.on('data', (chunk: Buffer) => {
@@ -130,10 +138,21 @@ export async function execRun(docker: Docker, id: string, cmd: RunCommand, remov
   const deadline = setTimeout(() => {
     killed = 'timeout';
     lost = true;
-    void remove();
+    void remove().then(drop);
   }, cmd.timeoutS * 1000 + OUTLIVE_GRACE_MS);
+  let over = false;
+  const watch = setInterval(() => {
+    void container.inspect().then((i) => i.State.Running, () => false).then((running) => {
+      if (running || over || lost) return;
+      lost = true;
+      killed ??= 'sandbox_stopped';
+      drop();
+    });
+  }, WATCH_MS);
   await ended;
+  over = true;
   clearTimeout(deadline);
+  clearInterval(watch);
   const durationMs = Math.round(performance.now() - started);
   const exitCode = lost ? null : ((await exec.inspect().catch(() => null))?.ExitCode ?? null);
   // `timeout -s KILL` answers 137 when it killed the program at the deadline.
