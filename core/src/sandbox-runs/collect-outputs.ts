@@ -64,8 +64,25 @@ async function read(entry: AsyncIterable<Buffer>, size: number): Promise<Buffer 
   return Buffer.concat(chunks);
 }
 
+/**
+ * Whether /out is empty, from the engine's stat of it (a HEAD on the archive API, ~1 ms
+ * against ~50 ms for the archive itself): /out is a tmpfs, and tmpfs gives a folder 20
+ * bytes of size per entry, "." and ".." included, so an empty one is 40. Any other answer,
+ * or none, means "look".
+ */
+export async function outIsEmpty(docker: Docker, id: string): Promise<boolean> {
+  try {
+    const res = (await docker.getContainer(id).infoArchive({ path: OUT_DIR })) as { headers?: Record<string, string | undefined> };
+    const stat = res.headers?.['x-docker-container-path-stat'];
+    return stat !== undefined && (JSON.parse(Buffer.from(stat, 'base64').toString('utf8')) as { size?: number }).size === 40;
+  } catch {
+    return false;
+  }
+}
+
 export async function collectOutputs(docker: Docker, id: string): Promise<Collected> {
   const tally = new Tally();
+  if (await outIsEmpty(docker, id)) return tally.collected;
   let archive: NodeJS.ReadableStream;
   try {
     archive = (await docker.getContainer(id).getArchive({ path: OUT_DIR })) as NodeJS.ReadableStream;

@@ -75,21 +75,27 @@ export class ProgramRuns implements ProgramRunner {
     lease.release(!outcome.lost);
     const written = collected.files.length > 0 ? await writeOutputs(this.deps.docker, agent, runId, collected.files) : { ok: true as const };
     const answer = this.answer(runId, cmd, outcome, collected, written);
-    auditRun(this.deps.audit, session, call.correlation, { runId, command: cmd, program, sandbox: { container: lease.id.slice(0, 12), runtime: lease.runtime, cold: lease.cold }, answer });
+    const sandbox = { container: lease.id.slice(0, 12), runtime: lease.runtime, cold: lease.cold };
+    // Audited once the program's digest is in (off the answer's path: it reads the file again).
+    void program.then((digest) => auditRun(this.deps.audit, session, call.correlation, { runId, command: cmd, program: digest, sandbox, answer }));
     return answer;
   }
 
-  /** The run and what it left in /out; an Error when it could not start at all. */
-  private async attempt(lease: Lease, cmd: RunCommand): Promise<{ outcome: ExecOutcome; collected: Collected; program: Awaited<ReturnType<typeof programDigest>> } | Error> {
+  /**
+   * The run and what it left in /out; an Error when it could not start at all. The program's
+   * digest (for the audit log) is read from the sandbox's read-only /workspace as the run
+   * starts, beside it: the run cannot change that file.
+   */
+  private async attempt(lease: Lease, cmd: RunCommand): Promise<{ outcome: ExecOutcome; collected: Collected; program: ReturnType<typeof programDigest> } | Error> {
     const { docker } = this.deps;
     const remove = (): Promise<void> => docker.getContainer(lease.id).remove({ force: true, v: true }).catch(() => undefined);
-    const digest = programDigest(docker, lease.id, cmd.program);
     try {
-      const outcome = await execRun(docker, lease.id, cmd, remove);
+      const running = execRun(docker, lease.id, cmd, remove);
+      const program = programDigest(docker, lease.id, cmd.program);
+      const outcome = await running;
       const collected = outcome.lost ? { files: [], refused: [], refusedCount: 0 } : await collectOutputs(docker, lease.id);
-      return { outcome, collected, program: await digest };
+      return { outcome, collected, program };
     } catch (err) {
-      await digest;
       return err instanceof Error ? err : new Error(String(err));
     }
   }

@@ -28,9 +28,10 @@ const WATCH_MS = 1000;
 /** $1: seconds; $2...: interpreter, program, arguments. */
 const WRAPPER = [
   't=$1; shift',
-  // An earlier run's leftovers (uid 1000's processes only), and its files in /out.
+  // An earlier run's leftovers (uid 1000's processes only), and its files in /out (`rm` only
+  // when there are any: each process started costs, most of all under gVisor).
   'kill -9 -1 2>/dev/null',
-  `rm -rf ${OUT_DIR}/* ${OUT_DIR}/.[!.]* ${OUT_DIR}/..?* 2>/dev/null`,
+  `for f in ${OUT_DIR}/* ${OUT_DIR}/.[!.]* ${OUT_DIR}/..?*; do if [ -e "$f" ] || [ -h "$f" ]; then rm -rf ${OUT_DIR}/* ${OUT_DIR}/.[!.]* ${OUT_DIR}/..?* 2>/dev/null; break; fi; done`,
   // Matplotlib's font cache, built into the image (Dockerfile.sandbox).
   '[ -d /tmp/matplotlib ] || cp -r /usr/local/share/carapace-matplotlib /tmp/matplotlib 2>/dev/null',
   'timeout -s KILL "$t" "$@"',

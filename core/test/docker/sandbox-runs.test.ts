@@ -9,9 +9,10 @@ import { join } from 'node:path';
 import type { AgentManager } from '../../src/agents/agent-manager.js';
 import type { DockerRuntime } from '../../src/agents/docker-runtime.js';
 import type { SandboxRuns } from '../../src/sandbox-runs/wiring.js';
-import { eventually, Stack } from '../harness.js';
+import { FileStore } from '../../src/files/file-store.js';
+import { eventually, ROOT, Stack } from '../harness.js';
 import { AGENT_RUNTIME, newAgentManager, sh as shIn, testRuntime } from '../support/agents.js';
-import { AnthropicStandIn } from '../support/anthropic-standin.js';
+import { AnthropicStandIn, toolResults, type Policy } from '../support/anthropic-standin.js';
 import { runProgram, wireRuns, writeIn } from '../support/sandbox-runs.js';
 
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
@@ -36,7 +37,7 @@ let groupsDir: string;
 const instance = `runs-${process.pid}`;
 
 beforeAll(async () => {
-  stack = await Stack.start({ plugins: ['echo'], config: { groups: { family: {}, kids: { tools: ['echo'] } } } });
+  stack = await Stack.start({ plugins: ['echo'], extraPluginDirs: { webchat: join(ROOT, 'plugins/webchat') }, config: { groups: { family: {}, kids: { tools: ['echo'] } } } });
   standIn = new AnthropicStandIn(() => [{ type: 'text', text: 'ok' }]);
   const upstream = await standIn.start();
   runtime = testRuntime();
@@ -44,6 +45,7 @@ beforeAll(async () => {
   manager = newAgentManager(stack, { upstream, apiKey: 'sk-ant-test-0000', agents: { run_timeout_ms: 60_000 }, instance, runtime, groups: ['family', 'kids'] });
   await manager.removeOrphans();
   programs = wireRuns(stack, manager, runtime, instance);
+  stack.core.acceptFiles({ read: (c, p, max) => runtime.readFile(c, p, max), store: new FileStore(join(stack.dir, 'files')) });
   await manager.enqueue('family', 'warm up').catch(() => undefined);
   ({ container: agent, session } = manager.live('family')!);
 }, 180_000);
@@ -185,6 +187,32 @@ describe('a run through the pipeline', () => {
     expect(chart.correlation).toBeTruthy();
     expect(entries.length).toBeGreaterThanOrEqual(6);
   });
+});
+
+describe('end to end', () => {
+  it('the real Claude Code writes a script, runs it with run_program and sends the chart to the web chat', async () => {
+    const quiet = standIn.policy;
+    const e2e: Policy = (request) => {
+      const done = toolResults(request);
+      if (done.length === 0) return [{ type: 'tool_use', name: 'Write', input: { file_path: '/workspace/group/scripts/e2e.py', content: CHART } }];
+      if (done.length === 1) return [{ type: 'tool_use', name: 'Bash', input: { command: `ipc tool.invoke.run_program '{"program":"scripts/e2e.py","args":["data/sales.csv"]}'` } }];
+      const chart = /runs\/[0-9-]+[0-9a-f]{6}\/chart\.png/.exec(done[1])?.[0];
+      if (done.length === 2 && chart) return [{ type: 'tool_use', name: 'Bash', input: { command: `ipc tool.invoke.send_webchat '{"recipient":"console","body":"your chart","file":"${chart}"}'` } }];
+      return [{ type: 'text', text: 'sent' }];
+    };
+    standIn.policy = e2e;
+    const before = standIn.requests.length;
+    try {
+      expect((await manager.enqueue('family', 'chart my sales and send it')).ok).toBe(true);
+    } finally {
+      standIn.policy = quiet;
+    }
+    const results = toolResults(standIn.requests.slice(before).filter((r) => r.path.startsWith('/v1/messages')).at(-1)!);
+    expect(results[1]).toMatch(/"exit_code":0/);
+    expect(results[1]).toContain('rows: 3 sum: 38');
+    expect(results[2]).toMatch(/"delivered":true/);
+    expect(results[2]).toMatch(/"name":"chart\.png","size":\d+,"type":"image\/png"/);
+  }, 180_000);
 });
 
 describe('the sandbox goes', () => {
