@@ -19,7 +19,7 @@ export class BoundedOutput {
   push(chunk: Buffer): void {
     this.total += chunk.length;
     if (this.headBytes < HEAD_BYTES) {
-      const take = chunk.subarray(0, HEAD_BYTES - this.headBytes);
+      const take = Buffer.from(chunk.subarray(0, HEAD_BYTES - this.headBytes));
       this.head.push(take);
       this.headBytes += take.length;
       chunk = chunk.subarray(take.length);

@@ -11,7 +11,8 @@ import type { JsonObject } from '../protocol/envelope.js';
 import { ToolFailure } from '../protocol/errors.js';
 import { collectOutputs, type Collected } from './collect-outputs.js';
 import { execRun, type ExecOutcome, type RunCommand } from './run-exec.js';
-import { auditRun, programDigest, type RunAnswer } from './run-audit.js';
+import { ProgramDigests, type ProgramDigest } from './program-digest.js';
+import { auditRun, type RunAnswer } from './run-audit.js';
 import { runCommand } from './run-program-tool.js';
 import { sandboxError, type Lease, type WarmSandboxes } from './warm-sandboxes.js';
 import { writeOutputs } from './write-outputs.js';
@@ -48,7 +49,11 @@ function noteFor(outcome: ExecOutcome, cmd: RunCommand, memoryMb: number): strin
 }
 
 export class ProgramRuns implements ProgramRunner {
-  constructor(private readonly deps: ProgramRunsDeps) {}
+  private readonly digests: ProgramDigests;
+
+  constructor(private readonly deps: ProgramRunsDeps) {
+    this.digests = new ProgramDigests(deps.docker);
+  }
 
   async run(args: JsonObject, session: Session, call: CallContext): Promise<RunAnswer | ToolFailure> {
     const cmd = runCommand(args, this.deps.maxTimeoutS);
@@ -76,23 +81,21 @@ export class ProgramRuns implements ProgramRunner {
     const written = collected.files.length > 0 ? await writeOutputs(this.deps.docker, agent, runId, collected.files) : { ok: true as const };
     const answer = this.answer(runId, cmd, outcome, collected, written);
     const sandbox = { container: lease.id.slice(0, 12), runtime: lease.runtime, cold: lease.cold };
-    // Audited once the program's digest is in (off the answer's path: it reads the file again).
-    void program.then((digest) => auditRun(this.deps.audit, session, call.correlation, { runId, command: cmd, program: digest, sandbox, answer }));
+    auditRun(this.deps.audit, session, call.correlation, { runId, command: cmd, program, sandbox, answer });
     return answer;
   }
 
   /**
-   * The run and what it left in /out; an Error when it could not start at all. The program's
-   * digest (for the audit log) is read from the sandbox's read-only /workspace as the run
-   * starts, beside it: the run cannot change that file.
+   * The program's digest (program-digest.ts: before the run, not beside it, where the
+   * engine's lock on the container would hold the exec up), the run, and what it left in
+   * /out; an Error when it could not start at all.
    */
-  private async attempt(lease: Lease, cmd: RunCommand): Promise<{ outcome: ExecOutcome; collected: Collected; program: ReturnType<typeof programDigest> } | Error> {
+  private async attempt(lease: Lease, cmd: RunCommand): Promise<{ outcome: ExecOutcome; collected: Collected; program: ProgramDigest | null } | Error> {
     const { docker } = this.deps;
     const remove = (): Promise<void> => docker.getContainer(lease.id).remove({ force: true, v: true }).catch(() => undefined);
     try {
-      const running = execRun(docker, lease.id, cmd, remove);
-      const program = programDigest(docker, lease.id, cmd.program);
-      const outcome = await running;
+      const program = await this.digests.of(lease.id, cmd.program);
+      const outcome = await execRun(docker, lease.id, cmd, remove);
       const collected = outcome.lost ? { files: [], refused: [], refusedCount: 0 } : await collectOutputs(docker, lease.id);
       return { outcome, collected, program };
     } catch (err) {

@@ -1,23 +1,17 @@
-// Every run in the audit log (Activity): what ran (the program, with its size and SHA-256
-// as the sandbox saw it when the run started, the interpreter, how many arguments), how it
+// Every run in the audit log (Activity): what ran (the program, with its size and SHA-256:
+// program-digest.ts; the interpreter, how many arguments), how it
 // ended (exit code, timed out, what limit killed it, how long), what it printed (bytes),
 // and what came back or was refused (names, sizes). Arguments' values are not written:
 // the program's own output is what a person looks at.
-import { createHash } from 'node:crypto';
-import type Docker from 'dockerode';
-import tar from 'tar-stream';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { Session } from '../boundary/session-table.js';
-import { WORKSPACE_DIR } from './container-spec.js';
+import type { ProgramDigest } from './program-digest.js';
 import type { RunCommand } from './run-exec.js';
-
-/** A program larger than this is still run; its digest is not taken. */
-const DIGEST_MAX_BYTES = 8 * 1024 * 1024;
 
 export interface RunRecord {
   runId: string;
   command: RunCommand;
-  program: { bytes: number; sha256: string } | null;
+  program: ProgramDigest | null;
   sandbox: { container: string; runtime: string; cold: boolean };
   answer: RunAnswer;
 }
@@ -40,36 +34,6 @@ export interface RunAnswer {
   refused_count: number;
 }
 
-/** The program file as the sandbox has it (the engine's archive API, from its read-only /workspace): size and SHA-256. */
-export async function programDigest(docker: Docker, container: string, program: string): Promise<{ bytes: number; sha256: string } | null> {
-  let archive: NodeJS.ReadableStream;
-  try {
-    archive = (await docker.getContainer(container).getArchive({ path: `${WORKSPACE_DIR}/${program}` })) as NodeJS.ReadableStream;
-  } catch {
-    return null;
-  }
-  const extract = tar.extract();
-  archive.pipe(extract);
-  try {
-    for await (const entry of extract) {
-      const { type, size = 0 } = entry.header;
-      if (type !== 'file' || size > DIGEST_MAX_BYTES) {
-        entry.resume();
-        return null;
-      }
-      const hash = createHash('sha256');
-      for await (const chunk of entry as AsyncIterable<Buffer>) hash.update(chunk);
-      return { bytes: size, sha256: hash.digest('hex') };
-    }
-    return null;
-  } catch {
-    return null;
-  } finally {
-    extract.destroy();
-    (archive as NodeJS.ReadableStream & { destroy?(): void }).destroy?.();
-  }
-}
-
 function kb(bytes: number): string {
   return bytes < 1024 ? `${bytes} B` : `${(bytes / 1024).toFixed(1)} KB`;
 }
@@ -86,6 +50,8 @@ export function auditRun(audit: AuditLog, session: Session, correlation: string,
     program: command.program,
     program_bytes: record.program?.bytes ?? null,
     program_sha256: record.program?.sha256 ?? null,
+    program_mtime: record.program?.mtime ?? null,
+    program_digest_reused: record.program?.reused ?? null,
     interpreter: command.interpreter,
     args_count: command.args.length,
     timeout_s: command.timeoutS,

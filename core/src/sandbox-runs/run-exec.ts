@@ -17,8 +17,8 @@ import { OUT_DIR, RUN_USER, WORKSPACE_DIR } from './container-spec.js';
 export const MAX_STREAM_BYTES = 4 * 1024 * 1024;
 /** How long past its timeout an exec may last before the core removes its sandbox. */
 export const OUTLIVE_GRACE_MS = 3000;
-/** How long a kill (the output bound) may take before the core removes the sandbox instead. */
-const KILL_GRACE_MS = 5000;
+/** How long a kill (the output bound, the sweep after a run) may take before the core removes the sandbox instead. */
+const KILL_GRACE_MS = 15_000;
 /**
  * How often a running exec's sandbox is looked at: under runsc a sandbox that stopped (at
  * its process limit) can leave its exec's stream open until the core ends it.
@@ -100,6 +100,14 @@ export async function sweep(docker: Docker, id: string): Promise<boolean> {
   }
 }
 
+/** False once the sandbox has stopped or is gone; an engine that does not answer says nothing of it (true). */
+async function stillRunning(container: Docker.Container): Promise<boolean> {
+  return container.inspect().then(
+    (i) => i.State.Running,
+    (err: { statusCode?: number }) => err.statusCode !== 404,
+  );
+}
+
 export async function execRun(docker: Docker, id: string, cmd: RunCommand, remove: () => Promise<void>): Promise<ExecOutcome> {
   const container = docker.getContainer(id);
   const exec = await container.exec({
@@ -143,7 +151,7 @@ export async function execRun(docker: Docker, id: string, cmd: RunCommand, remov
   }, cmd.timeoutS * 1000 + OUTLIVE_GRACE_MS);
   let over = false;
   const watch = setInterval(() => {
-    void container.inspect().then((i) => i.State.Running, () => false).then((running) => {
+    void stillRunning(container).then((running) => {
       if (running || over || lost) return;
       lost = true;
       killed ??= 'sandbox_stopped';
@@ -159,8 +167,7 @@ export async function execRun(docker: Docker, id: string, cmd: RunCommand, remov
   // `timeout -s KILL` answers 137 when it killed the program at the deadline.
   if (killed === null && exitCode === 137 && durationMs >= cmd.timeoutS * 1000 - 50) killed = 'timeout';
   if (!lost && (exitCode === null || exitCode >= 126)) {
-    const running = await container.inspect().then((i) => i.State.Running, () => false);
-    if (!running) {
+    if (!(await stillRunning(container))) {
       lost = true;
       if (killed === null) killed = 'sandbox_stopped';
     }
