@@ -176,7 +176,8 @@ echo "--"; grep -c ' /workspace' /proc/mounts
 describe('what a run cannot do to the appliance', () => {
   it('a fork bomb meets the process limit; the next run works', async () => {
     const r = await attack('bomb.sh', 'f() { f | f & }; f; sleep 4; echo survived\n', { timeout_s: 10 });
-    expect(r.ms).toBeLessThan(20_000);
+    // Within its timeout: under gVisor the sandbox stops at the limit, and the core notices within a second.
+    expect(r.duration_ms).toBeLessThan(10_000);
     if (runsc) expect(['sandbox_stopped', null]).toContain(r.killed);
     figures.push(`fork bomb: contained in ${r.duration_ms} ms (${r.killed ?? `exit ${r.exit_code}`})`);
     await nextRunWorks();

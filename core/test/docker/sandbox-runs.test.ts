@@ -67,6 +67,7 @@ describe('a run through the pipeline', () => {
     await writeIn(runtime, agent, 'data/sales.csv', CSV);
     await writeIn(runtime, agent, 'scripts/chart.py', CHART);
     first = await runProgram(runtime, agent, { program: 'scripts/chart.py', args: ['data/sales.csv'] });
+    sandbox = programs.sandboxes.containerOf(session)!;
     expect(first.error).toBeNull();
     const r = first.result!;
     expect(r).toMatchObject({ exit_code: 0, timed_out: false, killed: null, stdout: 'rows: 3 sum: 38\n', stdout_cut_bytes: 0, refused_outputs: [], refused_count: 0 });
@@ -81,7 +82,6 @@ describe('a run through the pipeline', () => {
     const seen = await sh(`stat -c '%u %s' ${r.outputs[0].path} && head -c 8 ${r.outputs[0].path} | od -An -tx1`);
     expect(seen.out).toContain(`1000 ${r.outputs[0].bytes}`);
     expect(seen.out.replace(/\s+/g, ' ').trim()).toContain('89 50 4e 47 0d 0a 1a 0a');
-    sandbox = programs.sandboxes.containerOf(session)!;
     expect(sandbox).toMatch(/^[0-9a-f]{64}$/);
     console.log(`[figures] first run (cold: create, start, exec, chart with matplotlib): ${first.ms} ms through ipc, ${r.duration_ms} ms in the sandbox`);
   }, 120_000);
@@ -218,14 +218,17 @@ describe('end to end', () => {
 describe('the sandbox goes', () => {
   it('after idle_minutes without a run', async () => {
     const quick = wireRuns(stack, manager, runtime, instance, { idle_minutes: 0.05 }, false);
-    const s = stack.core.sessions.get(session)!;
-    const r = await quick.runs.run({ program: 'scripts/count.sh', args: ['data/sales.csv'] }, s, { correlation: 'idle-test', keepWaiting: () => undefined });
-    expect(r).toMatchObject({ exit_code: 0 });
-    const id = quick.sandboxes.containerOf(session)!;
-    expect(await runtime.isRunning(id)).toBe(true);
-    await eventually(async () => ((await runtime.inspect(id).catch(() => null)) === null ? true : undefined), 15_000);
-    expect(quick.sandboxes.containerOf(session)).toBeNull();
-    await quick.sandboxes.stop();
+    try {
+      const s = stack.core.sessions.get(session)!;
+      const r = await quick.runs.run({ program: 'scripts/count.sh', args: ['data/sales.csv'] }, s, { correlation: 'idle-test', keepWaiting: () => undefined });
+      expect(r).toMatchObject({ exit_code: 0 });
+      const id = quick.sandboxes.containerOf(session)!;
+      expect(await runtime.isRunning(id)).toBe(true);
+      await eventually(async () => ((await runtime.inspect(id).catch(() => null)) === null ? true : undefined), 15_000);
+      expect(quick.sandboxes.containerOf(session)).toBeNull();
+    } finally {
+      await quick.sandboxes.stop();
+    }
   }, 60_000);
 
   it('when the session ends (agent teardown), with its /out volume', async () => {
