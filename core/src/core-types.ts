@@ -26,6 +26,8 @@ export interface CoreOptions {
   runDir: string;
   pluginsDir: string;
   auditFile: string;
+  /** The person's own skills: propose_write writes there after a yes (it refuses without one). */
+  skillsDir?: string;
   config: CoreConfig;
   /** Values the core itself holds (model key, ...): never to appear in a response. */
   secrets?: string[];

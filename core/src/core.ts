@@ -24,8 +24,9 @@ import { describeState, memoryBrief, type PluginHookDeps } from './plugins/plugi
 import { Confirmations } from './confirm/confirmations.js';
 import { WaitingCalls } from './confirm/waiting-calls.js';
 import type { StandingApprovals, Grant, GrantRefusal, StandingApproval } from './confirm/standing-approvals.js';
-import { INTRINSIC_NAMES, intrinsicTools, type ProgramRunner } from './intrinsics/intrinsics.js';
+import { describeIntrinsic, INTRINSIC_NAMES, intrinsicTools, type ProgramRunner } from './intrinsics/intrinsics.js';
 import { RUN_PROGRAM_NAME } from './sandbox-runs/run-program-tool.js';
+import { SkillWrites } from './proposed-writes/skill-writes.js';
 import { GroupAuthorizer } from './pipeline/authorize.js';
 import { refuseOverBudget, runPipeline, type PipelineDeps } from './pipeline/pipeline.js';
 import type { AttachDeps } from './files/attach-files.js';
@@ -180,7 +181,7 @@ export class Core extends EventEmitter<CoreEvents> {
       route: {
         catalog: this.catalog,
         hostLink: this.hostLink,
-        intrinsics: { audit: this.audit, catalog: this.catalog, authorizer: this.authorizer },
+        intrinsics: { audit: this.audit, catalog: this.catalog, authorizer: this.authorizer, ...(options.skillsDir ? { skillWrites: new SkillWrites(options.skillsDir) } : {}) },
         timeoutMs: config.handler_timeout_ms,
         abortGraceMs: config.handler_abort_grace_ms,
       },
@@ -355,6 +356,7 @@ export class Core extends EventEmitter<CoreEvents> {
    * a person is asked and compared after (call-state.ts). Sanitized like any plugin output.
    */
   describeState(tool: ToolEntry, group: string, args: JsonObject, session = '', timeoutMs = 5000): Promise<CallState> {
+    if (tool.owner === 'core') return Promise.resolve(describeIntrinsic(tool.name, args, this.deps.route.intrinsics));
     return describeState(this.hooks, tool, group, args, session, timeoutMs);
   }
 

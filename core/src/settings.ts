@@ -10,6 +10,8 @@ export interface Paths {
   dataDir: string;
   groupsDir: string;
   agentImageDir: string;
+  /** The person's own skills (propose_write writes there after a yes); in data/, so backups keep them. */
+  skillsDir: string;
   /** API mode: where bearer-token directories are made; unset, the agent manager uses the OS temp dir. */
   apiKeyDir: string | undefined;
 }
@@ -17,6 +19,7 @@ export interface Paths {
 export function pathsFromEnv(env: NodeJS.ProcessEnv = process.env): Paths {
   const at = (name: string, fallback: string): string => resolve(env[name] || fallback);
   const logDir = at('CARAPACE_LOG_DIR', 'volumes/logs');
+  const dataDir = at('CARAPACE_DATA_DIR', 'volumes/data');
   return {
     runDir: at('CARAPACE_RUN_DIR', '/run/carapace'),
     // Bundled plugins first, then the person's own: folders separated by ":".
@@ -24,9 +27,10 @@ export function pathsFromEnv(env: NodeJS.ProcessEnv = process.env): Paths {
     handlersDir: at('CARAPACE_HANDLERS_DIR', 'dist/plugins'),
     configFile: at('CARAPACE_CONFIG', 'volumes/config/carapace.json'),
     logDir,
-    dataDir: at('CARAPACE_DATA_DIR', 'volumes/data'),
+    dataDir,
     groupsDir: at('CARAPACE_GROUPS_DIR', 'volumes/groups'),
     agentImageDir: at('CARAPACE_AGENT_IMAGE_DIR', 'agent-image'),
+    skillsDir: at('CARAPACE_SKILLS_DIR', join(dataDir, 'skills')),
     apiKeyDir: env.CARAPACE_API_KEY_DIR || undefined,
   };
 }

@@ -102,6 +102,7 @@ export class Stack {
       runDir: stack.runDir,
       pluginsDir: stack.pluginsDir,
       auditFile: stack.auditFile,
+      skillsDir: join(stack.dataDir, 'skills'),
       config: parseConfig(stack.rawConfig),
       configFile: stack.configFile,
       heldEventsFile: join(stack.dataDir, 'held-events.sqlite'),

@@ -5,6 +5,8 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync
 import { join } from 'node:path';
 import type { ToolCatalog, ToolSummary } from '../plugins/catalog.js';
 import { RUN_PROGRAM_GUIDE, RUN_PROGRAM_NAME } from '../sandbox-runs/run-program-tool.js';
+import { PROPOSE_WRITE_GUIDE } from '../proposed-writes/propose-write-tool.js';
+import { PROPOSE_WRITE_NAME } from '../proposed-writes/proposed-change.js';
 
 interface SchemaProperty {
   type?: string;
@@ -72,7 +74,8 @@ export function writeSkills(outDir: string, catalog: ToolCatalog): string[] {
   mkdirSync(coreDir, { recursive: true });
   const runs = core.some((t) => t.name === RUN_PROGRAM_NAME);
   const description = `Diagnose failures, list tools, show session and plugin health.${runs ? ' Run programs (Python, Node, sh) in a sandbox to compute, chart data, convert or read files (PDF, spreadsheets, images).' : ''}`;
-  writeFileSync(join(coreDir, 'SKILL.md'), generateSkill('carapace-core', description, core, runs ? [RUN_PROGRAM_GUIDE] : []));
+  const guides = [...(runs ? [RUN_PROGRAM_GUIDE] : []), ...(core.some((t) => t.name === PROPOSE_WRITE_NAME) ? [PROPOSE_WRITE_GUIDE] : [])];
+  writeFileSync(join(coreDir, 'SKILL.md'), generateSkill('carapace-core', description, core, guides));
   written.push('carapace-core');
 
   for (const name of catalog.health().healthy) {

@@ -165,7 +165,7 @@ export function describeCall(tool: string, group: string, args: Record<string, u
   const shownState = state === null ? null : 'lines' in state ? facts.map((line) => bound(escapeText(line), SUMMARY_LINE)) : [];
   if (shownState && facts.some((line, i) => shownState[i] !== escapeText(line))) summaryCut = true;
   const warnings = warningsOf(found);
-  if (state && 'unavailable' in state) warnings.unshift(`The plugin could not say what this call refers to (${bound(escapeText(state.unavailable), 200)}): check it yourself before approving.`);
+  if (state && 'unavailable' in state) warnings.unshift(`What this call refers to could not be told (${bound(escapeText(state.unavailable), 200)}): check it yourself before approving.`);
   const hash = hashOf(state !== null ? `${canonical}\n${JSON.stringify(state)}` : canonical);
   return { tool, group, canonical, hash, state: shownState, summary, summary_cut: summaryCut, full, warnings };
 }

@@ -8,8 +8,11 @@ import type { ToolCatalog } from '../plugins/catalog.js';
 import { compileTool, type ToolEntry } from '../plugins/discovery.js';
 import type { GroupAuthorizer } from '../pipeline/authorize.js';
 import type { JsonObject } from '../protocol/envelope.js';
-import type { ToolFailure } from '../protocol/errors.js';
+import type { ErrorPayload, ToolFailure } from '../protocol/errors.js';
 import { RUN_PROGRAM } from '../sandbox-runs/run-program-tool.js';
+import { PROPOSE_WRITE } from '../proposed-writes/propose-write-tool.js';
+import type { SkillWrites } from '../proposed-writes/skill-writes.js';
+import type { CallState } from '../confirm/call-state.js';
 
 /** What run_program needs of the core (sandbox-runs/program-runs.ts); absent where the core has no sandbox. */
 export interface ProgramRunner {
@@ -21,6 +24,8 @@ export interface IntrinsicDeps {
   catalog: ToolCatalog;
   authorizer: GroupAuthorizer;
   runs?: ProgramRunner;
+  /** The person's skills folder (propose_write); absent where there is none. */
+  skillWrites?: SkillWrites;
 }
 
 /** The call an intrinsic answers. */
@@ -40,6 +45,12 @@ export interface IntrinsicDefinition {
   run: Intrinsic;
   /** It acts (ToolEntry.acts). */
   acts?: boolean;
+  /** Its risk (default low): a high one waits for a person's yes. */
+  risk?: 'high';
+  /** What the arguments must mean beyond the schema: a refusal at stage 3, before any person is asked. */
+  check?: (args: JsonObject) => ToolFailure | null;
+  /** What a call refers to now (as a plugin's describeCall): shown to the person, compared after their yes. */
+  describe?: (args: JsonObject, deps: IntrinsicDeps) => CallState;
 }
 
 const OUTCOMES: AuditOutcome[] = ['error', 'rejected', 'sanitized', 'routed', 'ok', 'passed', 'dropped', 'pending'];
@@ -116,15 +127,34 @@ const DEFINITIONS: IntrinsicDefinition[] = [
     run: getSessionInfo,
   },
   RUN_PROGRAM,
+  PROPOSE_WRITE,
 ];
 
 export const INTRINSIC_NAMES = DEFINITIONS.map((d) => d.name);
 
 export const intrinsicTools: ToolEntry[] = DEFINITIONS.map((d) =>
-  compileTool({ name: d.name, description: d.description, risk_level: 'low', arguments_schema: d.schema, ...(d.acts ? { acts: true } : {}) }, 'core'),
+  compileTool({ name: d.name, description: d.description, risk_level: d.risk ?? 'low', arguments_schema: d.schema, ...(d.acts ? { acts: true } : {}), ...(d.describe ? { describe: true } : {}) }, 'core'),
 );
 
 const RUNNERS = new Map(DEFINITIONS.map((d) => [d.name, d.run]));
+const CHECKS = new Map(DEFINITIONS.flatMap((d) => (d.check ? [[d.name, d.check] as const] : [])));
+const DESCRIBERS = new Map(DEFINITIONS.flatMap((d) => (d.describe ? [[d.name, d.describe] as const] : [])));
+
+/** A core tool's own check of schema-valid arguments (stage 3); null when they pass. */
+export function checkIntrinsic(name: string, args: JsonObject): ErrorPayload | null {
+  return CHECKS.get(name)?.(args)?.error ?? null;
+}
+
+/** What a call of a core tool that describes (propose_write) refers to now. */
+export function describeIntrinsic(name: string, args: JsonObject, deps: IntrinsicDeps): CallState {
+  const describe = DESCRIBERS.get(name);
+  if (!describe) return { unavailable: `${name} describes nothing` };
+  try {
+    return describe(args, deps);
+  } catch (err) {
+    return { unavailable: (err as Error).message };
+  }
+}
 
 export function runIntrinsic(name: string, args: JsonObject, session: Session, deps: IntrinsicDeps, call: CallContext): unknown | Promise<unknown> {
   const run = RUNNERS.get(name);

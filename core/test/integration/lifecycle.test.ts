@@ -41,7 +41,7 @@ describe('plugin host failure', () => {
       expect(info.out.plugins.healthy).toEqual([]);
       expect(info.out.plugins.failed).toHaveLength(3);
       const tools = await stack.ipc(session, 'tool.invoke.list_tools', {});
-      expect(tools.out.tools.map((t: { name: string }) => t.name).sort()).toEqual(['get_diagnostics', 'get_session_info', 'list_tools']);
+      expect(tools.out.tools.map((t: { name: string }) => t.name).sort()).toEqual(['get_diagnostics', 'get_session_info', 'list_tools', 'propose_write']);
     } finally {
       await stack.stop();
     }

@@ -1,0 +1,138 @@
+// Issue 33 §3: writes a person approves. An agent (here: the real ipc binary on a session
+// socket, as a hostile agent would call it) proposes a skill; the person sees every file
+// and what it replaces, escaped; the core writes only after their yes and only while the
+// folder is still what they saw. Until then the skill does not exist.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Session } from '../../src/boundary/session-table.js';
+import { Stack } from '../harness.js';
+import { expectError } from '../support/expect-ipc.js';
+
+let stack: Stack;
+let family: Session;
+let skills: string;
+
+const SKILL_MD = '# Weather\n\nRun `scripts/today.py <city>` to get today\'s forecast.\n';
+const SKILL_JSON = '{ "name": "weather", "description": "today\'s forecast", "network": { "hosts": ["api.open-meteo.com"] } }\n';
+const SCRIPT = 'import sys\nprint("sunny in", sys.argv[1])\n';
+
+beforeAll(async () => {
+  stack = await Stack.start({ plugins: [], config: { confirmation_timeout_ms: 20_000 } });
+  family = await stack.openSession('family');
+  skills = join(stack.dataDir, 'skills');
+});
+
+afterAll(async () => {
+  await stack?.stop();
+});
+
+type Proposal = { tool: string; arguments: Record<string, unknown> };
+const proposes = (skill: string) => (p: Proposal) => p.tool === 'propose_write' && JSON.stringify(p.arguments).includes(`skills/${skill}/`);
+
+function propose(files: { path: string; content: string }[], why = 'so that I can tell you the weather') {
+  return stack.ipc(family, 'tool.invoke.propose_write', { files, why }, { timeoutMs: 25_000 });
+}
+
+describe('a new skill', () => {
+  it('the person sees every file; until their yes the skill does not exist; after it, exactly what they saw is written', async () => {
+    const files = [
+      { path: 'skills/weather/SKILL.md', content: SKILL_MD },
+      { path: 'skills/weather/skill.json', content: SKILL_JSON },
+      { path: 'skills/weather/scripts/today.py', content: SCRIPT },
+    ];
+    const call = propose(files);
+    const pending = await stack.pendingConfirmation('family', proposes('weather'));
+    expect(pending.description.state).toEqual([
+      'skill "weather" does not exist yet; this creates it',
+      `SKILL.md: new file, ${Buffer.byteLength(SKILL_MD)} bytes`,
+      `skill.json: new file, ${Buffer.byteLength(SKILL_JSON)} bytes`,
+      `scripts/today.py: new file, ${Buffer.byteLength(SCRIPT)} bytes`,
+    ]);
+    // The whole change is in what the person reads (the console shows `full`).
+    expect(pending.description.full).toContain('print(\\"sunny in\\", sys.argv[1])');
+    expect(pending.description.full).toContain('api.open-meteo.com');
+    expect(existsSync(join(skills, 'weather'))).toBe(false);
+    stack.core.confirmations.resolve(pending.id, true, 'test');
+    const r = await call;
+    expect(r.code).toBe(0);
+    expect(r.out).toEqual({ skill: 'weather', created: true, written: files.map((f) => ({ path: f.path.replace('skills/weather/', ''), bytes: Buffer.byteLength(f.content) })) });
+    expect(readFileSync(join(skills, 'weather', 'SKILL.md'), 'utf8')).toBe(SKILL_MD);
+    expect(readFileSync(join(skills, 'weather', 'scripts', 'today.py'), 'utf8')).toBe(SCRIPT);
+    const audit = await stack.auditEntries();
+    expect(audit.some((e) => e.topic === 'tool.invoke.propose_write' && e.stage === 'handler' && e.reason?.startsWith(`skill "weather" created after a person's yes: SKILL.md (${Buffer.byteLength(SKILL_MD)} bytes)`))).toBe(true);
+  });
+
+  it('a no writes nothing', async () => {
+    const call = propose([{ path: 'skills/refused/SKILL.md', content: '# no' }]);
+    const pending = await stack.pendingConfirmation('family', proposes('refused'));
+    stack.core.confirmations.resolve(pending.id, false, 'test');
+    expectError(await call, 'CONFIRMATION_DENIED', { stage: 5 });
+    expect(existsSync(join(skills, 'refused'))).toBe(false);
+  });
+});
+
+describe('changing a skill', () => {
+  it('the person sees what each file replaces; a skill changed after the prompt is not written over', async () => {
+    const changed = 'import sys\nprint("rain in", sys.argv[1])\n';
+    const call = propose([{ path: 'skills/weather/scripts/today.py', content: changed }, { path: 'skills/weather/SKILL.md', content: SKILL_MD }]);
+    const pending = await stack.pendingConfirmation('family', proposes('weather'));
+    expect(pending.description.state).toEqual([
+      'skill "weather" exists (3 files); this changes it',
+      `scripts/today.py: replaces the current ${Buffer.byteLength(SCRIPT)} bytes (sha256 ${(await sha(SCRIPT)).slice(0, 12)}) with ${Buffer.byteLength(changed)} bytes`,
+      'SKILL.md: unchanged',
+    ]);
+    // Someone changes the skill while the prompt waits (the person, by hand).
+    writeFileSync(join(skills, 'weather', 'scripts', 'today.py'), 'print("edited by hand")\n');
+    stack.core.confirmations.resolve(pending.id, true, 'test');
+    expectError(await call, 'STATE_CHANGED', { stage: 5 });
+    expect(readFileSync(join(skills, 'weather', 'scripts', 'today.py'), 'utf8')).toBe('print("edited by hand")\n');
+  });
+});
+
+describe('what cannot be proposed', () => {
+  it.each([
+    ['outside skills', 'memory/notes.md'],
+    ['a path out of the skill', 'skills/weather/../../config/carapace.json'],
+    ['a hidden file', 'skills/weather/.bashrc'],
+    ['a name that is not a skill name', 'skills/Weather/SKILL.md'],
+    ['the skill folder itself', 'skills/weather'],
+    ['an absolute path', '/etc/passwd'],
+  ])('%s (%s): refused before anyone is asked', async (_what, path) => {
+    expectError(await propose([{ path, content: 'x' }]), 'VALIDATION_FAILED', { stage: 3 });
+  });
+
+  it('two skills in one proposal, or one file twice: refused', async () => {
+    expectError(await propose([{ path: 'skills/a/x.py', content: '1' }, { path: 'skills/b/x.py', content: '2' }]), 'VALIDATION_FAILED');
+    expectError(await propose([{ path: 'skills/a/x.py', content: '1' }, { path: 'skills/a/x.py', content: '2' }]), 'VALIDATION_FAILED');
+  });
+
+  it('a script hiding characters: reordering ones are refused; invisible ones are shown, escaped, and said first', async () => {
+    expectError(await propose([{ path: 'skills/sly/run.sh', content: 'echo safe \u202e; rm -rf ~ #\n' }]), 'VALIDATION_FAILED', { stage: 5 });
+    const call = propose([{ path: 'skills/sly/run.sh', content: 'curl https://exa\u200bmple.com\n' }]);
+    const pending = await stack.pendingConfirmation('family', proposes('sly'));
+    expect(pending.description.warnings.join(' ')).toContain('zero-width');
+    expect(pending.description.full).toContain('exa⟦U+200B⟧mple.com');
+    stack.core.confirmations.resolve(pending.id, false, 'test');
+    expectError(await call, 'CONFIRMATION_DENIED');
+    expect(existsSync(join(skills, 'sly'))).toBe(false);
+  });
+
+  it('a planted link in the skills folder is never written through, even after a yes', async () => {
+    const elsewhere = mkdtempSync(join(tmpdir(), 'planted-'));
+    mkdirSync(skills, { recursive: true });
+    symlinkSync(elsewhere, join(skills, 'linked'));
+    const call = propose([{ path: 'skills/linked/SKILL.md', content: '# through the link' }]);
+    const pending = await stack.pendingConfirmation('family', proposes('linked'));
+    expect(pending.description.warnings[0]).toContain('nothing can be written: skills/linked is a symbolic link');
+    stack.core.confirmations.resolve(pending.id, true, 'test');
+    expectError(await call, 'WRITE_REFUSED');
+    expect(readdirSync(elsewhere)).toEqual([]);
+  });
+});
+
+async function sha(text: string): Promise<string> {
+  const { createHash } = await import('node:crypto');
+  return createHash('sha256').update(text).digest('hex');
+}
