@@ -1,10 +1,11 @@
 // Every run in the audit log (Activity): what ran (the program, with its size and SHA-256:
 // program-digest.ts; the interpreter, how many arguments), how it
 // ended (exit code, timed out, what limit killed it, how long), what it printed (bytes),
-// and what came back or was refused (names, sizes). Arguments' values are not written:
-// the program's own output is what a person looks at.
+// and what came back or was refused (names, sizes). Its arguments (usually the input files'
+// names) are shown escaped and bounded, as the agent wrote them.
 import type { AuditLog } from '../audit/audit-log.js';
 import type { Session } from '../boundary/session-table.js';
+import { bound, escapeText } from '../text/escape.js';
 import type { ProgramDigest } from './program-digest.js';
 import type { RunCommand } from './run-exec.js';
 
@@ -34,6 +35,11 @@ export interface RunAnswer {
   refused_count: number;
 }
 
+/** The arguments as a person reads them: each escaped and cut to 80 characters, 300 in all. */
+function shownArgs(args: string[]): string {
+  return bound(args.map((a) => bound(escapeText(a), 80)).join(' '), 300);
+}
+
 function kb(bytes: number): string {
   return bytes < 1024 ? `${bytes} B` : `${(bytes / 1024).toFixed(1)} KB`;
 }
@@ -43,7 +49,8 @@ export function auditRun(audit: AuditLog, session: Session, correlation: string,
   const ended = answer.killed === 'timeout' ? `killed at its timeout (${command.timeoutS} s)` : answer.killed === 'output_limit' ? 'killed: too much output' : answer.killed === 'sandbox_stopped' ? 'the sandbox stopped (memory or process limit)' : `exit ${answer.exit_code}`;
   const outputs = answer.outputs.map((o) => `${o.path} (${kb(o.bytes)})`).join(', ');
   const refused = answer.refused_count > 0 ? `; ${answer.refused_count} refused` : '';
-  const reason = `run ${answer.run_id}: ${command.interpreter} ${command.program} (${command.args.length} argument${command.args.length === 1 ? '' : 's'}), ${ended} after ${answer.duration_ms} ms; ${answer.outputs.length} output${answer.outputs.length === 1 ? '' : 's'}${outputs ? `: ${outputs}` : ''}${refused}`;
+  const args = command.args.length > 0 ? ` ${shownArgs(command.args)}` : '';
+  const reason = `run ${answer.run_id}: ${command.interpreter} ${escapeText(command.program)}${args}, ${ended} after ${answer.duration_ms} ms; ${answer.outputs.length} output${answer.outputs.length === 1 ? '' : 's'}${outputs ? `: ${outputs}` : ''}${refused}`;
   const code = answer.timed_out ? 'RUN_TIMEOUT' : answer.killed ? 'RUN_KILLED' : answer.refused_count > 0 ? 'RUN_OUTPUT_REFUSED' : undefined;
   const detail = {
     run_id: answer.run_id,

@@ -181,7 +181,7 @@ describe('a run through the pipeline', () => {
   it('every run is in the audit log: program, arguments, outputs, duration, exit code, timed out', async () => {
     const entries = (await stack.auditEntries()).filter((e) => e.topic === 'tool.invoke.run_program' && e.stage === 'handler' && e.session === session);
     const chart = entries.find((e) => e.reason?.includes(first.result!.run_id))!;
-    expect(chart.reason).toContain(`python3 scripts/chart.py (1 argument), exit 0 after ${first.result!.duration_ms} ms; 1 output: runs/${first.result!.run_id}/chart.png`);
+    expect(chart.reason).toContain(`python3 scripts/chart.py data/sales.csv, exit 0 after ${first.result!.duration_ms} ms; 1 output: runs/${first.result!.run_id}/chart.png`);
     const detail = JSON.parse(chart.detail!);
     expect(detail).toMatchObject({ program: 'scripts/chart.py', program_bytes: Buffer.byteLength(CHART), program_sha256: expect.stringMatching(/^[0-9a-f]{64}$/), args_count: 1, exit_code: 0, timed_out: false, outputs: first.result!.outputs, sandbox: { cold: true } });
     expect(chart.correlation).toBeTruthy();
