@@ -10,6 +10,10 @@ import type { AgentManager } from '../../src/agents/agent-manager.js';
 import type { DockerRuntime } from '../../src/agents/docker-runtime.js';
 import type { SandboxRuns } from '../../src/sandbox-runs/wiring.js';
 import { FileStore } from '../../src/files/file-store.js';
+import { startAdminApi } from '../../src/admin/http-api.js';
+import { SOCKETS } from '../../src/plugins/host-protocol.js';
+import type { AddressInfo } from 'node:net';
+import { launchBrowser, logIn } from '../support/browser.js';
 import { eventually, ROOT, Stack } from '../harness.js';
 import { AGENT_RUNTIME, newAgentManager, sh as shIn, testRuntime } from '../support/agents.js';
 import { AnthropicStandIn, toolResults, type Policy } from '../support/anthropic-standin.js';
@@ -34,6 +38,7 @@ let programs: SandboxRuns;
 let agent: string;
 let session: string;
 let groupsDir: string;
+let files: FileStore;
 const instance = `runs-${process.pid}`;
 
 beforeAll(async () => {
@@ -45,7 +50,8 @@ beforeAll(async () => {
   manager = newAgentManager(stack, { upstream, apiKey: 'sk-ant-test-0000', agents: { run_timeout_ms: 60_000 }, instance, runtime, groups: ['family', 'kids'] });
   await manager.removeOrphans();
   programs = wireRuns(stack, manager, runtime, instance);
-  stack.core.acceptFiles({ read: (c, p, max) => runtime.readFile(c, p, max), store: new FileStore(join(stack.dir, 'files')) });
+  files = new FileStore(join(stack.dir, 'files'));
+  stack.core.acceptFiles({ read: (c, p, max) => runtime.readFile(c, p, max), store: files });
   await manager.enqueue('family', 'warm up').catch(() => undefined);
   ({ container: agent, session } = manager.live('family')!);
 }, 180_000);
@@ -191,6 +197,7 @@ describe('a run through the pipeline', () => {
 
 describe('end to end', () => {
   it('the real Claude Code writes a script, runs it with run_program and sends the chart to the web chat', async () => {
+    await writeIn(runtime, agent, 'data/sales.csv', CSV);
     const quiet = standIn.policy;
     const e2e: Policy = (request) => {
       const done = toolResults(request);
@@ -212,6 +219,30 @@ describe('end to end', () => {
     expect(results[1]).toContain('rows: 3 sum: 38');
     expect(results[2]).toMatch(/"delivered":true/);
     expect(results[2]).toMatch(/"name":"chart\.png","size":\d+,"type":"image\/png"/);
+
+    // Where the person sees it: the console's web chat in Chromium shows the chart as an image.
+    const TOKEN = 'sandbox-runs-console-token-0123456789';
+    const admin = await startAdminApi(stack.core, '127.0.0.1', 0, TOKEN, {
+      console: { files, panels: () => stack.core.catalog.panels().map((p) => ({ ...p, socket: join(stack.runDir, SOCKETS.panels, `${p.name}.sock`) })) },
+    });
+    const browser = await launchBrowser();
+    try {
+      const page = await browser.newPage();
+      const base = `http://127.0.0.1:${(admin.server.address() as AddressInfo).port}`;
+      await page.goto(`${base}/`);
+      await logIn(page, TOKEN);
+      await page.goto(`${base}/plugins/webchat/?group=family`);
+      await page.waitForFunction(() => {
+        const img = document.querySelector<HTMLImageElement>('.file img[alt="chart.png"]');
+        return img !== null && img.complete && img.naturalWidth > 0;
+      }, { timeout: 20_000 });
+      const size = await page.$eval('.file img[alt="chart.png"]', (img) => [(img as HTMLImageElement).naturalWidth, (img as HTMLImageElement).naturalHeight]);
+      // matplotlib's default figure: 640 × 480 pixels.
+      expect(size).toEqual([640, 480]);
+    } finally {
+      await browser.close();
+      await admin.close();
+    }
   }, 180_000);
 });
 
