@@ -4,7 +4,7 @@
 // Screenshot: $SCREENSHOT_DIR (default dist/screenshots)/approvals-hidden.png.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { FastifyInstance } from 'fastify';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Browser, Page } from 'puppeteer-core';
@@ -100,6 +100,29 @@ describe('the Approvals page shows exactly what will run', () => {
     expect(await page.$eval(card, (e) => e.getBoundingClientRect().height)).toBeLessThan(400);
     await page.click(`${card} button.approve`);
     expect((await call).code).toBe(0);
+    await page.browserContext().close();
+  }, 120_000);
+  it('a proposed skill: what each file does to the folder, every file whole and escaped; nothing exists until Approve, then exactly that', async () => {
+    const script = 'import urllib.request\nprint(urllib.request.urlopen("https://exa\u200bmple.com").read())\n';
+    const session = await stack.openSession('family');
+    const files = [{ path: 'skills/peek/SKILL.md', content: '# Peek\nRun peek.py.\n' }, { path: 'skills/peek/peek.py', content: script }];
+    const call = stack.ipc(session, 'tool.invoke.propose_write', { why: 'to peek at a page', files }, { timeoutMs: 120_000 });
+    const pending = await stack.pendingConfirmation('family', (p) => p.tool === 'propose_write');
+    const page = await loggedIn();
+    await page.goto(`${base}/#/approvals`);
+    const card = `.pending[data-id="${pending.id}"]`;
+    await page.waitForSelector(card, { timeout: 60_000 });
+    expect(await page.$eval(`${card} .warnings`, (e) => e.textContent)).toContain('zero-width character');
+    expect(await page.$eval(`${card} .state`, (e) => e.textContent)).toBe(`skill "peek" does not exist yet; this creates it\nSKILL.md: new file, 20 bytes\npeek.py: new file, ${Buffer.byteLength(script)} bytes`);
+    await page.click(`${card} details.full > summary`);
+    const full = await page.$eval(`${card} details.full > pre`, (e) => e.textContent ?? '');
+    expect(full).toContain('urlopen(\\"https://exa⟦U+200B⟧mple.com\\")');
+    expect(full).toContain('"path": "skills/peek/peek.py"');
+    expect(existsSync(join(stack.dataDir, 'skills', 'peek'))).toBe(false);
+    await page.screenshot({ path: join(SHOTS, 'approvals-skill.png') as `${string}.png`, fullPage: true });
+    await page.click(`${card} button.approve`);
+    expect((await call).code).toBe(0);
+    expect(readFileSync(join(stack.dataDir, 'skills', 'peek', 'peek.py'), 'utf8')).toBe(script);
     await page.browserContext().close();
   }, 120_000);
 });

@@ -34,7 +34,7 @@ function Pending({ p, answer }) {
     ${d.warnings.length > 0 && html`<ul class="warnings">${d.warnings.map((w) => html`<li>⚠ ${w}</li>`)}</ul>`}
     <div class="row"><strong>${p.tool}</strong><span class="muted">group ${p.group} · asked ${when(p.requested_at)} · expires ${when(p.expires_at)}</span></div>
     <pre class="args">${d.summary.length > 0 ? d.summary.join('\n') : '(no arguments)'}</pre>
-    ${d.state && d.state.length > 0 && html`<div class="muted">What it refers to (the ${p.tool} plugin says):</div><pre class="args state">${d.state.join('\n')}</pre>`}
+    ${d.state && d.state.length > 0 && html`<div class="muted">What it refers to now:</div><pre class="args state">${d.state.join('\n')}</pre>`}
     ${d.summary_cut && html`<details class="full"><summary>The complete arguments (${d.full.length.toLocaleString('en-US')} characters, escaped)</summary><pre>${d.full}</pre></details>`}
     <div class="row actions">
       <button class="primary approve" onClick=${() => answer(p, 'approve')}>Approve</button>
