@@ -52,6 +52,25 @@ export interface ConsoleDeps {
   conversation?: Pick<ConversationKeeper, 'list' | 'clear' | 'keptSince'>;
   /** The last backup and the schedule (backup/schedule.ts), for the Overview. */
   backups?: () => BackupView;
+  /** The skills the core found, with what each may reach and receive (the Skills page). */
+  skills?: () => SkillView[];
+}
+
+/** One skill as the Skills page shows it. */
+export interface SkillView {
+  name: string;
+  origin: 'bundled' | 'own';
+  description: string;
+  /** Hosts its relay lets it reach (skill.json's and those its settings name). */
+  hosts: string[];
+  /** It may reach any host at a public address. */
+  public: boolean;
+  /** The `.env` variables it receives, and whether each is set. */
+  secrets: { name: string; set: boolean }[];
+  /** It brings its own Dockerfile (else the default sandbox image). */
+  dockerfile: boolean;
+  /** Why it is not offered, if it is not. */
+  problem: string | null;
 }
 
 export const NO_CONNECTION_CHECK = 'no connection check for that plugin: it offers none, or carapace.json has no settings for it';
@@ -197,6 +216,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
         .send(createReadStream(file.path));
     });
 
+    authed.get('/api/skills', async () => ({ skills: deps.skills?.() ?? [] }));
     authed.get('/api/checks', async () => (deps.checks ? await deps.checks() : { ok: true, checks: [] }));
     // Plugins' connection checks (run in the plugin's own process; the core never sees a password).
     authed.get('/api/connection-checks', async () => ({ checks: core.connections.list() }));

@@ -9,6 +9,7 @@ import { Agents } from '/assets/pages/agents.js';
 import { Usage } from '/assets/pages/usage.js';
 import { Groups } from '/assets/pages/groups.js';
 import { Checks } from '/assets/pages/checks.js';
+import { Skills } from '/assets/pages/skills.js';
 
 const PAGES = [
   ['overview', 'Overview', Overview],
@@ -17,6 +18,7 @@ const PAGES = [
   ['agents', 'Agents', Agents],
   ['usage', 'Usage', Usage],
   ['groups', 'Groups & channels', Groups],
+  ['skills', 'Skills', Skills],
   ['checks', 'Checks', Checks],
 ];
 
