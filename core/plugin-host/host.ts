@@ -351,7 +351,7 @@ export class PluginHost {
   }
 
   private send(message: HostToCore): Promise<void> {
-    return this.toCore.push(Buffer.from(JSON.stringify(message)));
+    return this.toCore.push(JSON.stringify(message));
   }
 
   /** Drain in-flight requests, then every plugin's shutdown() in parallel, bounded; then their processes end. */

@@ -2,8 +2,10 @@
 // one multipart ZeroMQ message, one JSON message per frame. Under load this cuts the
 // sends, I/O-thread wake-ups and syscalls on the plugin host link; alone, a message
 // waits only for the end of the current turn.
+import type { Frame } from './send-queue.js';
+
 interface Batch {
-  frames: Buffer[];
+  frames: Frame[];
   sent: Promise<void>;
   resolve: () => void;
   reject: (err: unknown) => void;
@@ -23,10 +25,10 @@ export class FrameBatch {
   /** The batch waiting for the end of this turn, if any. */
   private batch: Batch | null = null;
 
-  constructor(private readonly send: (frames: Buffer[]) => Promise<void>) {}
+  constructor(private readonly send: (frames: Frame[]) => Promise<void>) {}
 
   /** Resolves once the message's batch has been handed to ZeroMQ. */
-  push(frame: Buffer): Promise<void> {
+  push(frame: Frame): Promise<void> {
     let batch = this.batch;
     if (!batch) {
       batch = this.batch = openBatch();
