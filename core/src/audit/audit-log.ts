@@ -74,6 +74,13 @@ export type AuditLogEvents = AuditFileEvents & { entry: [AuditEntry] };
 
 export class AuditLog extends EventEmitter<AuditLogEvents> {
   private readonly logger: pino.Logger;
+  private readonly destination: BatchedDestination;
+  /**
+   * Entries recorded in this turn of the event loop, serialized and written at the end of
+   * the next: a request's way to its handler (and its answer) does not wait for pino or the
+   * file, and under load one write carries two turns' entries.
+   */
+  private unwritten: AuditEntry[] = [];
   private readonly file: AuditFile;
   private readonly repeats: RepeatSummariser;
   private readonly window: AuditEntry[] = [];
@@ -106,10 +113,12 @@ export class AuditLog extends EventEmitter<AuditLogEvents> {
     this.repeats = new RepeatSummariser(options.repeat_window_s * 1000, MAX_BURSTS, (summary) => this.record(summary));
     // Activity after a restart or an upgrade: what the files already hold (audit-history.ts).
     for (const entry of readAuditHistory(file, capacity)) this.remember(entry);
-    this.logger = pino(
-      { base: null, timestamp: false, formatters: { level: (label) => ({ level: label }) } },
-      new BatchedDestination(this.file),
-    );
+    this.destination = new BatchedDestination(this.file);
+    this.logger = pino({ base: null, timestamp: false, formatters: { level: (label) => ({ level: label }) } }, this.destination);
+    process.once('exit', () => {
+      this.serialize();
+      this.destination.drainAtExit();
+    });
   }
 
   /** False while the file cannot be written: callers refuse anything that would act. */
@@ -163,11 +172,27 @@ export class AuditLog extends EventEmitter<AuditLogEvents> {
   }
 
   write(entry: AuditEntry): void {
-    const level = entry.severity === 'CRITICAL' ? 'fatal' : LEVEL[entry.outcome];
-    this.logger[level](entry);
+    if (this.unwritten.push(entry) === 1) setImmediate(this.nextTurn);
     this.recorded++;
     this.remember(entry);
     this.emit('entry', entry);
+  }
+
+  // An immediate scheduled while immediates run waits for the next turn: what this turn
+  // sends (a request on its way to the plugin host, batched to the end of the turn too)
+  // leaves first.
+  private readonly nextTurn = (): void => void setImmediate(this.writeOut);
+
+  private readonly writeOut = (): void => {
+    this.serialize();
+    this.destination.drain();
+  };
+
+  /** The unwritten entries as lines, to the destination. */
+  private serialize(): void {
+    const entries = this.unwritten;
+    this.unwritten = [];
+    for (const entry of entries) this.logger[entry.severity === 'CRITICAL' ? 'fatal' : LEVEL[entry.outcome]](entry);
   }
 
   private remember(entry: AuditEntry): void {
@@ -197,6 +222,7 @@ export class AuditLog extends EventEmitter<AuditLogEvents> {
 
   /** Resolves once what was recorded so far is on disk, failed, or after a bounded wait. */
   flush(): Promise<void> {
+    this.serialize();
     return new Promise((resolve) => this.logger.flush(() => resolve()));
   }
 
