@@ -64,7 +64,7 @@ export class PluginHost {
   private readonly sub = new BusSubscriber();
   private readonly bus = new BusPublisher((plugin) => log.warn({ plugin }, 'too many events the core has not confirmed: the oldest is given up'));
   private readonly dealerQueue = new SendQueue((frames) => this.dealer.send(frames));
-  private readonly toCore = new FrameBatch((frames) => this.dealerQueue.push(frames));
+  private readonly toCore = new FrameBatch((frame) => this.dealerQueue.push([frame]));
   private readonly processes = new Map<string, PluginProcess>();
   /** Which process holds each request (for its cancel). */
   private readonly requestOwner = new Map<string, PluginProcess>();
@@ -331,7 +331,7 @@ export class PluginHost {
 
   private async receiveCore(): Promise<void> {
     try {
-      // The core batches: every frame is one message.
+      // The core batches (boundary/frame-batch.ts).
       for await (const frames of this.dealer) {
         for (const message of parseFrames<CoreToHost>(frames)) {
           if (message.t === 'request') this.onRequest(message);

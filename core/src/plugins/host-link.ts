@@ -60,8 +60,8 @@ export interface HostLinkEvents {
 export class PluginHostLink extends EventEmitter<HostLinkEvents> {
   private readonly router = new zmq.Router({ linger: 0, mandatory: true, heartbeatInterval: 1000, heartbeatTimeout: 5000 });
   private readonly queue = new SendQueue((frames) => this.router.send(frames));
-  private readonly batch = new FrameBatch((frames) =>
-    this.host ? this.queue.push([this.host, ...frames]) : Promise.reject(new Error('plugin host not connected')),
+  private readonly batch = new FrameBatch((frame) =>
+    this.host ? this.queue.push([this.host, frame]) : Promise.reject(new Error('plugin host not connected')),
   );
   private host: Buffer | null = null;
 
@@ -214,7 +214,7 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
 
   private async receive(): Promise<void> {
     try {
-      // The host batches too: each frame after the identity is one message.
+      // The host batches too (boundary/frame-batch.ts).
       for await (const [identity, ...frames] of this.router) {
         for (const message of parseFrames<HostToCore>(frames)) this.dispatch(identity, message);
       }
