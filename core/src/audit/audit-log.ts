@@ -8,6 +8,7 @@ import pino from 'pino';
 import { AuditFile, type AuditFileEvents, type AuditFileHealth } from './audit-file.js';
 import { readAuditHistory } from './audit-history.js';
 import { BatchedDestination } from './batched-destination.js';
+import { atTurnEnd } from '../boundary/turn-end.js';
 import { now } from '../protocol/envelope.js';
 import { RepeatSummariser, type RepeatKey } from './repeat-summary.js';
 
@@ -76,9 +77,9 @@ export class AuditLog extends EventEmitter<AuditLogEvents> {
   private readonly logger: pino.Logger;
   private readonly destination: BatchedDestination;
   /**
-   * Entries recorded in this turn of the event loop, serialized and written at the end of
-   * the next: a request's way to its handler (and its answer) does not wait for pino or the
-   * file, and under load one write carries two turns' entries.
+   * Entries recorded in this turn of the event loop, serialized and written at its end,
+   * after what the turn sends (boundary/turn-end.ts): a request's way to its handler does
+   * not wait for pino or the file.
    */
   private unwritten: AuditEntry[] = [];
   private readonly file: AuditFile;
@@ -172,16 +173,11 @@ export class AuditLog extends EventEmitter<AuditLogEvents> {
   }
 
   write(entry: AuditEntry): void {
-    if (this.unwritten.push(entry) === 1) setImmediate(this.nextTurn);
+    if (this.unwritten.push(entry) === 1) atTurnEnd('write', this.writeOut);
     this.recorded++;
     this.remember(entry);
     this.emit('entry', entry);
   }
-
-  // An immediate scheduled while immediates run waits for the next turn: what this turn
-  // sends (a request on its way to the plugin host, batched to the end of the turn too)
-  // leaves first.
-  private readonly nextTurn = (): void => void setImmediate(this.writeOut);
 
   private readonly writeOut = (): void => {
     this.serialize();

@@ -3,7 +3,10 @@
 // Under load this cuts the sends, I/O-thread wake-ups and syscalls on the plugin host
 // link; and every frame of over 128 bytes a receiver gets costs it a Buffer with a
 // finalizer (zeromq's zero-copy), once per batch rather than once per message. Alone, a
-// message waits only for the end of the current turn.
+// message waits only for the end of the current turn (before the audit log's write there:
+// turn-end.ts).
+import { atTurnEnd } from './turn-end.js';
+
 interface Batch {
   /** Each message's JSON text. */
   messages: string[];
@@ -33,13 +36,14 @@ export class FrameBatch {
     let batch = this.batch;
     if (!batch) {
       batch = this.batch = openBatch();
-      setImmediate(this.flush, batch);
+      atTurnEnd('send', this.flush);
     }
     batch.messages.push(json);
     return batch.sent;
   }
 
-  private readonly flush = (batch: Batch): void => {
+  private readonly flush = (): void => {
+    const batch = this.batch!;
     this.batch = null;
     const { messages } = batch;
     this.send(messages.length === 1 ? messages[0] : `[${messages.join(',')}]`).then(batch.resolve, batch.reject);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { FrameBatch, parseFrames } from '../../src/boundary/frame-batch.js';
+import { atTurnEnd } from '../../src/boundary/turn-end.js';
 
 const m = (n: number): string => JSON.stringify({ n });
 
@@ -33,5 +34,17 @@ describe('parseFrames', () => {
   it('takes each frame as one message or an array of them, and skips a frame that is not JSON', () => {
     const frames = ['{"t":"hello"}', 'not json', '[{"t":"a"},{"t":"b"}]'].map((f) => Buffer.from(f));
     expect(parseFrames(frames)).toEqual([{ t: 'hello' }, { t: 'a' }, { t: 'b' }]);
+  });
+});
+
+describe('atTurnEnd', () => {
+  it('runs a turn\'s sends, then its writes, at the end of that same turn', async () => {
+    const ran: string[] = [];
+    atTurnEnd('write', () => ran.push('audit lines'));
+    const batch = new FrameBatch(async (frame) => void ran.push(`sent ${frame}`));
+    void batch.push(m(1));
+    setImmediate(() => ran.push('next immediate'));
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(ran).toEqual(['sent {"n":1}', 'audit lines', 'next immediate']);
   });
 });
