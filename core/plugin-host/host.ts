@@ -122,7 +122,7 @@ export class PluginHost {
     // Nothing runs before the core says on what: a core in safe mode (carapace.json broken) says nothing.
     this.hello = { t: 'hello', pid: process.pid, version: HOST_LINK_VERSION };
     log.info({ plugins: this.plugins.length }, 'waiting for the core to hand over each plugin\'s settings (while carapace.json is broken, no plugin runs until it is fixed)');
-    await this.send(this.hello);
+    await this.sayHello();
   }
 
   /**
@@ -270,7 +270,17 @@ export class PluginHost {
   /** Says hello and each plugin's init result again, to a (new) core. */
   private register(): void {
     if (!this.hello) return;
-    for (const message of [this.hello, ...this.inits.values()]) void this.send(message).catch(() => undefined);
+    void this.sayHello().catch(() => undefined);
+    for (const message of this.inits.values()) void this.send(message).catch(() => undefined);
+  }
+
+  /**
+   * The hello goes alone, one JSON object in its frame, never in a batch: a core of
+   * another link version (one before 3 reads no batch) must read it to refuse this host
+   * clearly (UNSUPPORTED_VERSION). The batch of this turn follows it on the same queue.
+   */
+  private sayHello(): Promise<void> {
+    return this.dealerQueue.push([JSON.stringify(this.hello)]);
   }
 
   /**
