@@ -43,7 +43,8 @@ function prepare(commit: string): string {
     if (same) symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
     else run('npm', ['ci', '--no-audit', '--no-fund'], dir);
   }
-  if (!existsSync(join(dir, 'dist', 'bench', 'run.js'))) run('make', ['build'], dir);
+  // Never make's own npm ci: through the symlink it would empty this tree's node_modules.
+  if (!existsSync(join(dir, 'dist', 'bench', 'run.js'))) run('make', ['-o', 'node_modules', 'build'], dir);
   return dir;
 }
 
