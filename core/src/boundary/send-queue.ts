@@ -1,5 +1,8 @@
 // zeromq v6 allows one send in flight per socket; this serializes them without
-// blocking the caller's receive loop.
+// blocking the caller's receive loop. A send with none in flight is handed to zeromq at
+// once, in the caller's turn: zeromq completes a send it can take inside the call, so the
+// message is on its way before whatever else the turn does (the audit log's write at its
+// end, boundary/turn-end.ts), and no promise stands between the caller and the socket.
 
 /**
  * One part of a message. What the core and the host write themselves goes as a string:
@@ -11,13 +14,28 @@ export type Frame = Buffer | string;
 
 export class SendQueue {
   private tail: Promise<void> = Promise.resolve();
+  /** Sends handed over or waiting, not yet settled. */
+  private unsettled = 0;
 
   constructor(private readonly send: (frames: Frame[]) => Promise<void>) {}
 
   push(frames: Frame[]): Promise<void> {
-    const next = this.tail.then(() => this.send(frames));
+    const next = this.unsettled === 0 ? this.sendNow(frames) : this.tail.then(() => this.send(frames));
+    this.unsettled++;
     // A failed send (peer gone) must not poison later sends.
-    this.tail = next.catch(() => undefined);
+    this.tail = next.then(this.settled, this.settled);
     return next;
   }
+
+  private sendNow(frames: Frame[]): Promise<void> {
+    try {
+      return this.send(frames);
+    } catch (err) {
+      return Promise.reject(err); // a closed socket throws; callers see it as a failed send
+    }
+  }
+
+  private readonly settled = (): void => {
+    this.unsettled--;
+  };
 }
