@@ -25,7 +25,7 @@ import type { FastifyInstance } from 'fastify';
 import { startAdminApi } from '../core/src/admin/http-api.js';
 import { parseConfig } from '../core/src/config.js';
 import { Core } from '../core/src/core.js';
-import { FIXTURE_HANDLERS, FIXTURES, HOST_MAIN, sleep } from '../core/test/harness.js';
+import { FIXTURE_HANDLERS, FIXTURES, HOST_MAIN, pluginUidRange, sleep } from '../core/test/harness.js';
 
 /**
  * High enough that the bench measures the pipeline, not the limiter; the session guard's
@@ -128,6 +128,10 @@ async function main(): Promise<void> {
         CARAPACE_CONFIG: configFile,
         CARAPACE_DATA_DIR: join(dir, 'data'),
         CARAPACE_LOG_DIR: join(dir, 'logs'),
+        // As root each plugin's uid is swept whole when it ends: a range of its own, as the
+        // tests' stacks have, so that a test or another bench running meanwhile (on the
+        // default range) and this one do not end each other's plugins.
+        CARAPACE_PLUGIN_FIRST_UID: String(pluginUidRange()),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

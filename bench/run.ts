@@ -83,6 +83,31 @@ function procCpu(pid: number | null | undefined): number {
   }
 }
 
+/**
+ * CPU seconds so far of each child process of `pid`, by pid: the plugin host's plugin
+ * processes (one per plugin), whose work is no longer in the host's own figure.
+ */
+function childrenCpu(pid: number | null | undefined): Map<number, number> {
+  const cpu = new Map<number, number>();
+  if (!pid) return cpu;
+  try {
+    for (const child of readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number)) {
+      const seconds = procCpu(child);
+      if (!Number.isNaN(seconds)) cpu.set(child, seconds);
+    }
+  } catch {
+    // no children file (an old kernel): none counted
+  }
+  return cpu;
+}
+
+/** CPU seconds the children in `after` used since `before` (one started meanwhile: all of its own). */
+function childrenDelta(before: Map<number, number>, after: Map<number, number>): number {
+  let seconds = 0;
+  for (const [pid, now] of after) seconds += now - (before.get(pid) ?? 0);
+  return seconds;
+}
+
 /** Machine-wide CPU seconds from /proc/stat: busy (user+nice+system+irq+softirq), steal, idle. */
 function machineCpu(): { busy: number; steal: number; idle: number } {
   try {
@@ -470,8 +495,9 @@ interface LoadResult {
   reqPerSec: number;
   errors: number;
   latency: Stats;
-  cpuSeconds: { core: number; host: number; driver: number };
-  cpuUsPerReq: { core: number; host: number; driver: number };
+  /** `plugins`: the plugin host's plugin processes (a tree whose plugins ran inside the host has none). */
+  cpuSeconds: { core: number; host: number; plugins: number; driver: number };
+  cpuUsPerReq: { core: number; host: number; plugins: number; driver: number };
   machine: MachineLoad;
   rss: RssPeak;
 }
@@ -550,7 +576,7 @@ async function dealerLoad(ready: Ready, clients: number, depth: number, duration
     }
   };
 
-  const cpu0 = { core: procCpu(ready.pid), host: procCpu(ready.hostPid), driver: driverCpu() };
+  const cpu0 = { core: procCpu(ready.pid), host: procCpu(ready.hostPid), plugins: childrenCpu(ready.hostPid), driver: driverCpu() };
   const m0 = machineCpu();
   const rss = rssSampler(ready);
   startedAt.t = performance.now();
@@ -561,9 +587,10 @@ async function dealerLoad(ready: Ready, clients: number, depth: number, duration
   const cpuSeconds = {
     core: r3(procCpu(ready.pid) - cpu0.core),
     host: r3(procCpu(ready.hostPid) - cpu0.host),
+    plugins: r3(childrenDelta(cpu0.plugins, childrenCpu(ready.hostPid))),
     driver: r3(driverCpu() - cpu0.driver),
   };
-  const machine = machineDelta(m0, cpuSeconds.core + cpuSeconds.host + cpuSeconds.driver);
+  const machine = machineDelta(m0, cpuSeconds.core + cpuSeconds.host + cpuSeconds.plugins + cpuSeconds.driver);
   const per = (s: number): number => r2((s * 1e6) / Math.max(1, completed));
   return {
     clients,
@@ -574,7 +601,7 @@ async function dealerLoad(ready: Ready, clients: number, depth: number, duration
     errors,
     latency: stats(latencies),
     cpuSeconds,
-    cpuUsPerReq: { core: per(cpuSeconds.core), host: per(cpuSeconds.host), driver: per(cpuSeconds.driver) },
+    cpuUsPerReq: { core: per(cpuSeconds.core), host: per(cpuSeconds.host), plugins: per(cpuSeconds.plugins), driver: per(cpuSeconds.driver) },
     machine,
     rss: rss.stop(),
   };
@@ -753,7 +780,7 @@ async function main(): Promise<void> {
       loads.push(r);
       out(`   ${String(clients).padStart(2)} clients × ${depth} in flight: ${String(r.reqPerSec).padStart(6)} req/s  [target ≥ ${TARGET.reqPerSec}: ${mark(r.reqPerSec >= TARGET.reqPerSec)}]  errors ${r.errors}  (${r.completed} in ${r.seconds} s)`);
       out(`      latency ${fmtStats(r.latency)}`);
-      out(`      CPU per request: core ${r.cpuUsPerReq.core} µs, plugin host ${r.cpuUsPerReq.host} µs, driver ${r.cpuUsPerReq.driver} µs  (CPU-s core ${r.cpuSeconds.core}, host ${r.cpuSeconds.host}, driver ${r.cpuSeconds.driver} of ${r.seconds} s × ${machine.cores} cores)`);
+      out(`      CPU per request: core ${r.cpuUsPerReq.core} µs, plugin host ${r.cpuUsPerReq.host} µs, its plugin processes ${r.cpuUsPerReq.plugins} µs, driver ${r.cpuUsPerReq.driver} µs  (CPU-s core ${r.cpuSeconds.core}, host ${r.cpuSeconds.host}, plugins ${r.cpuSeconds.plugins}, driver ${r.cpuSeconds.driver} of ${r.seconds} s × ${machine.cores} cores)`);
       out(`      machine: ${r.machine.busy} CPU-s busy of ${r2(r.seconds * machine.cores)} available, of which ${r.machine.others} by other processes; steal ${r.machine.steal} s`);
       out(`      RSS peak (100 ms samples): core ${r.rss.corePeakMb} MB, plugin host ${r.rss.hostPeakMb} MB`);
     }

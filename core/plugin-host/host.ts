@@ -64,7 +64,7 @@ export class PluginHost {
   private readonly sub = new BusSubscriber();
   private readonly bus = new BusPublisher((plugin) => log.warn({ plugin }, 'too many events the core has not confirmed: the oldest is given up'));
   private readonly dealerQueue = new SendQueue((frames) => this.dealer.send(frames));
-  private readonly toCore = new FrameBatch((frames) => this.dealerQueue.push(frames));
+  private readonly toCore = new FrameBatch((frame) => this.dealerQueue.push([frame]));
   private readonly processes = new Map<string, PluginProcess>();
   /** Which process holds each request (for its cancel). */
   private readonly requestOwner = new Map<string, PluginProcess>();
@@ -122,7 +122,7 @@ export class PluginHost {
     // Nothing runs before the core says on what: a core in safe mode (carapace.json broken) says nothing.
     this.hello = { t: 'hello', pid: process.pid, version: HOST_LINK_VERSION };
     log.info({ plugins: this.plugins.length }, 'waiting for the core to hand over each plugin\'s settings (while carapace.json is broken, no plugin runs until it is fixed)');
-    await this.send(this.hello);
+    await this.sayHello();
   }
 
   /**
@@ -270,7 +270,17 @@ export class PluginHost {
   /** Says hello and each plugin's init result again, to a (new) core. */
   private register(): void {
     if (!this.hello) return;
-    for (const message of [this.hello, ...this.inits.values()]) void this.send(message).catch(() => undefined);
+    void this.sayHello().catch(() => undefined);
+    for (const message of this.inits.values()) void this.send(message).catch(() => undefined);
+  }
+
+  /**
+   * The hello goes alone, one JSON object in its frame, never in a batch: a core of
+   * another link version (one before 3 reads no batch) must read it to refuse this host
+   * clearly (UNSUPPORTED_VERSION). The batch of this turn follows it on the same queue.
+   */
+  private sayHello(): Promise<void> {
+    return this.dealerQueue.push([JSON.stringify(this.hello)]);
   }
 
   /**
@@ -331,7 +341,7 @@ export class PluginHost {
 
   private async receiveCore(): Promise<void> {
     try {
-      // The core batches: every frame is one message.
+      // The core batches (boundary/frame-batch.ts).
       for await (const frames of this.dealer) {
         for (const message of parseFrames<CoreToHost>(frames)) {
           if (message.t === 'request') this.onRequest(message);
@@ -351,7 +361,7 @@ export class PluginHost {
   }
 
   private send(message: HostToCore): Promise<void> {
-    return this.toCore.push(Buffer.from(JSON.stringify(message)));
+    return this.toCore.push(JSON.stringify(message));
   }
 
   /** Drain in-flight requests, then every plugin's shutdown() in parallel, bounded; then their processes end. */

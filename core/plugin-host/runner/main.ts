@@ -23,13 +23,21 @@ try {
 }
 const channel = new Socket({ fd: CHANNEL_FD, readable: true, writable: true });
 
+// What is said in one turn of the event loop (the answers to one batch of requests)
+// leaves in one write: one system call and one wake-up of the host, not one each.
+let out: string[] = [];
+const flush = (): void => {
+  const text = out.length === 1 ? out[0] : out.join('');
+  out = [];
+  channel.write(text, (err) => {
+    if (err) process.exit(0);
+  });
+};
 // The host is gone (or going): nothing this process does can reach anyone, and it must
 // not go on as if it had (a plugin saving its progress past an event that was lost).
 const send = (message: RunnerToSupervisor): void => {
   if (channel.destroyed || !channel.writable) process.exit(0);
-  channel.write(`${JSON.stringify(message)}\n`, (err) => {
-    if (err) process.exit(0);
-  });
+  if (out.push(`${JSON.stringify(message)}\n`) === 1) setImmediate(flush);
 };
 const runner = new PluginRunner(send);
 channel.on('close', () => process.exit(0));

@@ -8,6 +8,8 @@ import pino from 'pino';
 import { AuditFile, type AuditFileEvents, type AuditFileHealth } from './audit-file.js';
 import { readAuditHistory } from './audit-history.js';
 import { BatchedDestination } from './batched-destination.js';
+import { atTurnEnd } from '../boundary/turn-end.js';
+import { now } from '../protocol/envelope.js';
 import { RepeatSummariser, type RepeatKey } from './repeat-summary.js';
 
 export type AuditStage =
@@ -73,12 +75,17 @@ export type AuditLogEvents = AuditFileEvents & { entry: [AuditEntry] };
 
 export class AuditLog extends EventEmitter<AuditLogEvents> {
   private readonly logger: pino.Logger;
+  private readonly destination: BatchedDestination;
+  /**
+   * Entries recorded in this turn of the event loop, serialized and written at its end,
+   * after what the turn sends (boundary/turn-end.ts): a request's way to its handler does
+   * not wait for pino or the file.
+   */
+  private unwritten: AuditEntry[] = [];
   private readonly file: AuditFile;
   private readonly repeats: RepeatSummariser;
   private readonly window: AuditEntry[] = [];
   private start = 0;
-  private lastMs = -1;
-  private lastIso = '';
   /** Entries recorded since start-up (tests compare it with the file). */
   recorded = 0;
 
@@ -107,10 +114,12 @@ export class AuditLog extends EventEmitter<AuditLogEvents> {
     this.repeats = new RepeatSummariser(options.repeat_window_s * 1000, MAX_BURSTS, (summary) => this.record(summary));
     // Activity after a restart or an upgrade: what the files already hold (audit-history.ts).
     for (const entry of readAuditHistory(file, capacity)) this.remember(entry);
-    this.logger = pino(
-      { base: null, timestamp: false, formatters: { level: (label) => ({ level: label }) } },
-      new BatchedDestination(this.file),
-    );
+    this.destination = new BatchedDestination(this.file);
+    this.logger = pino({ base: null, timestamp: false, formatters: { level: (label) => ({ level: label }) } }, this.destination);
+    process.once('exit', () => {
+      this.serialize();
+      this.destination.drainAtExit();
+    });
   }
 
   /** False while the file cannot be written: callers refuse anything that would act. */
@@ -143,7 +152,7 @@ export class AuditLog extends EventEmitter<AuditLogEvents> {
     // Every entry gets the same shape (absent fields undefined, which pino omits): at six
     // entries per request, one hidden class instead of a spread's many is measurable.
     const entry: AuditEntry = {
-      timestamp: this.timestamp(),
+      timestamp: now(),
       group: input.group,
       session: input.session,
       source: input.source,
@@ -164,21 +173,22 @@ export class AuditLog extends EventEmitter<AuditLogEvents> {
   }
 
   write(entry: AuditEntry): void {
-    const level = entry.severity === 'CRITICAL' ? 'fatal' : LEVEL[entry.outcome];
-    this.logger[level](entry);
+    if (this.unwritten.push(entry) === 1) atTurnEnd('write', this.writeOut);
     this.recorded++;
     this.remember(entry);
     this.emit('entry', entry);
   }
 
-  /** ISO time, formatted once per millisecond: requests log several entries in one. */
-  private timestamp(): string {
-    const ms = Date.now();
-    if (ms !== this.lastMs) {
-      this.lastMs = ms;
-      this.lastIso = new Date(ms).toISOString();
-    }
-    return this.lastIso;
+  private readonly writeOut = (): void => {
+    this.serialize();
+    this.destination.drain();
+  };
+
+  /** The unwritten entries as lines, to the destination. */
+  private serialize(): void {
+    const entries = this.unwritten;
+    this.unwritten = [];
+    for (const entry of entries) this.logger[entry.severity === 'CRITICAL' ? 'fatal' : LEVEL[entry.outcome]](entry);
   }
 
   private remember(entry: AuditEntry): void {
@@ -208,6 +218,7 @@ export class AuditLog extends EventEmitter<AuditLogEvents> {
 
   /** Resolves once what was recorded so far is on disk, failed, or after a bounded wait. */
   flush(): Promise<void> {
+    this.serialize();
     return new Promise((resolve) => this.logger.flush(() => resolve()));
   }
 

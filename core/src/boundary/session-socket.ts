@@ -10,17 +10,17 @@ import { chmod, mkdir, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import * as zmq from 'zeromq';
 import type { Admission, SessionGuard } from './session-guard.js';
-import { SendQueue } from './send-queue.js';
+import { SendQueue, type Frame } from './send-queue.js';
 import { MAX_MESSAGE_BYTES } from './wire.js';
 
-export type Reply = (frame: Buffer) => Promise<void>;
+export type Reply = (frame: string) => Promise<void>;
 /**
  * `reply` sends the answer (once; it ends the request's time in flight); `interim` sends
  * frames before it to the same caller (the "pending confirmation" keep-alives), never after.
  */
 export type FrameHandler = (frames: Buffer[], reply: Reply, interim: Reply) => void;
 /** The answer to a frame the guard refused: must stay cheap, it is not budgeted. */
-export type Refusal = (frames: Buffer[], admission: Extract<Admission, { ok: false }>) => Buffer;
+export type Refusal = (frames: Buffer[], admission: Extract<Admission, { ok: false }>) => string;
 
 const SESSION_CONTEXT = new zmq.Context({ ioThreads: 1 });
 
@@ -113,7 +113,7 @@ export class SessionSocket {
   }
 
   /** Queues a reply; one that cannot be queued in time means the peer does not read. */
-  private async send(frames: Buffer[]): Promise<void> {
+  private async send(frames: Frame[]): Promise<void> {
     try {
       await this.queue.push(frames);
     } catch (err) {

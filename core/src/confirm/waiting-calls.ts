@@ -11,7 +11,7 @@
 //   is withdrawn and nothing runs.
 import type { Answer } from '../response/respond.js';
 
-export type Send = (frame: Buffer) => Promise<void>;
+export type Send = (frame: string) => Promise<void>;
 
 export interface Caller {
   correlation: string;
@@ -87,7 +87,7 @@ export class WaitingCalls {
   private async send(call: Call, caller: Caller): Promise<boolean> {
     if (!call.pending) return true;
     const waitMs = Math.max(0, call.pending.expiresAt - Date.now()) + this.handlerTimeoutMs;
-    const frame = Buffer.from(JSON.stringify({ correlation: caller.correlation, pending: { confirmation: call.pending.id, wait_ms: waitMs } }));
+    const frame = JSON.stringify({ correlation: caller.correlation, pending: { confirmation: call.pending.id, wait_ms: waitMs } });
     // A send to a peer that is gone either fails (EHOSTUNREACH) or, seen with a killed
     // ipc, never completes: both mean this caller can no longer be reached.
     let timer: NodeJS.Timeout | undefined;

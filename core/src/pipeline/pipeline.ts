@@ -67,7 +67,7 @@ export interface PipelineDeps {
  * Processes one message from a session's socket and returns the reply frame. `send`
  * reaches the same caller before that (the interim "pending confirmation" frames).
  */
-export async function runPipeline(frames: Buffer[], session: Session, deps: PipelineDeps, send?: Send): Promise<Buffer> {
+export async function runPipeline(frames: Buffer[], session: Session, deps: PipelineDeps, send?: Send): Promise<string> {
   const startedAt = performance.now();
   const ctx: ResponseContext = { group: session.group, session: session.id, topic: '', correlation: null, startedAt };
   const trail = new RequestTrail(deps.audit, session.group, session.id);
@@ -78,7 +78,7 @@ export async function runPipeline(frames: Buffer[], session: Session, deps: Pipe
   });
   const reply = buildResponse(ctx, answer, deps.sanitize, trail);
   trail.finish();
-  if (ctx.correlation !== null) deps.recent.weigh(recentKey(ctx.session, ctx.correlation), reply.length);
+  if (ctx.correlation !== null) deps.recent.weigh(recentKey(ctx.session, ctx.correlation), Buffer.byteLength(reply));
   const tool = ctx.topic.startsWith(TOOL_TOPIC_PREFIX) ? (deps.catalog.lookup(ctx.topic.slice(TOOL_TOPIC_PREFIX.length))?.name ?? null) : null;
   deps.metrics?.request(tool, 'error' in answer ? answer.error.code : 'ok', (performance.now() - startedAt) / 1000);
   return reply;
@@ -92,7 +92,7 @@ const REFUSAL_PARSE_LIMIT = 64 * 1024;
  * through the usual response path. Cheap on purpose (small frames parsed for the
  * correlation only); refusals are strikes, so a session gets only so many.
  */
-export function refuseOverBudget(frames: Buffer[], session: Session, retryAfter: number, why: 'rate' | 'in_flight', deps: Pick<PipelineDeps, 'audit' | 'sanitize' | 'metrics'>): Buffer {
+export function refuseOverBudget(frames: Buffer[], session: Session, retryAfter: number, why: 'rate' | 'in_flight', deps: Pick<PipelineDeps, 'audit' | 'sanitize' | 'metrics'>): string {
   const ctx: ResponseContext = { group: session.group, session: session.id, topic: '', correlation: null, startedAt: performance.now() };
   const body = frames.filter((f) => f.length > 0);
   if (body.length === 1 && body[0].length <= REFUSAL_PARSE_LIMIT) {

@@ -60,8 +60,8 @@ export interface HostLinkEvents {
 export class PluginHostLink extends EventEmitter<HostLinkEvents> {
   private readonly router = new zmq.Router({ linger: 0, mandatory: true, heartbeatInterval: 1000, heartbeatTimeout: 5000 });
   private readonly queue = new SendQueue((frames) => this.router.send(frames));
-  private readonly batch = new FrameBatch((frames) =>
-    this.host ? this.queue.push([this.host, ...frames]) : Promise.reject(new Error('plugin host not connected')),
+  private readonly batch = new FrameBatch((frame) =>
+    this.host ? this.queue.push([this.host, frame]) : Promise.reject(new Error('plugin host not connected')),
   );
   private host: Buffer | null = null;
 
@@ -209,12 +209,12 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
 
   private send(message: CoreToHost): Promise<void> {
     if (!this.host) return Promise.reject(new Error('plugin host not connected'));
-    return this.batch.push(Buffer.from(JSON.stringify(message)));
+    return this.batch.push(JSON.stringify(message));
   }
 
   private async receive(): Promise<void> {
     try {
-      // The host batches too: each frame after the identity is one message.
+      // The host batches too (boundary/frame-batch.ts).
       for await (const [identity, ...frames] of this.router) {
         for (const message of parseFrames<HostToCore>(frames)) this.dispatch(identity, message);
       }
@@ -230,7 +230,7 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
       const key = identity.toString('hex');
       if (!this.asked.has(key)) {
         this.asked.add(key);
-        void this.queue.push([identity, Buffer.from(JSON.stringify({ t: 'register' } satisfies CoreToHost))]).catch(() => undefined);
+        void this.queue.push([identity, JSON.stringify({ t: 'register' } satisfies CoreToHost)]).catch(() => undefined);
       }
       return;
     }
@@ -239,7 +239,7 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
         // A host speaking another protocol is not linked: everything it would say could be misread.
         if (message.version !== HOST_LINK_VERSION) {
           const refused: CoreToHost = { t: 'refused', code: 'UNSUPPORTED_VERSION', message: `this core speaks protocol version ${HOST_LINK_VERSION}, not ${JSON.stringify(message.version ?? null).slice(0, 16)}`, speaks: [HOST_LINK_VERSION] };
-          void this.queue.push([identity, Buffer.from(JSON.stringify(refused))]).catch(() => undefined);
+          void this.queue.push([identity, JSON.stringify(refused)]).catch(() => undefined);
           this.emit('refused', { version: message.version, pid: message.pid });
           break;
         }

@@ -18,9 +18,11 @@ export type ServiceMethod = 'getAuditLog' | 'getToolCatalog' | 'getSessionInfo' 
 /**
  * The link's own version, said in the host's hello. 2: the core hands the host each
  * plugin's settings (`configuration`); a host of version 1 read carapace.json itself, and
- * could run on another configuration than the core's, so it is refused.
+ * could run on another configuration than the core's, so it is refused. 3: a frame may
+ * carry a JSON array of messages (a batch, boundary/frame-batch.ts), which a peer of
+ * version 2 would drop.
  */
-export const HOST_LINK_VERSION = 2;
+export const HOST_LINK_VERSION = 3;
 
 /** One plugin's section of carapace.json as the core runs it (`${VAR}` references unresolved) and its revision. */
 export interface PluginSettings {

@@ -44,8 +44,17 @@ export function newId(): string {
   return randomUUID();
 }
 
+let lastMs = -1;
+let lastIso = '';
+
+/** ISO time, formatted once per millisecond: a request stamps several things in one. */
 export function now(): string {
-  return new Date().toISOString();
+  const ms = Date.now();
+  if (ms !== lastMs) {
+    lastMs = ms;
+    lastIso = new Date(ms).toISOString();
+  }
+  return lastIso;
 }
 
 export function eventEnvelope(topic: string, source: string, group: string | null, payload: JsonObject): EventEnvelope {

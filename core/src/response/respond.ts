@@ -14,7 +14,8 @@ export interface ResponseContext {
 
 export type Answer = { source: string; result: unknown } | { source: string; error: ErrorPayload };
 
-export function buildResponse(ctx: ResponseContext, answer: Answer, sanitize: Sanitizer, audit: { record(input: AuditInput): unknown }): Buffer {
+/** The reply as the text sent (a string: see boundary/send-queue.ts). */
+export function buildResponse(ctx: ResponseContext, answer: Answer, sanitize: Sanitizer, audit: { record(input: AuditInput): unknown }): string {
   const payload = 'error' in answer ? { result: null, error: answer.error } : { result: answer.result, error: null };
   const { value, redactedPaths } = sanitize(payload);
   const { group, session, topic, correlation } = ctx;
@@ -46,5 +47,5 @@ export function buildResponse(ctx: ResponseContext, answer: Answer, sanitize: Sa
     group: ctx.group,
     payload: value,
   };
-  return Buffer.from(JSON.stringify(envelope));
+  return JSON.stringify(envelope);
 }

@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { join } from 'node:path';
 import * as zmq from 'zeromq';
 import { Stack, until } from '../harness.js';
+import { parseFrames } from '../../src/boundary/frame-batch.js';
 import { parseConfig } from '../../src/config.js';
 import { Core } from '../../src/core.js';
 import { PROTOCOL_VERSION } from '../../src/protocol/envelope.js';
@@ -30,8 +31,7 @@ class RawHost {
     this.bus.connect(`ipc://${join(runDir, SOCKETS.busIn)}`);
     void (async () => {
       for await (const frames of this.dealer) {
-        for (const f of frames) {
-          const message = JSON.parse(f.toString('utf8')) as CoreToHost;
+        for (const message of parseFrames<CoreToHost>(frames)) {
           this.said.push(message);
           if (message.t === 'shutdown') await this.stopAllowed.then(() => this.dealer.send(JSON.stringify({ t: 'stopped', results: [] })));
         }

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import * as zmq from 'zeromq';
 import { Stack, sleep, until } from '../harness.js';
-import { SOCKETS } from '../../src/plugins/host-protocol.js';
+import { HOST_LINK_VERSION, SOCKETS } from '../../src/plugins/host-protocol.js';
 import type { EventEnvelope } from '../../src/protocol/envelope.js';
 import type { Session } from '../../src/boundary/session-table.js';
 import type { AuditEntry } from '../../src/audit/audit-log.js';
@@ -222,11 +222,14 @@ describe('the wire: a plugin host in another protocol version', () => {
     const dealer = new zmq.Dealer({ linger: 0, receiveTimeout: 3000 });
     dealer.connect(`ipc://${join(stack.runDir, SOCKETS.pluginHost)}`);
     try {
-      // Version 1: a host that read carapace.json itself, and could run on another configuration than the core's.
-      await dealer.send(JSON.stringify({ t: 'hello', pid: 4242, secrets: [], version: 1 }));
-      const [reply] = await dealer.receive();
-      expect(JSON.parse(reply.toString('utf8'))).toMatchObject({ t: 'refused', code: 'UNSUPPORTED_VERSION', speaks: [2] });
-      await audited((e) => e.code === 'UNSUPPORTED_VERSION' && e.source === 'plugin-host');
+      // Version 1: a host that read carapace.json itself, and could run on another configuration
+      // than the core's. Version 2: one message per frame, it would drop the core's batches.
+      for (const version of [1, 2]) {
+        await dealer.send(JSON.stringify({ t: 'hello', pid: 4242, secrets: [], version }));
+        const [reply] = await dealer.receive();
+        expect(JSON.parse(reply.toString('utf8'))).toMatchObject({ t: 'refused', code: 'UNSUPPORTED_VERSION', speaks: [HOST_LINK_VERSION] });
+        await audited((e) => e.code === 'UNSUPPORTED_VERSION' && e.source === 'plugin-host' && e.reason?.includes(`version ${version} was refused`) === true);
+      }
       expect(stack.core.audit.query({}).some((e) => e.reason === 'plugin host connected (pid 4242)')).toBe(false);
       expect((await stack.ipc(family, 'tool.invoke.echo', { text: 'still here' })).out?.echoed?.text).toBe('still here');
     } finally {
