@@ -273,7 +273,7 @@ async function routeToOwner(tool: ToolEntry, envelope: RequestEnvelope, session:
   if ('error' in files) return reject(audit, ctx, 'route', files.error, files.detail);
   if (files.attached.length > 0) envelope = { ...envelope, payload: { ...envelope.payload, arguments: files.args as RequestEnvelope['payload']['arguments'] } };
   note(audit, ctx, 'route', 'routed', { reason: `to ${tool.owner}${files.attached.length > 0 ? `; files: ${files.attached.join(', ')}` : ''}` });
-  const keepWaiting = (ms: number): void => void send?.(Buffer.from(JSON.stringify({ correlation: envelope.correlation, pending: { running: tool.name, wait_ms: ms } }))).catch(() => undefined);
+  const keepWaiting = (ms: number): void => void send?.(JSON.stringify({ correlation: envelope.correlation, pending: { running: tool.name, wait_ms: ms } })).catch(() => undefined);
   const routed = await route(tool, envelope, session, deps.route, keepWaiting);
   if ('error' in routed) {
     note(audit, ctx, 'handler', 'error', {
