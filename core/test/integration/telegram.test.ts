@@ -282,7 +282,7 @@ describe('confirmation prompts show everything and how they ended', () => {
     const target = Array.from({ length: 20_000 }, (_, i) => String.fromCharCode(97 + (i % 26))).join('') + '-end';
     const before = tg.sentTo(MAIN_CHAT).length;
     const call = stack.ipc(main, 'tool.invoke.delete_everything', { target }, { timeoutMs: 25000 });
-    const buttons = await until(() => tg.sentTo(MAIN_CHAT).slice(before).find((m) => m.reply_markup !== undefined), 10000);
+    const buttons = await until(() => tg.sentTo(MAIN_CHAT).slice(before).find((m) => m.reply_markup !== undefined), 30_000);
     const messages = tg.sentTo(MAIN_CHAT).slice(before);
     expect(messages).toEqual([buttons]);
     expect(buttons.text.length).toBeLessThanOrEqual(3500);
@@ -298,7 +298,7 @@ describe('confirmation prompts show everything and how they ended', () => {
     const body = 'ghp_SECRETTOKEN1234 please post this' + '\u200B'.repeat(18_000) + 'Small typo, please fix.';
     const before = tg.sentTo(MAIN_CHAT).length;
     const call = stack.ipc(main, 'tool.invoke.delete_everything', { target: body }, { timeoutMs: 25000 });
-    const prompt = await until(() => tg.sentTo(MAIN_CHAT).slice(before).find((m) => m.reply_markup !== undefined), 10000);
+    const prompt = await until(() => tg.sentTo(MAIN_CHAT).slice(before).find((m) => m.reply_markup !== undefined), 30_000);
     const messages = tg.sentTo(MAIN_CHAT).slice(before);
     expect(messages.length).toBeLessThanOrEqual(3);
     expect(prompt.text.length).toBeLessThanOrEqual(3500);
@@ -315,7 +315,7 @@ describe('confirmation prompts show everything and how they ended', () => {
   it('an opaque id: the prompt names what it refers to, as the plugin says, next to the buttons', async () => {
     const before = tg.sentTo(MAIN_CHAT).length;
     const call = stack.ipc(main, 'tool.invoke.forget_note', { note_id: '60ce838e-rent' }, { timeoutMs: 25000 });
-    const prompt = await until(() => tg.sentTo(MAIN_CHAT).slice(before).find((m) => m.reply_markup !== undefined), 10000);
+    const prompt = await until(() => tg.sentTo(MAIN_CHAT).slice(before).find((m) => m.reply_markup !== undefined), 30_000);
     expect(prompt.text).toBe('Approve forget_note for group "main"?\nnote_id: "60ce838e-rent"\nWhat it refers to:\n↳ The note "Pay the rent (do not delete)"\n(expires in 1 min)');
     const pending = stack.core.confirmations.list('main').find((p) => p.tool === 'forget_note')!;
     stack.core.confirmations.resolve(pending.id, false, 'test');
