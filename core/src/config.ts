@@ -42,6 +42,8 @@ export interface CoreConfig {
   conversation: ConversationSettings;
   backups: BackupSettings;
   sandbox: SandboxSettings;
+  /** Each skill's settings (skills/<name>/skill.json's config_schema says what they may be), by skill name. */
+  skills: Record<string, JsonObject>;
 }
 
 /**
@@ -392,6 +394,7 @@ export const configSchema = {
         idle_minutes: { type: 'number', exclusiveMinimum: 0, maximum: 1440, default: 15 },
       },
     },
+    skills: { type: 'object', default: {}, additionalProperties: { type: 'object' } },
     sessions: {
       type: 'object',
       additionalProperties: false,

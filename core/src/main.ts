@@ -31,6 +31,7 @@ import { leftoverVolumes } from './doctor/leftover-volumes.js';
 import { ConversationKeeper } from './conversation/conversation-keeper.js';
 import { startBackups } from './backup/core-backups.js';
 import { sandboxRuns } from './sandbox-runs/wiring.js';
+import { skillRuns } from './skills/wiring.js';
 
 const log = pino({ base: { service: 'core' } });
 const NO_MODEL_KEY = 'no model credential: set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN in .env, then run docker compose up -d again';
@@ -122,7 +123,9 @@ async function main(): Promise<void> {
   }));
   // Programs the agents run (run_program): a sandbox per session, never the agent's container.
   const programs = sandboxRuns({ runtime, storage: agents.storage, audit: core.audit, settings: config.sandbox, instance: process.env.CARAPACE_INSTANCE || 'carapace' });
-  core.acceptRuns(programs.runs, (session) => programs.sandboxes.end(session));
+  // Skills (run_skill): each in a sandbox of its own per session, with its own network and secrets.
+  const skills = skillRuns({ programs, runtime, settings: config.sandbox, folders: paths.skills, sections: config.skills, audit: core.audit, log });
+  core.acceptRuns(programs.runs, (session) => programs.sandboxes.end(session), { runner: skills, secrets: [] });
   core.metrics.agents(() => agents.counts());
   core.metrics.llmTokens(() => llm.usage(Object.keys(config.groups)));
   // Plugins may publish (a Telegram message waiting since the last run) as soon as the

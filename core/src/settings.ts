@@ -10,6 +10,8 @@ export interface Paths {
   dataDir: string;
   groupsDir: string;
   agentImageDir: string;
+  /** Skills (skills/): the bundled ones, and the person's own. */
+  skills: { bundled: string; own: string };
   /** API mode: where bearer-token directories are made; unset, the agent manager uses the OS temp dir. */
   apiKeyDir: string | undefined;
 }
@@ -27,6 +29,7 @@ export function pathsFromEnv(env: NodeJS.ProcessEnv = process.env): Paths {
     dataDir: at('CARAPACE_DATA_DIR', 'volumes/data'),
     groupsDir: at('CARAPACE_GROUPS_DIR', 'volumes/groups'),
     agentImageDir: at('CARAPACE_AGENT_IMAGE_DIR', 'agent-image'),
+    skills: { bundled: at('CARAPACE_SKILLS_DIR', 'skills'), own: at('CARAPACE_OWN_SKILLS_DIR', 'volumes/skills') },
     apiKeyDir: env.CARAPACE_API_KEY_DIR || undefined,
   };
 }

@@ -5,6 +5,7 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync
 import { join } from 'node:path';
 import type { ToolCatalog, ToolSummary } from '../plugins/catalog.js';
 import { RUN_PROGRAM_GUIDE, RUN_PROGRAM_NAME } from '../sandbox-runs/run-program-tool.js';
+import { RUN_SKILL_NAME, SKILLS_GUIDE } from '../skills/run-skill-tool.js';
 
 interface SchemaProperty {
   type?: string;
@@ -71,8 +72,9 @@ export function writeSkills(outDir: string, catalog: ToolCatalog): string[] {
   const coreDir = join(outDir, 'carapace-core');
   mkdirSync(coreDir, { recursive: true });
   const runs = core.some((t) => t.name === RUN_PROGRAM_NAME);
-  const description = `Diagnose failures, list tools, show session and plugin health.${runs ? ' Run programs (Python, Node, sh) in a sandbox to compute, chart data, convert or read files (PDF, spreadsheets, images).' : ''}`;
-  writeFileSync(join(coreDir, 'SKILL.md'), generateSkill('carapace-core', description, core, runs ? [RUN_PROGRAM_GUIDE] : []));
+  const skills = core.some((t) => t.name === RUN_SKILL_NAME);
+  const description = `Diagnose failures, list tools, show session and plugin health.${runs ? ' Run programs (Python, Node, sh) in a sandbox to compute, chart data, convert or read files (PDF, spreadsheets, images).' : ''}${skills ? ' Run skills: fetch web pages, search the web.' : ''}`;
+  writeFileSync(join(coreDir, 'SKILL.md'), generateSkill('carapace-core', description, core, [...(runs ? [RUN_PROGRAM_GUIDE] : []), ...(skills ? [SKILLS_GUIDE] : [])]));
   written.push('carapace-core');
 
   for (const name of catalog.health().healthy) {

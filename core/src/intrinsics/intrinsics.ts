@@ -1,7 +1,8 @@
 // The core's own tools. Their schemas live here, in code, and they pass through the
 // same six stages as any plugin tool. The read-only ones read only what the core holds in
-// memory, always scoped to the calling session; run_program (sandbox-runs/) acts, so it
-// follows the group's allow-list and is awaited like a plugin's handler.
+// memory, always scoped to the calling session; run_program (sandbox-runs/) and run_skill
+// (skills/) act, so they follow the group's allow-list and are awaited like a plugin's
+// handler; run_skill's answer is external content (untrusted_output).
 import type { AuditEntry, AuditLog, AuditOutcome } from '../audit/audit-log.js';
 import type { Session } from '../boundary/session-table.js';
 import type { ToolCatalog } from '../plugins/catalog.js';
@@ -10,6 +11,7 @@ import type { GroupAuthorizer } from '../pipeline/authorize.js';
 import type { JsonObject } from '../protocol/envelope.js';
 import type { ToolFailure } from '../protocol/errors.js';
 import { RUN_PROGRAM } from '../sandbox-runs/run-program-tool.js';
+import { LIST_SKILLS, RUN_SKILL, type SkillRunner } from '../skills/run-skill-tool.js';
 
 /** What run_program needs of the core (sandbox-runs/program-runs.ts); absent where the core has no sandbox. */
 export interface ProgramRunner {
@@ -21,6 +23,7 @@ export interface IntrinsicDeps {
   catalog: ToolCatalog;
   authorizer: GroupAuthorizer;
   runs?: ProgramRunner;
+  skills?: SkillRunner;
 }
 
 /** The call an intrinsic answers. */
@@ -40,6 +43,8 @@ export interface IntrinsicDefinition {
   run: Intrinsic;
   /** It acts (ToolEntry.acts). */
   acts?: boolean;
+  /** Its answer is external content (ToolEntry.untrusted_output). */
+  untrustedOutput?: boolean;
 }
 
 const OUTCOMES: AuditOutcome[] = ['error', 'rejected', 'sanitized', 'routed', 'ok', 'passed', 'dropped', 'pending'];
@@ -116,12 +121,14 @@ const DEFINITIONS: IntrinsicDefinition[] = [
     run: getSessionInfo,
   },
   RUN_PROGRAM,
+  RUN_SKILL,
+  LIST_SKILLS,
 ];
 
 export const INTRINSIC_NAMES = DEFINITIONS.map((d) => d.name);
 
 export const intrinsicTools: ToolEntry[] = DEFINITIONS.map((d) =>
-  compileTool({ name: d.name, description: d.description, risk_level: 'low', arguments_schema: d.schema, ...(d.acts ? { acts: true } : {}) }, 'core'),
+  compileTool({ name: d.name, description: d.description, risk_level: 'low', arguments_schema: d.schema, ...(d.acts ? { acts: true } : {}), ...(d.untrustedOutput ? { untrusted_output: true } : {}) }, 'core'),
 );
 
 const RUNNERS = new Map(DEFINITIONS.map((d) => [d.name, d.run]));
