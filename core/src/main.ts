@@ -125,7 +125,7 @@ async function main(): Promise<void> {
   const programs = sandboxRuns({ runtime, storage: agents.storage, audit: core.audit, settings: config.sandbox, instance: process.env.CARAPACE_INSTANCE || 'carapace' });
   // Skills (run_skill): each in a sandbox of its own per session, with its own network and secrets.
   const skills = skillRuns({ programs, runtime, settings: config.sandbox, folders: paths.skills, sections: config.skills, audit: core.audit, log });
-  core.acceptRuns(programs.runs, (session) => programs.sandboxes.end(session), { runner: skills, secrets: [] });
+  core.acceptRuns(programs.runs, (session) => programs.sandboxes.end(session), skills);
   core.metrics.agents(() => agents.counts());
   core.metrics.llmTokens(() => llm.usage(Object.keys(config.groups)));
   // Plugins may publish (a Telegram message waiting since the last run) as soon as the

@@ -11,6 +11,7 @@ import { discoverSkills, type SkillFolders } from './skill-discovery.js';
 import { SkillImages } from './skill-images.js';
 import { SkillRuns } from './skill-runs.js';
 import { skillEnv, skillPlan } from './skill-sandbox.js';
+import { skillSecretEnv, skillSecretValues } from './skill-secrets.js';
 
 export interface SkillWiringOptions {
   programs: SandboxRuns;
@@ -21,9 +22,13 @@ export interface SkillWiringOptions {
   sections: Record<string, JsonObject>;
   audit: AuditLog;
   log: Logger;
+  /** Where the skills' secrets are read from: the core's environment. */
+  env?: NodeJS.ProcessEnv;
 }
 
-export function skillRuns(options: SkillWiringOptions): SkillRuns {
+/** The skills' runner, and their secrets' values for the core's sanitizer. */
+export function skillRuns(options: SkillWiringOptions): { runner: SkillRuns; secrets: string[] } {
+  const env = options.env ?? process.env;
   const { programs, runtime, settings, audit, log } = options;
   const { skills, rejected } = discoverSkills(options.folders, options.sections);
   for (const bad of rejected) {
@@ -31,13 +36,14 @@ export function skillRuns(options: SkillWiringOptions): SkillRuns {
     audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'core', outcome: 'error', code: 'SKILL_INVALID', reason: `skill ${bad.name} (${bad.origin}) not loaded: ${bad.problem}` });
   }
   const images = new SkillImages(runtime.docker, settings.image, log);
-  return new SkillRuns({
+  const runner = new SkillRuns({
     skills,
     rejected,
     programs: programs.runs,
     image: (skill) => images.imageFor(skill),
     plan: (skill, image) => skillPlan(skill, image, { hostPath: (local) => runtime.hostPath(local) }),
-    env: (skill) => skillEnv(skill),
+    env: (skill) => [...skillEnv(skill), ...skillSecretEnv(skill.manifest, env)],
     maxTimeoutS: settings.timeout_s,
   });
+  return { runner, secrets: skillSecretValues(skills.map((s) => s.manifest), env) };
 }

@@ -6,12 +6,15 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Session } from '../../src/boundary/session-table.js';
 import type { RunCommand } from '../../src/sandbox-runs/run-exec.js';
-import { discoverSkills } from '../../src/skills/skill-discovery.js';
-import { SkillRuns } from '../../src/skills/skill-runs.js';
-import { skillEnv } from '../../src/skills/skill-sandbox.js';
+import pino from 'pino';
+import { readFileSync } from 'node:fs';
+import { parseConfig } from '../../src/config.js';
+import { skillRuns } from '../../src/skills/wiring.js';
 import { Stack } from '../harness.js';
 import { skillRoots, writeSkill } from '../support/skill-folders.js';
 
+const FETCH_SECRET = 'fetch-secret-7d1e44b09a';
+const SEARCH_SECRET = 'search-secret-3c9f0a21be';
 let stack: Stack;
 let family: Session;
 let kids: Session;
@@ -43,28 +46,25 @@ describe('skills through the pipeline', () => {
 
   it('once accepted: list_skills lists them, run_skill runs one and its answer is external content, the session labelled', async () => {
     const roots = skillRoots();
-    writeSkill(roots.bundled, 'fetch', { manifest: { name: 'fetch', description: 'Fetch a page', network: { public: true } }, files: { 'fetch.py': 'print(1)\n' } });
+    writeSkill(roots.bundled, 'fetch', { manifest: { name: 'fetch', description: 'Fetch a page', network: { public: true }, secrets: ['SKILL_FETCH_TOKEN'] }, files: { 'fetch.py': 'print(1)\n' } });
     writeSkill(roots.own, 'broken', { manifest: '{' });
-    const { skills, rejected } = discoverSkills(roots, {});
-    const runner = new SkillRuns({
-      skills,
-      rejected,
-      programs: {
-        runIn: async (_session: Session, _call: unknown, cmd: RunCommand, plan: { key: string }, audited: { tool: string; skill?: string }) => {
-          asked.push({ cmd, plan: plan.key, ...audited });
-          return answer(cmd);
-        },
-      } as never,
-      image: async () => 'carapace-sandbox:latest',
-      plan: () => ({ key: 'skill:fetch', label: 'skill-fetch', image: 'carapace-sandbox:latest' }),
-      env: (skill) => skillEnv(skill),
-      maxTimeoutS: 300,
-    });
-    stack.core.acceptRuns({ run: async () => ({}) }, async () => undefined, { runner, secrets: [] });
+    writeSkill(roots.bundled, 'web-search', { manifest: { name: 'web-search', description: 'Search', secrets: ['SKILL_WEB_SEARCH_API_KEY'] }, files: { 'search.py': 'print(1)\n' } });
+    const programs = {
+      runIn: async (_session: Session, _call: unknown, cmd: RunCommand, plan: { key: string }, audited: { tool: string; skill?: string }) => {
+        asked.push({ cmd, plan: plan.key, ...audited });
+        const said = answer(cmd);
+        // As if a run's audit entry held what it printed: the audit log scrubs it too.
+        stack.core.audit.record({ group: 'family', session: null, source: 'core', topic: 'tool.invoke.run_skill', correlation: null, stage: 'handler', outcome: 'ok', reason: String(said.stdout) });
+        return said;
+      },
+    };
+    const skills = skillRuns({ programs: { runs: programs } as never, runtime: { docker: {}, hostPath: async (p: string) => p } as never, settings: parseConfig({}).sandbox, folders: roots, sections: {}, audit: stack.core.audit, log: pino({ level: 'silent' }), env: { SKILL_FETCH_TOKEN: FETCH_SECRET, SKILL_WEB_SEARCH_API_KEY: SEARCH_SECRET, ANTHROPIC_API_KEY: 'sk-ant-not-for-skills' } });
+    expect(skills.secrets.sort()).toEqual([FETCH_SECRET, SEARCH_SECRET].sort());
+    stack.core.acceptRuns({ run: async () => ({}) }, async () => undefined, skills);
     const tools = (await stack.ipc(family, 'tool.invoke.list_tools', {})).out.tools.map((t: { name: string }) => t.name);
     expect(tools).toEqual(expect.arrayContaining(['run_program', 'run_skill', 'list_skills']));
     const list = await stack.ipc(family, 'tool.invoke.list_skills', {});
-    expect(list.out.skills).toEqual([expect.objectContaining({ name: 'fetch', scripts: ['fetch.py'], network: { hosts: [], public: true } })]);
+    expect(list.out.skills).toEqual([expect.objectContaining({ name: 'fetch', scripts: ['fetch.py'], network: { hosts: [], public: true } }), expect.objectContaining({ name: 'web-search' })]);
     expect(list.out.unavailable).toEqual([{ name: 'broken', origin: 'own', problem: expect.stringMatching(/not JSON/) }]);
     expect(stack.core.sessions.get(family.id)?.untrustedInput).toBeFalsy();
     const r = await stack.ipc(family, 'tool.invoke.run_skill', { skill: 'fetch', script: 'fetch.py', args: ['https://example.org/'] });
@@ -72,6 +72,27 @@ describe('skills through the pipeline', () => {
     expect(r.out).toMatchObject({ skill: 'fetch', exit_code: 0, external_content: true, stdout: expect.stringContaining('ran fetch.py https://example.org/') });
     expect(asked.at(-1)).toMatchObject({ plan: 'skill:fetch', tool: 'run_skill', skill: 'fetch', cmd: { dir: '/skill', program: 'fetch.py', interpreter: 'python3' } });
     expect(stack.core.sessions.get(family.id)?.untrustedInput).toBe(true);
+  });
+
+  it("a skill's run gets its own secrets only, never the core's or another skill's; they are scrubbed from its answer and never audited", async () => {
+    const r = await stack.ipc(family, 'tool.invoke.run_skill', { skill: 'fetch', script: 'fetch.py' });
+    const env = asked.at(-1)!.cmd.env!;
+    expect(env).toContain(`SKILL_FETCH_TOKEN=${FETCH_SECRET}`);
+    expect(env.join('\n')).not.toContain(SEARCH_SECRET);
+    expect(env.join('\n')).not.toContain('sk-ant-not-for-skills');
+    expect(env).toContain('CARAPACE_SKILL_SETTINGS={}');
+    // The stand-in printed its environment: the value is scrubbed on its way to the agent.
+    expect(r.stdout).not.toContain(FETCH_SECRET);
+    expect(r.out.stdout).toContain('SKILL_FETCH_TOKEN=[REDACTED]');
+    const search = await stack.ipc(family, 'tool.invoke.run_skill', { skill: 'web-search', script: 'search.py' });
+    expect(asked.at(-1)!.cmd.env).toContain(`SKILL_WEB_SEARCH_API_KEY=${SEARCH_SECRET}`);
+    expect(asked.at(-1)!.cmd.env!.join('\n')).not.toContain(FETCH_SECRET);
+    expect(search.stdout).not.toContain(SEARCH_SECRET);
+    await stack.core.audit.flush();
+    const audited = readFileSync(stack.auditFile, 'utf8');
+    expect(audited).toContain('SKILL_FETCH_TOKEN=[REDACTED]');
+    expect(audited).not.toContain(FETCH_SECRET);
+    expect(audited).not.toContain(SEARCH_SECRET);
   });
 
   it('run_skill follows the group\'s tools list; list_skills reads and is always allowed', async () => {
