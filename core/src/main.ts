@@ -124,7 +124,7 @@ async function main(): Promise<void> {
   // Programs the agents run (run_program): a sandbox per session, never the agent's container.
   const programs = sandboxRuns({ runtime, storage: agents.storage, audit: core.audit, settings: config.sandbox, instance: process.env.CARAPACE_INSTANCE || 'carapace' });
   // Skills (run_skill): each in a sandbox of its own per session, with its own network and secrets.
-  const skills = skillRuns({ programs, runtime, settings: config.sandbox, folders: paths.skills, sections: config.skills, audit: core.audit, log });
+  const skills = skillRuns({ programs, runtime, settings: config.sandbox, folders: paths.skills, sections: config.skills, audit: core.audit, log, relayDir: join(paths.runDir, 'skill-relays') });
   core.acceptRuns(programs.runs, (session) => programs.sandboxes.end(session), skills);
   core.metrics.agents(() => agents.counts());
   core.metrics.llmTokens(() => llm.usage(Object.keys(config.groups)));

@@ -18,8 +18,8 @@ export interface SkillRunsDeps {
   programs: ProgramRuns;
   /** The skill's image, built if need be, or why not. */
   image(skill: Skill): Promise<string | ToolFailure>;
-  /** How the skill's sandbox is made (its folder, its relay). */
-  plan(skill: Skill, image: string): SandboxPlan;
+  /** How the skill's sandbox for `session` is made (its folder, its relay). */
+  plan(skill: Skill, image: string, session: Session): SandboxPlan;
   /** The environment of one run of the skill: its settings, proxy and secrets. */
   env(skill: Skill): string[];
   maxTimeoutS: number;
@@ -56,7 +56,7 @@ export class SkillRuns implements SkillRunner {
     if (cmd instanceof ToolFailure) return cmd;
     const image = await this.deps.image(skill);
     if (image instanceof ToolFailure) return image;
-    const answer = await this.deps.programs.runIn(session, call, { ...cmd, env: this.deps.env(skill) }, this.deps.plan(skill, image), { tool: 'run_skill', skill: skill.manifest.name });
+    const answer = await this.deps.programs.runIn(session, call, { ...cmd, env: this.deps.env(skill) }, this.deps.plan(skill, image, session), { tool: 'run_skill', skill: skill.manifest.name });
     if (answer instanceof ToolFailure) return answer;
     return { skill: skill.manifest.name, ...answer, external_content: true };
   }

@@ -7,6 +7,7 @@ import type { AuditLog } from '../audit/audit-log.js';
 import type { SandboxSettings } from '../config.js';
 import type { JsonObject } from '../protocol/envelope.js';
 import type { SandboxRuns } from '../sandbox-runs/wiring.js';
+import { systemResolver, type Resolver } from '../network/public-address.js';
 import { discoverSkills, type SkillFolders } from './skill-discovery.js';
 import { SkillImages } from './skill-images.js';
 import { SkillRuns } from './skill-runs.js';
@@ -24,6 +25,10 @@ export interface SkillWiringOptions {
   log: Logger;
   /** Where the skills' secrets are read from: the core's environment. */
   env?: NodeJS.ProcessEnv;
+  /** Where the skills' relays make their sockets (under the core's run folder). */
+  relayDir: string;
+  /** How a relay resolves names: the system's; the docker tests' stand-in names only in code. */
+  resolve?: Resolver;
 }
 
 /** The skills' runner, and their secrets' values for the core's sanitizer. */
@@ -41,7 +46,14 @@ export function skillRuns(options: SkillWiringOptions): { runner: SkillRuns; sec
     rejected,
     programs: programs.runs,
     image: (skill) => images.imageFor(skill),
-    plan: (skill, image) => skillPlan(skill, image, { hostPath: (local) => runtime.hostPath(local) }),
+    plan: (skill, image, session) =>
+      skillPlan(skill, image, {
+        hostPath: (local) => runtime.hostPath(local),
+        relayDir: options.relayDir,
+        resolve: options.resolve ?? systemResolver,
+        log,
+        refused: (target, code, words) => audit.record({ group: session.group, session: session.id, source: 'core', topic: 'tool.invoke.run_skill', correlation: null, stage: 'handler', outcome: 'rejected', code: code ?? 'SKILL_NETWORK_REFUSED', reason: `skill ${skill.manifest.name}: ${target === null ? words : `connection to ${target} refused: ${words}`}` }),
+      }),
     env: (skill) => [...skillEnv(skill), ...skillSecretEnv(skill.manifest, env)],
     maxTimeoutS: settings.timeout_s,
   });

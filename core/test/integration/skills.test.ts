@@ -8,6 +8,7 @@ import type { Session } from '../../src/boundary/session-table.js';
 import type { RunCommand } from '../../src/sandbox-runs/run-exec.js';
 import pino from 'pino';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseConfig } from '../../src/config.js';
 import { skillRuns } from '../../src/skills/wiring.js';
 import { Stack } from '../harness.js';
@@ -58,7 +59,7 @@ describe('skills through the pipeline', () => {
         return said;
       },
     };
-    const skills = skillRuns({ programs: { runs: programs } as never, runtime: { docker: {}, hostPath: async (p: string) => p } as never, settings: parseConfig({}).sandbox, folders: roots, sections: {}, audit: stack.core.audit, log: pino({ level: 'silent' }), env: { SKILL_FETCH_TOKEN: FETCH_SECRET, SKILL_WEB_SEARCH_API_KEY: SEARCH_SECRET, ANTHROPIC_API_KEY: 'sk-ant-not-for-skills' } });
+    const skills = skillRuns({ programs: { runs: programs } as never, runtime: { docker: {}, hostPath: async (p: string) => p } as never, settings: parseConfig({}).sandbox, folders: roots, sections: {}, audit: stack.core.audit, log: pino({ level: 'silent' }), relayDir: join(stack.dir, 'relays'), env: { SKILL_FETCH_TOKEN: FETCH_SECRET, SKILL_WEB_SEARCH_API_KEY: SEARCH_SECRET, ANTHROPIC_API_KEY: 'sk-ant-not-for-skills' } });
     expect(skills.secrets.sort()).toEqual([FETCH_SECRET, SEARCH_SECRET].sort());
     stack.core.acceptRuns({ run: async () => ({}) }, async () => undefined, skills);
     const tools = (await stack.ipc(family, 'tool.invoke.list_tools', {})).out.tools.map((t: { name: string }) => t.name);

@@ -2,7 +2,8 @@
 // problem, never half-loaded), run_skill's arguments, list_skills' answer, and a skill
 // sandbox's container options. The real skill sandboxes: docker/skills and docker/skill-attacks.
 import { describe, expect, it } from '@jest/globals';
-import { symlinkSync } from 'node:fs';
+import { existsSync, statSync, symlinkSync } from 'node:fs';
+import pino from 'pino';
 import { join } from 'node:path';
 import { ToolFailure } from '../../src/protocol/errors.js';
 import { sandboxCreateOptions } from '../../src/sandbox-runs/container-spec.js';
@@ -11,6 +12,7 @@ import { discoverSkills, type Skill } from '../../src/skills/skill-discovery.js'
 import { skillImageTag } from '../../src/skills/skill-images.js';
 import { checkSkillManifest, secretPrefix } from '../../src/skills/skill-manifest.js';
 import { SkillRuns } from '../../src/skills/skill-runs.js';
+import { skillEnv, skillPlan } from '../../src/skills/skill-sandbox.js';
 import { skillRoots, writeSkill } from '../support/skill-folders.js';
 
 const ok = { name: 'fetch', description: 'Fetch a page' };
@@ -170,5 +172,39 @@ describe("a skill sandbox's container options", () => {
     expect(skill.Env).toEqual([]);
     expect({ ...skill.HostConfig, Binds: null, Mounts: null }).toEqual({ ...plain.HostConfig, Binds: null, Mounts: null });
     expect(skill.HostConfig!.NetworkMode).toBe('none');
+  });
+});
+
+describe("a skill's network in its sandbox", () => {
+  const deps = (relayDir: string) => ({ hostPath: async (p: string) => `/host${p}`, relayDir, resolve: async () => [], log: pino({ level: 'silent' }), refused: () => undefined });
+
+  it('a skill without hosts gets no socket, no forwarder and no proxy', async () => {
+    const skill = fetchSkill();
+    const plan = skillPlan(skill, 'img', deps(join(skillRoots().own, 'relays')));
+    const made = await plan.prepare!();
+    expect(made.extra.binds).toEqual([`/host${skill.dir}:/skill:ro`]);
+    expect(made.extra.command).toBeUndefined();
+    expect(skillEnv(skill)).toEqual(['CARAPACE_SKILL_SETTINGS={}']);
+  });
+
+  it('a skill with hosts gets its relay socket, read-only at /run/carapace-skill, the forwarder as main process, and the proxy in each run', async () => {
+    const roots = skillRoots();
+    writeSkill(roots.own, 'net', { manifest: { name: 'net', description: 'x', network: { public: true } }, files: { 'a.py': '' } });
+    const skill = discoverSkills(roots, {}).skills[0];
+    const relayDir = join(roots.own, 'relays');
+    const made = await skillPlan(skill, 'img', deps(relayDir)).prepare!();
+    try {
+      const [, relay] = made.extra.binds;
+      expect(relay).toMatch(new RegExp(`^/host${relayDir}/[0-9a-f]{24}:/run/carapace-skill:ro$`));
+      const socket = join(relay.slice('/host'.length).split(':')[0], 'relay.sock');
+      expect(statSync(socket).isSocket()).toBe(true);
+      expect(statSync(relayDir).mode & 0o777).toBe(0o700);
+      expect(made.extra.command?.slice(0, 2)).toEqual(['node', '-e']);
+      expect(skillEnv(skill)).toEqual(expect.arrayContaining(['HTTPS_PROXY=http://127.0.0.1:3128', 'http_proxy=http://127.0.0.1:3128']));
+      made.close();
+      expect(existsSync(socket)).toBe(false);
+    } finally {
+      made.close();
+    }
   });
 });
