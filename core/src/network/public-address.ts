@@ -24,26 +24,30 @@ export type PublicAddress = { address: string } | { code: 'DNS_FAILED' | 'ADDRES
 const RESOLVE_MS = 5000;
 const MAX_ADDRESSES = 32;
 
+/** The addresses of `host` (a name, or an address as it is: no lookup), or why there are none. */
+export async function resolveHost(host: string, resolve: Resolver): Promise<{ addresses: string[] } | { code: 'DNS_FAILED'; words: string }> {
+  const bare = host.replace(/^\[|\]$/g, '');
+  if (isIP(bare) !== 0) return { addresses: [bare] };
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const addresses = await Promise.race([resolve(bare), new Promise<never>((_, reject) => (timer = setTimeout(() => reject(Object.assign(new Error('timed out'), { code: 'ETIMEOUT' })), RESOLVE_MS)))]);
+    return addresses.length > 0 ? { addresses } : { code: 'DNS_FAILED', words: `the name ${bare} has no address` };
+  } catch (err) {
+    return { code: 'DNS_FAILED', words: `the name ${bare} does not resolve (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})` };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** The address to connect to for `host` (a name or an address), or why not: every address it has must be public. */
 export async function publicAddress(host: string, resolve: Resolver): Promise<PublicAddress> {
-  const bare = host.replace(/^\[|\]$/g, '');
-  let addresses: string[];
-  if (isIP(bare) !== 0) addresses = [bare];
-  else {
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      addresses = await Promise.race([resolve(bare), new Promise<never>((_, reject) => (timer = setTimeout(() => reject(Object.assign(new Error('timed out'), { code: 'ETIMEOUT' })), RESOLVE_MS)))]);
-    } catch (err) {
-      return { code: 'DNS_FAILED', words: `the name ${bare} does not resolve (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})` };
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-  if (addresses.length === 0) return { code: 'DNS_FAILED', words: `the name ${bare} has no address` };
+  const resolved = await resolveHost(host, resolve);
+  if ('code' in resolved) return resolved;
+  const { addresses } = resolved;
   const bad = addresses.slice(0, MAX_ADDRESSES).find((a) => !isPublicUnicast(a));
   if (bad !== undefined || addresses.length > MAX_ADDRESSES) {
     const range = bad !== undefined && ipaddr.isValid(bad) ? ipaddr.parse(bad).range() : 'too many addresses';
-    return { code: 'ADDRESS_NOT_PUBLIC', words: `${bare} resolves to ${bad ?? addresses.length} (${range}): only public unicast addresses are reached` };
+    return { code: 'ADDRESS_NOT_PUBLIC', words: `${host.replace(/^\[|\]$/g, '')} resolves to ${bad ?? addresses.length} (${range}): only public unicast addresses are reached` };
   }
   return { address: addresses[0] };
 }

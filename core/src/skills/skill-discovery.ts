@@ -90,12 +90,14 @@ export function hashOf(files: Walked['files']): string {
   return hash.digest('hex');
 }
 
-function settingsProblem(manifest: SkillManifest, section: JsonObject | undefined): string | null {
-  if (!manifest.config_schema) return section !== undefined && Object.keys(section).length > 0 ? `carapace.json skills.${manifest.name} is set, but the skill declares no config_schema` : null;
+/** The skill's settings with their defaults (a copy: carapace.json's object stays as it is), or what is wrong with them. */
+function checkSettings(manifest: SkillManifest, section: JsonObject | undefined): { settings: JsonObject } | { problem: string } {
+  const settings = structuredClone(section ?? {});
+  if (!manifest.config_schema) return Object.keys(settings).length > 0 ? { problem: `carapace.json skills.${manifest.name} is set, but the skill declares no config_schema` } : { settings };
   const validate = createAjv().compile(manifest.config_schema);
-  if (validate(section ?? {})) return null;
+  if (validate(settings)) return { settings };
   const f = describeFailure(validate.errors);
-  return `carapace.json skills.${manifest.name}${f.field ? `.${f.field}` : ''}: ${f.message}`;
+  return { problem: `carapace.json skills.${manifest.name}${f.field ? `.${f.field}` : ''}: ${f.message}` };
 }
 
 /** One folder as a skill, or its problem. */
@@ -118,10 +120,9 @@ function readSkill(dir: string, name: string, origin: SkillOrigin, sections: Rec
   }
   const manifest = checkSkillManifest(raw, name);
   if ('problem' in manifest) return fail(manifest.problem);
-  const section = Object.hasOwn(sections, name) ? sections[name] : undefined;
-  const problem = settingsProblem(manifest, section);
-  if (problem) return fail(problem);
-  const settings = structuredClone(section ?? {});
+  const checked = checkSettings(manifest, Object.hasOwn(sections, name) ? sections[name] : undefined);
+  if ('problem' in checked) return fail(checked.problem);
+  const { settings } = checked;
   return {
     manifest,
     dir,

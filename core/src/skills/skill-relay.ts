@@ -14,7 +14,7 @@ import type { Logger } from 'pino';
 import type { AllowList } from '../network/allow-list.js';
 import { splitTarget } from '../network/allow-list.js';
 import { connectFailure } from '../network/connect-failure.js';
-import { publicAddress, type Resolver } from '../network/public-address.js';
+import { publicAddress, resolveHost, type Resolver } from '../network/public-address.js';
 import { connectWithin, joinTunnel } from '../network/tunnel.js';
 
 export const RELAY_LIMITS = {
@@ -95,8 +95,15 @@ export class SkillRelay {
     const split = splitTarget(target);
     const { skill, allow } = this.options;
     if (!split || Number(split.port) < 1 || Number(split.port) > 65535) return this.refuse(socket, target, '400 Bad Request', 'BAD_TARGET', `"${target}" is not host:port`);
-    let host = split.host;
-    if (!allow.allows(target)) {
+    // A declared host is reached whatever its addresses (the person named it: a SearXNG on the
+    // LAN); any other only under "public", and only at a public address. Either way the name
+    // is resolved here, once, and the address connected to.
+    let host: string;
+    if (allow.allows(target)) {
+      const resolved = await resolveHost(split.host, this.options.resolve);
+      if ('code' in resolved) return this.refuse(socket, target, '502 Bad Gateway', resolved.code, resolved.words);
+      host = resolved.addresses[0];
+    } else {
       if (!this.options.public) return this.refuse(socket, target, '403 Forbidden', 'HOST_NOT_ALLOWED', `${target} is not among the hosts skill "${skill}" declares`);
       const checked = await publicAddress(split.host, this.options.resolve);
       if ('code' in checked) return this.refuse(socket, target, checked.code === 'DNS_FAILED' ? '502 Bad Gateway' : '403 Forbidden', checked.code, checked.words);

@@ -13,8 +13,8 @@ import { eventually, Stack } from '../harness.js';
 import { AGENT_RUNTIME, newAgentManager, testRuntime } from '../support/agents.js';
 import { AnthropicStandIn } from '../support/anthropic-standin.js';
 import { wireRuns } from '../support/sandbox-runs.js';
-import { fetched, PublicStandIn, runSkill, STANDIN_ADDRESS, testResolver, WEB_HOST, wireSkills } from '../support/skills.js';
-import { PAGE } from '../support/web-standins.js';
+import { fetched, PublicStandIn, runSkill, SEARX_HOST, STANDIN_ADDRESS, testResolver, WEB_HOST, wireSkills } from '../support/skills.js';
+import { PAGE, SEARCH_RESULTS } from '../support/web-standins.js';
 
 let stack: Stack;
 let runtime: DockerRuntime;
@@ -26,6 +26,7 @@ let agent: string;
 let session: string;
 const asked: string[] = [];
 const instance = `skills-${process.pid}`;
+const SEARCH_KEY = 'search-key-5b1d0e9c7f';
 
 beforeAll(async () => {
   runtime = testRuntime();
@@ -36,7 +37,7 @@ beforeAll(async () => {
   manager = newAgentManager(stack, { upstream, apiKey: 'sk-ant-test-0000', agents: { run_timeout_ms: 60_000 }, instance, runtime, groups: ['family'] });
   await manager.removeOrphans();
   programs = wireRuns(stack, manager, runtime, instance, {}, false);
-  wireSkills(stack, runtime, programs, { resolve: testResolver(asked) });
+  wireSkills(stack, runtime, programs, { resolve: testResolver(asked), sections: { 'web-search': { searxng_url: `http://${SEARX_HOST}` } }, env: { SKILL_WEB_SEARCH_API_KEY: SEARCH_KEY } });
   await manager.enqueue('family', 'warm up').catch(() => undefined);
   ({ container: agent, session } = manager.live('family')!);
 }, 240_000);
@@ -119,6 +120,23 @@ describe('the fetch skill', () => {
     expect(info.Config.Labels).toMatchObject({ 'carapace.skill': 'fetch', 'carapace.role': 'sandbox' });
     expect(info.Config.Env ?? []).not.toEqual(expect.arrayContaining([expect.stringMatching(/KEY|TOKEN|SECRET|SKILL_|PROXY/)]));
   });
+});
+
+describe('the web-search skill', () => {
+  it('asks the SearXNG its settings name (a configured host, allowed for it alone) and answers the results', async () => {
+    const call = await runSkill(runtime, agent, { skill: 'web-search', script: 'search.py', args: ['carapace agent'] });
+    expect(call.error).toBeNull();
+    expect(call.result?.stdout).not.toContain('error');
+    expect(call.result).toMatchObject({ skill: 'web-search', exit_code: 0, external_content: true });
+    const answer = fetched(call);
+    expect(answer).toMatchObject({ query: 'carapace agent', source: 'searxng' });
+    expect(answer.results).toEqual(SEARCH_RESULTS.map((r) => ({ title: r.title, url: r.url, snippet: r.content })));
+  }, 120_000);
+
+  it('reaches no other host, though it is public', async () => {
+    const call = await runSkill(runtime, agent, { skill: 'web-search', script: 'search.py', args: ['x', '--url', `http://${WEB_HOST}`] });
+    expect(fetched(call).error.code).toBe('HOST_NOT_ALLOWED');
+  }, 60_000);
 });
 
 describe('the session ends', () => {

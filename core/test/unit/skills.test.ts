@@ -13,6 +13,7 @@ import { skillImageTag } from '../../src/skills/skill-images.js';
 import { checkSkillManifest, secretPrefix } from '../../src/skills/skill-manifest.js';
 import { SkillRuns } from '../../src/skills/skill-runs.js';
 import { skillEnv, skillPlan } from '../../src/skills/skill-sandbox.js';
+import { ROOT } from '../harness.js';
 import { skillRoots, writeSkill } from '../support/skill-folders.js';
 
 const ok = { name: 'fetch', description: 'Fetch a page' };
@@ -206,5 +207,27 @@ describe("a skill's network in its sandbox", () => {
     } finally {
       made.close();
     }
+  });
+});
+
+describe('the bundled skills', () => {
+  const bundled = { bundled: join(ROOT, 'skills'), own: null };
+
+  it('load whole: fetch (the public internet), web-search (its configured SearXNG only, its key)', () => {
+    const { skills, rejected } = discoverSkills(bundled, { 'web-search': { searxng_url: 'http://searxng.lan:8080' } });
+    expect(rejected).toEqual([]);
+    const byName = Object.fromEntries(skills.map((s) => [s.manifest.name, s]));
+    expect(byName.fetch.manifest.network).toEqual({ hosts: [], public: true, config_hosts: [] });
+    expect(byName.fetch.scripts).toEqual(['fetch.py']);
+    expect(byName['web-search'].allow.hosts).toEqual(['searxng.lan:8080']);
+    expect(byName['web-search'].manifest.network.public).toBe(false);
+    expect(byName['web-search'].manifest.secrets).toEqual(['SKILL_WEB_SEARCH_API_KEY']);
+    expect(byName['web-search'].settings).toEqual({ searxng_url: 'http://searxng.lan:8080', max_results: 8 });
+  });
+
+  it('web-search unconfigured reaches nothing; a setting that is not a URL keeps it out', () => {
+    const unset = discoverSkills(bundled, {}).skills.find((s) => s.manifest.name === 'web-search')!;
+    expect([unset.allow.hosts, unset.settings]).toEqual([[], { max_results: 8 }]);
+    expect(discoverSkills(bundled, { 'web-search': { searxng_url: 'searxng.lan' } }).rejected).toEqual([{ name: 'web-search', origin: 'bundled', problem: expect.stringMatching(/skills.web-search.searxng_url/) }]);
   });
 });
