@@ -6,12 +6,13 @@
 // user's, 0700/0600; the plugin host runs as root, its plugins as uids of their own).
 import { chmodSync, mkdirSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage } from 'node:http';
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { dirname } from 'node:path';
 import type { Duplex } from 'node:stream';
 import pino from 'pino';
-import { CODE_HEADER } from '../plugin-host/connect-failure.js';
-import { splitTarget } from '../plugin-host/network-allow-list.js';
+import { CODE_HEADER } from '../src/network/connect-failure.js';
+import { splitTarget } from '../src/network/allow-list.js';
+import { connectWithin, joinTunnel } from '../src/network/tunnel.js';
 
 export const log = pino({ base: { service: 'egress' } }, pino.destination(2));
 const MAX_TUNNELS = 256;
@@ -29,23 +30,16 @@ export function serveEgress(path: string): Promise<ReturnType<typeof createServe
     const target = splitTarget(req.url ?? '');
     const plugin = String(req.headers['x-carapace-plugin'] ?? '?').slice(0, 64);
     if (!target) return void socket.end('HTTP/1.1 400 Bad Request\r\n\r\n');
-    const upstream = connect({ host: target.host.replace(/^\[|\]$/g, ''), port: Number(target.port), timeout: CONNECT_TIMEOUT_MS });
-    upstream.once('timeout', () => upstream.destroy(Object.assign(new Error('connect timed out'), { code: 'ETIMEDOUT' })));
-    upstream.once('error', (err) => {
-      log.warn({ plugin, target: req.url, err: err.message }, 'could not connect');
-      // The error's code only (ENOTFOUND, ECONNREFUSED): the relay tells the plugin which step failed.
-      const code = String((err as NodeJS.ErrnoException).code ?? '').replace(/[^A-Z0-9_]/g, '').slice(0, 40);
-      if (!socket.destroyed) socket.end(`HTTP/1.1 502 Bad Gateway\r\n${code ? `${CODE_HEADER}: ${code}\r\n` : ''}\r\n`);
-    });
-    upstream.once('connect', () => {
-      upstream.setTimeout(IDLE_MS, () => upstream.destroy());
-      socket.setTimeout(IDLE_MS, () => socket.destroy());
+    connectWithin(target.host, Number(target.port), CONNECT_TIMEOUT_MS, (err, upstream) => {
+      if (err || !upstream) {
+        log.warn({ plugin, target: req.url, err: err?.message }, 'could not connect');
+        // The error's code only (ENOTFOUND, ECONNREFUSED): the relay tells the plugin which step failed.
+        const code = String((err as NodeJS.ErrnoException | null)?.code ?? '').replace(/[^A-Z0-9_]/g, '').slice(0, 40);
+        if (!socket.destroyed) socket.end(`HTTP/1.1 502 Bad Gateway\r\n${code ? `${CODE_HEADER}: ${code}\r\n` : ''}\r\n`);
+        return;
+      }
       log.info({ plugin, target: req.url }, 'tunnel');
-      socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-      if (head.length > 0) upstream.write(head);
-      socket.on('close', () => upstream.destroy());
-      upstream.on('close', () => socket.destroy());
-      socket.pipe(upstream).pipe(socket);
+      joinTunnel(socket, upstream, head, { idleMs: IDLE_MS });
     });
   });
   return new Promise((resolve, reject) => {

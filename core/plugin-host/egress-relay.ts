@@ -6,11 +6,12 @@
 // the host, outside the plugin's process.
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, request, type IncomingMessage, type Server } from 'node:http';
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import { CODE_HEADER, connectFailure, refusalText } from './connect-failure.js';
-import { splitTarget, type AllowList } from './network-allow-list.js';
+import { CODE_HEADER, connectFailure, refusalText } from '../src/network/connect-failure.js';
+import { splitTarget, type AllowList } from '../src/network/allow-list.js';
+import { connectWithin, joinTunnel } from '../src/network/tunnel.js';
 
 /** Tunnels open at once per plugin; more is a flood. */
 const MAX_TUNNELS = 64;
@@ -85,17 +86,7 @@ export class EgressRelay {
         // Which step failed (the name, the connection), for the plugin's connection check.
         return void socket.end(refusalText('502 Bad Gateway', connectFailure(target, (err as NodeJS.ErrnoException | null)?.code, err?.message)));
       }
-      socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-      if (head.length > 0) upstream.write(head);
-      for (const s of [socket, upstream]) {
-        s.setTimeout(IDLE_MS, () => s.destroy());
-        s.on('close', () => {
-          socket.destroy();
-          upstream.destroy();
-        });
-      }
-      upstream.on('error', () => undefined);
-      socket.pipe(upstream).pipe(socket);
+      joinTunnel(socket, upstream, head, { idleMs: IDLE_MS });
     });
   }
 
@@ -109,13 +100,7 @@ export class EgressRelay {
     };
     if (via === null) {
       const { host, port } = splitTarget(target)!;
-      const upstream = connect({ host: host.replace(/^\[|\]$/g, ''), port: Number(port), timeout: CONNECT_TIMEOUT_MS });
-      upstream.once('connect', () => {
-        upstream.setTimeout(0);
-        done(null, upstream);
-      });
-      upstream.once('timeout', () => upstream.destroy(Object.assign(new Error('connect timed out'), { code: 'ETIMEDOUT' })));
-      upstream.once('error', (err) => done(err));
+      connectWithin(host, Number(port), CONNECT_TIMEOUT_MS, done);
       return;
     }
     // Through the egress service, which connects from a network this process has none of.

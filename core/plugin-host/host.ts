@@ -24,7 +24,7 @@ import { BusSubscriber } from './bus-subscriber.js';
 import { CorePresence } from './core-presence.js';
 import { EgressRelay } from './egress-relay.js';
 import { endEverythingOf, PluginIds, pluginEnv, prepareDataDir } from './isolation.js';
-import { AllowList } from './network-allow-list.js';
+import { AllowList } from '../src/network/allow-list.js';
 import { PluginProcess } from './plugin-process.js';
 import { connectionCheck } from './check-process.js';
 import { planConfiguration, type PluginStep } from './configuration-plan.js';

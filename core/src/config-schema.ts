@@ -160,6 +160,7 @@ export const configSchema = {
         idle_minutes: { type: 'number', exclusiveMinimum: 0, maximum: 1440, default: 15 },
       },
     },
+    skills: { type: 'object', default: {}, additionalProperties: { type: 'object' } },
     sessions: {
       type: 'object',
       additionalProperties: false,

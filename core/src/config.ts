@@ -45,6 +45,8 @@ export interface CoreConfig {
   conversation: ConversationSettings;
   backups: BackupSettings;
   sandbox: SandboxSettings;
+  /** Each skill's settings (skills/<name>/skill.json's config_schema says what they may be), by skill name. */
+  skills: Record<string, JsonObject>;
 }
 
 /**

@@ -3,8 +3,9 @@
 import { EventEmitter } from 'node:events';
 import { chmodSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { replyOf } from './agents/replies.js';
+import { callOutcomes } from './agents/replies.js';
 import { AuditLog } from './audit/audit-log.js';
+import { tellAuditOutages } from './audit/audit-outages.js';
 import { quarantineNotice, SessionGuard, type Abuse } from './boundary/session-guard.js';
 import { SessionSocket } from './boundary/session-socket.js';
 import { SessionTable, type Session } from './boundary/session-table.js';
@@ -22,17 +23,18 @@ import { pluginSectionProblem } from './config-watch/plugin-sections.js';
 import type { CallState } from './confirm/call-state.js';
 import { describeState, memoryBrief, type PluginHookDeps } from './plugins/plugin-hooks.js';
 import { Confirmations } from './confirm/confirmations.js';
+import { announceConfirmations } from './confirm/confirmation-events.js';
 import { WaitingCalls } from './confirm/waiting-calls.js';
 import type { StandingApprovals, Grant, GrantRefusal, StandingApproval } from './confirm/standing-approvals.js';
 import { describeIntrinsic, INTRINSIC_NAMES, intrinsicTools, type ProgramRunner } from './intrinsics/intrinsics.js';
 import { RUN_PROGRAM_NAME } from './sandbox-runs/run-program-tool.js';
 import { SkillWrites } from './proposed-writes/skill-writes.js';
+import { LIST_SKILLS_NAME, RUN_SKILL_NAME, type SkillRunner } from './skills/run-skill-tool.js';
 import { GroupAuthorizer } from './pipeline/authorize.js';
 import { refuseOverBudget, runPipeline, type PipelineDeps } from './pipeline/pipeline.js';
 import type { AttachDeps } from './files/attach-files.js';
 import { RateLimiter } from './pipeline/rate-limit.js';
 import { RecentRequests } from './pipeline/recent-requests.js';
-import { answerCarriesUntrustedInput } from './pipeline/untrusted-input.js';
 import { ToolCatalog } from './plugins/catalog.js';
 import { discoverPlugins, type ToolEntry } from './plugins/discovery.js';
 import { SOCKETS, type PublishedEvent } from './plugins/host-protocol.js';
@@ -93,20 +95,16 @@ export class Core extends EventEmitter<CoreEvents> {
     // (pino cannot flush a destination that never became ready).
     const discovery = discoverPlugins(options.pluginsDir, APP_VERSION, INTRINSIC_NAMES);
     this.audit = new AuditLog(options.auditFile, sanitize.scrub, undefined, { ...config.audit, retry_ms: options.auditRetryMs });
-    this.audit.on('down', (reason) => this.tellAuditState(`The audit log cannot be written (${reason}): tool calls are refused until it can. Free space on the log volume; it recovers by itself.`));
-    this.audit.on('up', (lost) => this.tellAuditState(`The audit log is writable again (${lost} entries could not be written during the outage).`));
+    tellAuditOutages(this.audit, () => this.sessions.all().map((s) => s.group), (group, text) => void this.publish('user.notify', group, { text }));
     this.catalog = new ToolCatalog(intrinsicTools, discovery.plugins, discovery.rejected);
     // Offered once main.ts hands the core its sandboxes (acceptRuns).
-    this.catalog.offerCoreTool(RUN_PROGRAM_NAME, false);
+    for (const name of [RUN_PROGRAM_NAME, RUN_SKILL_NAME, LIST_SKILLS_NAME]) this.catalog.offerCoreTool(name, false);
     this.host = new HostSession({
       hostLink: this.hostLink,
       catalog: this.catalog,
       audit: this.audit,
       config,
-      addSecrets: (secrets) => {
-        for (const secret of secrets) this.secrets.add(secret);
-        this.current = createSanitizer(this.secrets);
-      },
+      addSecrets: (secrets) => this.addSecrets(secrets),
       scrub: (text) => this.current.scrub(text),
       publish: (topic, group, payload) => void this.publish(topic, group, payload),
       settled: () => this.emit('plugins-settled'),
@@ -117,13 +115,7 @@ export class Core extends EventEmitter<CoreEvents> {
     this.limiter = new RateLimiter(config.rate_limit, config.tool_rate_limits);
     this.live = { limiter: this.limiter, allowHiddenCharacters: new Set(config.confirmations.allow_hidden_characters), allowAfterExternal: new Set(config.confirmations.allow_after_external_content) };
     this.confirmations = new Confirmations(config.confirmation_timeout_ms, config.confirmations.max_pending_per_group);
-    this.confirmations.on('requested', (p) =>
-      this.publish('confirmation.requested', p.group, { id: p.id, tool: p.tool, arguments: p.arguments, expires_at: p.expires_at, description: { ...p.description } }),
-    );
-    this.confirmations.on('resolved', (p, decision, by) => {
-      this.publish('confirmation.resolved', p.group, { id: p.id, tool: p.tool, decision, by });
-      this.audit.record({ group: p.group, session: p.session, source: by, topic: `tool.invoke.${p.tool}`, correlation: p.correlation, stage: 'confirm', outcome: decision === 'approved' ? 'passed' : 'rejected', reason: `confirmation ${decision} by ${by}` });
-    });
+    announceConfirmations(this.confirmations, (topic, group, payload) => this.publish(topic, group, payload), this.audit);
     this.standing = openStandingApprovals(options.standingApprovalsFile ?? null, this.audit);
     this.seenKeys = openSeenKeys(options.eventKeysFile ?? null, this.audit);
     // The channel maps the paired chat itself: the host only takes its new section for a later start.
@@ -169,15 +161,7 @@ export class Core extends EventEmitter<CoreEvents> {
       allowHiddenCharacters: this.live.allowHiddenCharacters,
       allowAfterExternal: this.live.allowAfterExternal,
       pluginConfig: (plugin) => (Object.hasOwn(config.plugins, plugin) ? config.plugins[plugin] : undefined),
-      failed: (session, tool, args, error) => {
-        if (replyOf(this.catalog, tool, args)) this.emit('reply-failed', { session: session.id, group: session.group, tool, code: error.code, message: this.current.scrub(error.message) });
-      },
-      succeeded: (session, tool, args, result) => {
-        // What the tool answered is external content: it is in the agent's context now.
-        if (answerCarriesUntrustedInput(this.catalog.lookup(tool), result)) this.sessions.markUntrustedInput(session.id);
-        const reply = replyOf(this.catalog, tool, args);
-        if (reply) this.emit('replied', { session: session.id, group: session.group, tool, arguments: args, ...reply });
-      },
+      ...callOutcomes({ catalog: this.catalog, emit: { replyFailed: (f) => this.emit('reply-failed', f), replied: (r) => this.emit('replied', r) }, markUntrustedInput: (id) => this.sessions.markUntrustedInput(id), scrub: (text) => this.current.scrub(text) }),
       route: {
         catalog: this.catalog,
         hostLink: this.hostLink,
@@ -194,13 +178,27 @@ export class Core extends EventEmitter<CoreEvents> {
   }
 
   /**
-   * Lets agents run programs (run_program, sandbox-runs/): offered from now on; `endSession`
-   * removes a session's sandbox when the session closes.
+   * Lets agents run programs (run_program, sandbox-runs/) and skills (run_skill, skills/):
+   * offered from now on, the skills' secrets scrubbed like the plugins'; `endSession`
+   * removes a session's sandboxes when the session closes.
    */
-  acceptRuns(runs: ProgramRunner, endSession: (session: string) => Promise<void>): void {
+  acceptRuns(runs: ProgramRunner, endSession: (session: string) => Promise<void>, skills?: { runner: SkillRunner; secrets: string[]; refresh(): string[] }): void {
     this.deps.route.intrinsics.runs = runs;
     this.catalog.offerCoreTool(RUN_PROGRAM_NAME, true);
+    if (skills) {
+      this.deps.route.intrinsics.skills = skills.runner;
+      // A skill a person approved (propose_write) is found at once, its secrets scrubbed too.
+      this.deps.route.intrinsics.skillsChanged = () => this.addSecrets(skills.refresh());
+      for (const name of [RUN_SKILL_NAME, LIST_SKILLS_NAME]) this.catalog.offerCoreTool(name, true);
+      this.addSecrets(skills.secrets);
+    }
     this.on('session-closed', ({ session }) => void endSession(session).catch(() => undefined));
+  }
+
+  /** Values the sanitizer scrubs from every answer and audit entry from now on. */
+  private addSecrets(secrets: Iterable<string>): void {
+    for (const secret of secrets) this.secrets.add(secret);
+    this.current = createSanitizer(this.secrets);
   }
 
   static async start(options: CoreOptions): Promise<Core> {
@@ -363,12 +361,6 @@ export class Core extends EventEmitter<CoreEvents> {
   /** The memory brief for a new agent, if a plugin provides one; null on failure or timeout. */
   memoryBrief(group: string, timeoutMs = 5000): Promise<unknown> {
     return memoryBrief(this.hooks, group, timeoutMs);
-  }
-
-  /** An audit outage or its end, told once to each group with a live session. */
-  private tellAuditState(text: string): void {
-    const groups = new Set(this.sessions.all().map((s) => s.group));
-    for (const group of groups) this.publish('user.notify', group, { text });
   }
 
   // ---- standing approvals and answers: made only by a person (confirm/person-answers.ts) ----

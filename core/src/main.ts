@@ -31,6 +31,8 @@ import { leftoverVolumes } from './doctor/leftover-volumes.js';
 import { ConversationKeeper } from './conversation/conversation-keeper.js';
 import { startBackups } from './backup/core-backups.js';
 import { sandboxRuns } from './sandbox-runs/wiring.js';
+import { skillRuns } from './skills/wiring.js';
+import { skillViews } from './skills/skill-views.js';
 
 const log = pino({ base: { service: 'core' } });
 const NO_MODEL_KEY = 'no model credential: set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN in .env, then run docker compose up -d again';
@@ -72,7 +74,7 @@ async function main(): Promise<void> {
   const sandbox = await runtime.sandbox();
   if (sandbox.runtime === 'runsc') log.info({ agentRuntime: 'runsc', reason: sandbox.reason }, 'agents run in gVisor (runsc)');
   else log.warn({ agentRuntime: 'runc', reason: sandbox.reason, howToGetRunsc: sandbox.hint }, 'agents run under runc, sharing the host kernel');
-  const core = await Core.start({ runDir: paths.runDir, pluginsDir: paths.pluginsDir, skillsDir: paths.skillsDir, auditFile: auditFile(paths), config, secrets: [...coreSecrets(), admin.token], standingApprovalsFile: join(paths.dataDir, 'standing-approvals.json'), eventKeysFile: join(paths.dataDir, 'event-keys.sqlite'), heldEventsFile: join(paths.dataDir, 'held-events.sqlite'), configFile: paths.configFile });
+  const core = await Core.start({ runDir: paths.runDir, pluginsDir: paths.pluginsDir, skillsDir: paths.skills.own, auditFile: auditFile(paths), config, secrets: [...coreSecrets(), admin.token], standingApprovalsFile: join(paths.dataDir, 'standing-approvals.json'), eventKeysFile: join(paths.dataDir, 'event-keys.sqlite'), heldEventsFile: join(paths.dataDir, 'held-events.sqlite'), configFile: paths.configFile });
   // Stored files brought to the current format (DESIGN 18), now and as stores open: said in Activity.
   onMigration((m) => core.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'core', outcome: 'ok', reason: migrationText(m) }));
   // Files agents send a person (a chart, a report): read from the agent's own container, checked and kept by the core.
@@ -122,7 +124,9 @@ async function main(): Promise<void> {
   }));
   // Programs the agents run (run_program): a sandbox per session, never the agent's container.
   const programs = sandboxRuns({ runtime, storage: agents.storage, audit: core.audit, settings: config.sandbox, instance: process.env.CARAPACE_INSTANCE || 'carapace' });
-  core.acceptRuns(programs.runs, (session) => programs.sandboxes.end(session));
+  // Skills (run_skill): each in a sandbox of its own per session, with its own network and secrets.
+  const skills = skillRuns({ programs, runtime, settings: config.sandbox, folders: paths.skills, sections: config.skills, audit: core.audit, log, relayDir: join(paths.runDir, 'skill-relays') });
+  core.acceptRuns(programs.runs, (session) => programs.sandboxes.end(session), skills);
   core.metrics.agents(() => agents.counts());
   core.metrics.llmTokens(() => llm.usage(Object.keys(config.groups)));
   // Plugins may publish (a Telegram message waiting since the last run) as soon as the
@@ -191,6 +195,7 @@ async function main(): Promise<void> {
         sessions,
         conversation,
         backups: () => backups.schedule.view(),
+        skills: () => skillViews(skills.runner, process.env),
         panels: () => core.catalog.panels().map((p) => ({ ...p, socket: join(paths.runDir, SOCKETS.panels, `${p.name}.sock`) })),
       },
     },

@@ -10,8 +10,8 @@ export interface Paths {
   dataDir: string;
   groupsDir: string;
   agentImageDir: string;
-  /** The person's own skills (propose_write writes there after a yes); in data/, so backups keep them. */
-  skillsDir: string;
+  /** Skills: the bundled ones (skills/), and the person's own (propose_write writes them after a yes; in data/, so backups keep them). */
+  skills: { bundled: string; own: string };
   /** API mode: where bearer-token directories are made; unset, the agent manager uses the OS temp dir. */
   apiKeyDir: string | undefined;
 }
@@ -30,7 +30,7 @@ export function pathsFromEnv(env: NodeJS.ProcessEnv = process.env): Paths {
     dataDir,
     groupsDir: at('CARAPACE_GROUPS_DIR', 'volumes/groups'),
     agentImageDir: at('CARAPACE_AGENT_IMAGE_DIR', 'agent-image'),
-    skillsDir: at('CARAPACE_SKILLS_DIR', join(dataDir, 'skills')),
+    skills: { bundled: at('CARAPACE_SKILLS_DIR', 'skills'), own: at('CARAPACE_OWN_SKILLS_DIR', join(dataDir, 'skills')) },
     apiKeyDir: env.CARAPACE_API_KEY_DIR || undefined,
   };
 }

@@ -3,6 +3,9 @@
 // answers a turn only when it goes to someone whose message the turn is about.
 import type { ToolCatalog } from '../plugins/catalog.js';
 import type { EventEnvelope, JsonObject } from '../protocol/envelope.js';
+import type { Reply, ReplyFailure } from '../core-types.js';
+import type { PipelineDeps } from '../pipeline/pipeline.js';
+import { answerCarriesUntrustedInput } from '../pipeline/untrusted-input.js';
 
 export interface ReplyTarget {
   /** The channel plugin that delivered it. */
@@ -38,4 +41,27 @@ export function answersTurn(reply: ReplyTarget, causes: readonly EventEnvelope[]
   if (reply.to === undefined || messages.length === 0) return true;
   const to = new Set(reply.to);
   return messages.some((c) => c.source === reply.plugin && typeof c.payload.sender === 'string' && to.has(address(c.payload.sender)));
+}
+
+/** What the core makes of each finished call (the pipeline's `failed` and `succeeded`). */
+export interface CallOutcomeDeps {
+  catalog: ToolCatalog;
+  emit: { replyFailed(failure: ReplyFailure): void; replied(reply: Reply): void };
+  markUntrustedInput(session: string): void;
+  scrub(text: string): string;
+}
+
+/** A reply that failed is told (scrubbed); one that went through is told; an answer holding external content labels its session. */
+export function callOutcomes(deps: CallOutcomeDeps): Pick<PipelineDeps, 'failed' | 'succeeded'> {
+  return {
+    failed: (session, tool, args, error) => {
+      if (replyOf(deps.catalog, tool, args)) deps.emit.replyFailed({ session: session.id, group: session.group, tool, code: error.code, message: deps.scrub(error.message) });
+    },
+    succeeded: (session, tool, args, result) => {
+      // What the tool answered is external content: it is in the agent's context now.
+      if (answerCarriesUntrustedInput(deps.catalog.lookup(tool), result)) deps.markUntrustedInput(session.id);
+      const reply = replyOf(deps.catalog, tool, args);
+      if (reply) deps.emit.replied({ session: session.id, group: session.group, tool, arguments: args, ...reply });
+    },
+  };
 }

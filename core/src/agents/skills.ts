@@ -7,6 +7,7 @@ import type { ToolCatalog, ToolSummary } from '../plugins/catalog.js';
 import { RUN_PROGRAM_GUIDE, RUN_PROGRAM_NAME } from '../sandbox-runs/run-program-tool.js';
 import { PROPOSE_WRITE_GUIDE } from '../proposed-writes/propose-write-tool.js';
 import { PROPOSE_WRITE_NAME } from '../proposed-writes/proposed-change.js';
+import { RUN_SKILL_NAME, SKILLS_GUIDE } from '../skills/run-skill-tool.js';
 
 interface SchemaProperty {
   type?: string;
@@ -73,8 +74,9 @@ export function writeSkills(outDir: string, catalog: ToolCatalog): string[] {
   const coreDir = join(outDir, 'carapace-core');
   mkdirSync(coreDir, { recursive: true });
   const runs = core.some((t) => t.name === RUN_PROGRAM_NAME);
-  const description = `Diagnose failures, list tools, show session and plugin health.${runs ? ' Run programs (Python, Node, sh) in a sandbox to compute, chart data, convert or read files (PDF, spreadsheets, images).' : ''}`;
-  const guides = [...(runs ? [RUN_PROGRAM_GUIDE] : []), ...(core.some((t) => t.name === PROPOSE_WRITE_NAME) ? [PROPOSE_WRITE_GUIDE] : [])];
+  const skills = core.some((t) => t.name === RUN_SKILL_NAME);
+  const description = `Diagnose failures, list tools, show session and plugin health.${runs ? ' Run programs (Python, Node, sh) in a sandbox to compute, chart data, convert or read files (PDF, spreadsheets, images).' : ''}${skills ? ' Run skills: fetch web pages, search the web.' : ''}`;
+  const guides = [...(runs ? [RUN_PROGRAM_GUIDE] : []), ...(skills ? [SKILLS_GUIDE] : []), ...(core.some((t) => t.name === PROPOSE_WRITE_NAME) ? [PROPOSE_WRITE_GUIDE] : [])];
   writeFileSync(join(coreDir, 'SKILL.md'), generateSkill('carapace-core', description, core, guides));
   written.push('carapace-core');
 

@@ -4,6 +4,7 @@
 // session: an HttpOnly, SameSite=Strict cookie that only the admin token makes. Every
 // state change also needs the session's CSRF token, and the CSP allows this origin only.
 // The console decides nothing itself: it calls the same core methods as the admin API.
+import type { SkillView } from '../skills/skill-views.js';
 import { endedMessage } from '../confirm/ended-message.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AgentStates } from '../agents/agent-states.js';
@@ -56,22 +57,6 @@ export interface ConsoleDeps {
   skills?: () => SkillView[];
 }
 
-/** One skill as the Skills page shows it. */
-export interface SkillView {
-  name: string;
-  origin: 'bundled' | 'own';
-  description: string;
-  /** Hosts its relay lets it reach (skill.json's and those its settings name). */
-  hosts: string[];
-  /** It may reach any host at a public address. */
-  public: boolean;
-  /** The `.env` variables it receives, and whether each is set. */
-  secrets: { name: string; set: boolean }[];
-  /** It brings its own Dockerfile (else the default sandbox image). */
-  dockerfile: boolean;
-  /** Why it is not offered, if it is not. */
-  problem: string | null;
-}
 
 export const NO_CONNECTION_CHECK = 'no connection check for that plugin: it offers none, or carapace.json has no settings for it';
 

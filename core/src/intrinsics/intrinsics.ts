@@ -1,7 +1,8 @@
 // The core's own tools. Their schemas live here, in code, and they pass through the
 // same six stages as any plugin tool. The read-only ones read only what the core holds in
-// memory, always scoped to the calling session; run_program (sandbox-runs/) acts, so it
-// follows the group's allow-list and is awaited like a plugin's handler.
+// memory, always scoped to the calling session; run_program (sandbox-runs/) and run_skill
+// (skills/) act, so they follow the group's allow-list and are awaited like a plugin's
+// handler; run_skill's answer is external content (untrusted_output).
 import type { AuditEntry, AuditLog, AuditOutcome } from '../audit/audit-log.js';
 import type { Session } from '../boundary/session-table.js';
 import type { ToolCatalog } from '../plugins/catalog.js';
@@ -13,6 +14,7 @@ import { RUN_PROGRAM } from '../sandbox-runs/run-program-tool.js';
 import { PROPOSE_WRITE } from '../proposed-writes/propose-write-tool.js';
 import type { SkillWrites } from '../proposed-writes/skill-writes.js';
 import type { CallState } from '../confirm/call-state.js';
+import { LIST_SKILLS, RUN_SKILL, type SkillRunner } from '../skills/run-skill-tool.js';
 
 /** What run_program needs of the core (sandbox-runs/program-runs.ts); absent where the core has no sandbox. */
 export interface ProgramRunner {
@@ -26,6 +28,9 @@ export interface IntrinsicDeps {
   runs?: ProgramRunner;
   /** The person's skills folder (propose_write); absent where there is none. */
   skillWrites?: SkillWrites;
+  skills?: SkillRunner;
+  /** Find the skills again: one was written (propose_write). */
+  skillsChanged?: () => void;
 }
 
 /** The call an intrinsic answers. */
@@ -51,6 +56,8 @@ export interface IntrinsicDefinition {
   check?: (args: JsonObject) => ToolFailure | null;
   /** What a call refers to now (as a plugin's describeCall): shown to the person, compared after their yes. */
   describe?: (args: JsonObject, deps: IntrinsicDeps) => CallState;
+  /** Its answer is external content (ToolEntry.untrusted_output). */
+  untrustedOutput?: boolean;
 }
 
 const OUTCOMES: AuditOutcome[] = ['error', 'rejected', 'sanitized', 'routed', 'ok', 'passed', 'dropped', 'pending'];
@@ -128,12 +135,14 @@ const DEFINITIONS: IntrinsicDefinition[] = [
   },
   RUN_PROGRAM,
   PROPOSE_WRITE,
+  RUN_SKILL,
+  LIST_SKILLS,
 ];
 
 export const INTRINSIC_NAMES = DEFINITIONS.map((d) => d.name);
 
 export const intrinsicTools: ToolEntry[] = DEFINITIONS.map((d) =>
-  compileTool({ name: d.name, description: d.description, risk_level: d.risk ?? 'low', arguments_schema: d.schema, ...(d.acts ? { acts: true } : {}), ...(d.describe ? { describe: true } : {}) }, 'core'),
+  compileTool({ name: d.name, description: d.description, risk_level: d.risk ?? 'low', arguments_schema: d.schema, ...(d.acts ? { acts: true } : {}), ...(d.describe ? { describe: true } : {}), ...(d.untrustedOutput ? { untrusted_output: true } : {}) }, 'core'),
 );
 
 const RUNNERS = new Map(DEFINITIONS.map((d) => [d.name, d.run]));

@@ -1,5 +1,5 @@
 // What the manifest schema's patterns let through but the egress allow-list
-// (plugin-host/network-allow-list.ts) would never match or cannot resolve: a port out of
+// (network/allow-list.ts) would never match or cannot resolve: a port out of
 // range, an empty label, a wildcard over a top-level domain, a config_hosts pointer to a
 // setting the config_schema does not declare. A plugin declaring such a thing gets a
 // network it did not mean to have (usually none), and finds out only when a call fails.
@@ -14,7 +14,7 @@ export interface NetworkProblem {
 const LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 
 /** One `network.hosts` entry ("host", "host:port", "*.domain[:port]"); null when it is sound. */
-function hostProblem(entry: string): string | null {
+export function hostProblem(entry: string): string | null {
   const [hostPart, port, extra] = entry.split(':');
   if (extra !== undefined) return `"${entry}": at most one ":port"`;
   if (port !== undefined && !(Number(port) >= 1 && Number(port) <= 65535)) return `"${entry}": port ${port} is not 1 to 65535`;

@@ -34,6 +34,7 @@ export const PROPOSE_WRITE: IntrinsicDefinition = {
     if (!deps.skillWrites) return unavailable();
     const applied = deps.skillWrites.apply(change);
     if (applied instanceof ToolFailure) return applied;
+    deps.skillsChanged?.();
     const files = applied.written.map((w) => `${w.path} (${w.bytes} bytes)`).join(', ');
     deps.audit.record({ group: session.group, session: session.id, source: 'core', topic: `tool.invoke.${PROPOSE_WRITE_NAME}`, correlation: null, stage: 'handler', outcome: 'ok', reason: `skill "${applied.skill}" ${applied.created ? 'created' : 'changed'} after a person's yes: ${files}`, detail: JSON.stringify(applied) });
     return { skill: applied.skill, created: applied.created, written: applied.written.map(({ path, bytes }) => ({ path, bytes })) };

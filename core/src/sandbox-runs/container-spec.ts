@@ -44,6 +44,16 @@ export interface SandboxSpec {
   /** The group's workspace as a Binds entry's source: its volume's name, or its folder's host path. */
   workspace: { source: string; volume: boolean };
   limits: Pick<SandboxSettings, 'memory_mb' | 'cpus' | 'pids'>;
+  /** What a skill's sandbox adds (skills/skill-sandbox.ts): its folder and relay socket, the main process, a label. */
+  extra?: SandboxExtra;
+}
+
+export interface SandboxExtra {
+  /** More Binds entries, each read-only. */
+  binds: string[];
+  /** The main process (as nobody) instead of `sleep infinity`. */
+  command?: string[];
+  labels: Record<string, string>;
 }
 
 export function sandboxLabels(spec: Pick<SandboxSpec, 'instance' | 'group' | 'session'>): Record<string, string> {
@@ -57,21 +67,21 @@ function scratch(): string {
 
 export function sandboxCreateOptions(spec: SandboxSpec): Docker.ContainerCreateOptions {
   const memory = spec.limits.memory_mb * 1024 * 1024;
-  const labels = sandboxLabels(spec);
+  const labels = { ...sandboxLabels(spec), ...spec.extra?.labels };
   const workspace = spec.workspace.volume ? `${spec.workspace.source}:${WORKSPACE_DIR}:ro,nocopy` : `${spec.workspace.source}:${WORKSPACE_DIR}:ro`;
   return {
     name: spec.name,
     Image: spec.image,
-    // Not the image's command: nothing but a process that keeps the sandbox up.
-    Entrypoint: ['sleep'],
-    Cmd: ['infinity'],
+    // Not the image's command: nothing but a process that keeps the sandbox up (a skill's: its relay forwarder).
+    Entrypoint: spec.extra?.command ? [spec.extra.command[0]] : ['sleep'],
+    Cmd: spec.extra?.command ? spec.extra.command.slice(1) : ['infinity'],
     Env: [],
     User: IDLE_USER,
     WorkingDir: WORKSPACE_DIR,
     Labels: labels,
     NetworkDisabled: true,
     HostConfig: {
-      Binds: [workspace],
+      Binds: [workspace, ...(spec.extra?.binds ?? [])],
       // /out is a volume (a tmpfs the engine mounts), not the container's own tmpfs: the
       // engine's archive API reads volumes, never what a runtime mounted inside.
       Mounts: [{ Type: 'volume', Source: '', Target: OUT_DIR, VolumeOptions: { NoCopy: true, Labels: labels, DriverConfig: { Name: 'local', Options: { type: 'tmpfs', device: 'tmpfs', o: `${scratch()},nosuid,nodev` } } } }],

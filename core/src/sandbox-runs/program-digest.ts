@@ -68,8 +68,8 @@ export class ProgramDigests {
   constructor(private readonly docker: Docker) {}
 
   /** The program as the sandbox has it now; null when it is not there (the run then says so itself). */
-  async of(sandbox: string, program: string): Promise<ProgramDigest | null> {
-    const path = `${WORKSPACE_DIR}/${program}`;
+  async of(sandbox: string, program: string, dir = WORKSPACE_DIR): Promise<ProgramDigest | null> {
+    const path = `${dir}/${program}`;
     const now = await stat(this.docker, sandbox, path);
     if (!now) return null;
     const key = `${sandbox} ${program}`;

@@ -14,7 +14,7 @@ import { execRun, type ExecOutcome, type RunCommand } from './run-exec.js';
 import { ProgramDigests, type ProgramDigest } from './program-digest.js';
 import { auditRun, type RunAnswer } from './run-audit.js';
 import { runCommand } from './run-program-tool.js';
-import { sandboxError, type Lease, type WarmSandboxes } from './warm-sandboxes.js';
+import { sandboxError, type Lease, type SandboxPlan, type WarmSandboxes } from './warm-sandboxes.js';
 import { writeOutputs } from './write-outputs.js';
 
 /** Beyond the run's timeout, how long the caller is told its answer may take (files, a cold start). */
@@ -58,17 +58,25 @@ export class ProgramRuns implements ProgramRunner {
   async run(args: JsonObject, session: Session, call: CallContext): Promise<RunAnswer | ToolFailure> {
     const cmd = runCommand(args, this.deps.maxTimeoutS);
     if (cmd instanceof ToolFailure) return cmd;
+    return this.runIn(session, call, cmd, this.deps.sandboxes.programPlan, { tool: 'run_program' });
+  }
+
+  /**
+   * `cmd` in the session's sandbox of `plan` (run_program's, or a skill's: skills/skill-runs.ts),
+   * its files back into the workspace, audited under `tool` (and the skill's name).
+   */
+  async runIn(session: Session, call: CallContext, cmd: RunCommand, plan: SandboxPlan, audited: { tool: string; skill?: string }): Promise<RunAnswer | ToolFailure> {
     const agent = session.container;
-    if (!agent) return sandboxError('SANDBOX_UNAVAILABLE', "run_program needs the agent's own container (a run's files come back into its workspace)", false);
+    if (!agent) return sandboxError('SANDBOX_UNAVAILABLE', `${audited.tool} needs the agent's own container (a run's files come back into its workspace)`, false);
     call.keepWaiting(cmd.timeoutS * 1000 + ANSWER_MARGIN_MS);
     const runId = newRunId();
-    let lease = await this.deps.sandboxes.lease(session.id, session.group);
+    let lease = await this.deps.sandboxes.lease(session.id, session.group, plan);
     if (lease instanceof ToolFailure) return lease;
     let ran = await this.attempt(lease, cmd);
     if (ran instanceof Error && !lease.cold) {
       // A warm sandbox that stopped while idle: once more in a new one.
       lease.release(false);
-      lease = await this.deps.sandboxes.lease(session.id, session.group);
+      lease = await this.deps.sandboxes.lease(session.id, session.group, plan);
       if (lease instanceof ToolFailure) return lease;
       ran = await this.attempt(lease, cmd);
     }
@@ -81,7 +89,7 @@ export class ProgramRuns implements ProgramRunner {
     const written = collected.files.length > 0 ? await writeOutputs(this.deps.docker, agent, runId, collected.files) : { ok: true as const };
     const answer = this.answer(runId, cmd, outcome, collected, written);
     const sandbox = { container: lease.id.slice(0, 12), runtime: lease.runtime, cold: lease.cold };
-    auditRun(this.deps.audit, session, call.correlation, { runId, command: cmd, program, sandbox, answer });
+    auditRun(this.deps.audit, session, call.correlation, { runId, command: cmd, program, sandbox, answer, ...audited });
     return answer;
   }
 
@@ -94,7 +102,7 @@ export class ProgramRuns implements ProgramRunner {
     const { docker } = this.deps;
     const remove = (): Promise<void> => docker.getContainer(lease.id).remove({ force: true, v: true }).catch(() => undefined);
     try {
-      const program = await this.digests.of(lease.id, cmd.program);
+      const program = await this.digests.of(lease.id, cmd.program, cmd.dir);
       const outcome = await execRun(docker, lease.id, cmd, remove);
       const collected = outcome.lost ? { files: [], refused: [], refusedCount: 0 } : await collectOutputs(docker, lease.id);
       return { outcome, collected, program };

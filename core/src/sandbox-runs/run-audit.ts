@@ -15,6 +15,9 @@ export interface RunRecord {
   program: ProgramDigest | null;
   sandbox: { container: string; runtime: string; cold: boolean };
   answer: RunAnswer;
+  /** The tool the run answered: run_program, or run_skill with the skill's name. */
+  tool: string;
+  skill?: string;
 }
 
 export interface RunAnswer {
@@ -49,11 +52,13 @@ export function auditRun(audit: AuditLog, session: Session, correlation: string,
   const ended = answer.killed === 'timeout' ? `killed at its timeout (${command.timeoutS} s)` : answer.killed === 'output_limit' ? 'killed: too much output' : answer.killed === 'sandbox_stopped' ? 'the sandbox stopped (memory or process limit)' : `exit ${answer.exit_code}`;
   const outputs = answer.outputs.map((o) => `${o.path} (${kb(o.bytes)})`).join(', ');
   const refused = answer.refused_count > 0 ? `; ${answer.refused_count} refused` : '';
+  const what = record.skill ? `skill ${record.skill}: ${escapeText(command.program)}` : escapeText(command.program);
   const args = command.args.length > 0 ? ` ${shownArgs(command.args)}` : '';
-  const reason = `run ${answer.run_id}: ${command.interpreter} ${escapeText(command.program)}${args}, ${ended} after ${answer.duration_ms} ms; ${answer.outputs.length} output${answer.outputs.length === 1 ? '' : 's'}${outputs ? `: ${outputs}` : ''}${refused}`;
+  const reason = `run ${answer.run_id}: ${command.interpreter} ${what}${args}, ${ended} after ${answer.duration_ms} ms; ${answer.outputs.length} output${answer.outputs.length === 1 ? '' : 's'}${outputs ? `: ${outputs}` : ''}${refused}`;
   const code = answer.timed_out ? 'RUN_TIMEOUT' : answer.killed ? 'RUN_KILLED' : answer.refused_count > 0 ? 'RUN_OUTPUT_REFUSED' : undefined;
   const detail = {
     run_id: answer.run_id,
+    ...(record.skill ? { skill: record.skill } : {}),
     program: command.program,
     program_bytes: record.program?.bytes ?? null,
     program_sha256: record.program?.sha256 ?? null,
@@ -73,5 +78,5 @@ export function auditRun(audit: AuditLog, session: Session, correlation: string,
     refused_count: answer.refused_count,
     sandbox: record.sandbox,
   };
-  audit.record({ group: session.group, session: session.id, source: 'core', topic: 'tool.invoke.run_program', correlation, stage: 'handler', outcome: code ? 'error' : 'ok', ...(code ? { code } : {}), duration_ms: answer.duration_ms, reason, detail: JSON.stringify(detail) });
+  audit.record({ group: session.group, session: session.id, source: 'core', topic: `tool.invoke.${record.tool}`, correlation, stage: 'handler', outcome: code ? 'error' : 'ok', ...(code ? { code } : {}), duration_ms: answer.duration_ms, reason, detail: JSON.stringify(detail) });
 }

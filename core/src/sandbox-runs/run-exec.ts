@@ -44,10 +44,14 @@ const SWEEP = 'kill -9 -1 2>/dev/null; kill -9 -1 2>/dev/null; exit 0';
 
 export interface RunCommand {
   interpreter: 'python3' | 'node' | 'sh';
-  /** Relative to the workspace, normalized (run-program-tool.ts). */
+  /** Relative to `dir`, normalized (run-program-tool.ts, skills/run-skill-tool.ts). */
   program: string;
   args: string[];
   timeoutS: number;
+  /** Where the program is: the workspace (default), or a skill's folder (/skill). */
+  dir?: string;
+  /** More environment for this run only (a skill's settings, relay and secrets): never the sandbox's own. */
+  env?: string[];
 }
 
 export type Killed = null | 'timeout' | 'output_limit' | 'sandbox_stopped';
@@ -111,10 +115,10 @@ async function stillRunning(container: Docker.Container): Promise<boolean> {
 export async function execRun(docker: Docker, id: string, cmd: RunCommand, remove: () => Promise<void>): Promise<ExecOutcome> {
   const container = docker.getContainer(id);
   const exec = await container.exec({
-    Cmd: ['sh', '-c', WRAPPER, 'carapace-run', String(cmd.timeoutS), cmd.interpreter, `${WORKSPACE_DIR}/${cmd.program}`, ...cmd.args],
+    Cmd: ['sh', '-c', WRAPPER, 'carapace-run', String(cmd.timeoutS), cmd.interpreter, `${cmd.dir ?? WORKSPACE_DIR}/${cmd.program}`, ...cmd.args],
     User: RUN_USER,
     WorkingDir: WORKSPACE_DIR,
-    Env: [`OUT=${OUT_DIR}`],
+    Env: [`OUT=${OUT_DIR}`, ...(cmd.env ?? [])],
     AttachStdout: true,
     AttachStderr: true,
   });

@@ -1,10 +1,12 @@
-// One warm sandbox per session: created and started by the session's first run, reused by
-// its later runs (each a `docker exec`), removed when the session ends (agent teardown,
-// quarantine, the core stopping) or after `idle_minutes` without a run. One run at a time
-// per session: a second one while a run holds the sandbox is refused (RUN_BUSY), not queued.
+// One warm sandbox per session and kind (run_program's, and one per skill the session
+// runs: its plan): created and started by the first run, reused by later runs (each a
+// `docker exec`), removed when the session ends (agent teardown, quarantine, the core
+// stopping) or after `idle_minutes` without a run. One run at a time per sandbox: a second
+// one while a run holds it is refused (RUN_BUSY), not queued. What a plan prepares for its
+// sandbox (a skill's relay) is undone when the sandbox goes.
 import type Docker from 'dockerode';
 import { ToolFailure, type ErrorPayload } from '../protocol/errors.js';
-import { sandboxCreateOptions, type SandboxSpec } from './container-spec.js';
+import { sandboxCreateOptions, type SandboxExtra, type SandboxSpec } from './container-spec.js';
 
 export interface WarmSandboxesDeps {
   docker: Docker;
@@ -28,6 +30,17 @@ export interface WarmSandboxesDeps {
 
 const SWEEP_AFTER_MS = 1000;
 
+/** Which sandbox of a session a run needs, and how it is made. */
+export interface SandboxPlan {
+  /** Among the session's sandboxes: '' for run_program's, 'skill:<name>' for a skill's. */
+  key: string;
+  /** In the container's name: "run", "skill-fetch". */
+  label: string;
+  image: string;
+  /** Made just before the container and undone when it goes (a skill's relay socket). */
+  prepare?(): Promise<{ extra: SandboxExtra; close(): void }>;
+}
+
 /** A session's sandbox, held for one run. */
 export interface Lease {
   id: string;
@@ -39,7 +52,10 @@ export interface Lease {
 }
 
 interface Warm {
+  session: string;
   group: string;
+  /** Undoes what the plan prepared; called once the container is gone. */
+  close: (() => void) | null;
   id: string | null;
   runtime: 'runsc' | 'runc' | null;
   busy: boolean;
@@ -61,14 +77,20 @@ export class WarmSandboxes {
 
   constructor(private readonly deps: WarmSandboxesDeps) {}
 
-  /** The session's sandbox for one run: the warm one, or a new one. */
-  async lease(session: string, group: string): Promise<Lease | ToolFailure> {
+  /** run_program's plan: the sandbox image, nothing more. */
+  get programPlan(): SandboxPlan {
+    return { key: '', label: 'run', image: this.deps.image };
+  }
+
+  /** The session's sandbox of `plan` for one run: the warm one, or a new one. */
+  async lease(session: string, group: string, plan: SandboxPlan = this.programPlan): Promise<Lease | ToolFailure> {
     if (this.stopped) return sandboxError('SANDBOX_UNAVAILABLE', 'the core is stopping: no program can run now', true);
-    let warm = this.warm.get(session);
-    if (warm?.busy) return sandboxError('RUN_BUSY', 'another run of this session is still going: one run at a time (wait for its answer, then try again)', true, { retry_after: 1 });
+    const key = `${session}\n${plan.key}`;
+    let warm = this.warm.get(key);
+    if (warm?.busy) return sandboxError('RUN_BUSY', 'another run of this session is still going in this sandbox: one run at a time (wait for its answer, then try again)', true, { retry_after: 1 });
     if (!warm) {
-      warm = { group, id: null, runtime: null, busy: true, idle: null, ended: false, sweep: null, settling: null };
-      this.warm.set(session, warm);
+      warm = { session, group, close: null, id: null, runtime: null, busy: true, idle: null, ended: false, sweep: null, settling: null };
+      this.warm.set(key, warm);
     }
     warm.busy = true;
     if (warm.idle) clearTimeout(warm.idle);
@@ -80,13 +102,13 @@ export class WarmSandboxes {
     if (held.ended) return sandboxError('SANDBOX_UNAVAILABLE', 'the session ended', false);
     let cold = false;
     if (held.id === null) {
-      const made = await this.create(session, group).catch((err: unknown) => sandboxError('SANDBOX_UNAVAILABLE', 'the sandbox could not be started; try again', true, {}, String((err as Error)?.message ?? err)));
+      const made = await this.create(held, plan).catch((err: unknown) => sandboxError('SANDBOX_UNAVAILABLE', 'the sandbox could not be started; try again', true, {}, String((err as Error)?.message ?? err)));
       if (made instanceof ToolFailure) {
-        if (this.warm.get(session) === held) this.warm.delete(session);
+        if (this.warm.get(key) === held) this.warm.delete(key);
         return made;
       }
       if (held.ended || this.stopped) {
-        await this.removeContainer(made.id);
+        await this.remove(held, made.id);
         return sandboxError('SANDBOX_UNAVAILABLE', 'the session ended', false);
       }
       held.id = made.id;
@@ -101,93 +123,102 @@ export class WarmSandboxes {
       release: (keep) => {
         if (released) return;
         released = true;
-        this.release(session, held, keep);
+        this.release(key, held, keep);
       },
     };
   }
 
-  /** The session ended: its sandbox goes (a run still going in it ends with it). */
+  /** The session ended: its sandboxes go (a run still going in one ends with it). */
   async end(session: string): Promise<void> {
-    const warm = this.warm.get(session);
-    if (!warm) return;
-    warm.ended = true;
-    this.warm.delete(session);
-    if (warm.idle) clearTimeout(warm.idle);
-    if (warm.sweep) clearTimeout(warm.sweep);
-    if (warm.id) await this.removeContainer(warm.id);
+    const ending = [...this.warm].filter(([, warm]) => warm.session === session);
+    await Promise.all(ending.map(async ([key, warm]) => {
+      warm.ended = true;
+      this.warm.delete(key);
+      if (warm.idle) clearTimeout(warm.idle);
+      if (warm.sweep) clearTimeout(warm.sweep);
+      if (warm.id) await this.remove(warm, warm.id);
+    }));
   }
 
   /** The core stops: every sandbox goes. */
   async stop(): Promise<void> {
     this.stopped = true;
-    await Promise.all([...this.warm.keys()].map((session) => this.end(session)));
+    await Promise.all([...new Set([...this.warm.values()].map((w) => w.session))].map((session) => this.end(session)));
   }
 
-  /** The session's sandbox container now, if it has one (tests, the benchmark). */
-  containerOf(session: string): string | null {
-    return this.warm.get(session)?.id ?? null;
+  /** The session's sandbox container of plan `key` now, if it has one (tests, the benchmark). */
+  containerOf(session: string, key = ''): string | null {
+    return this.warm.get(`${session}\n${key}`)?.id ?? null;
   }
 
-  private release(session: string, warm: Warm, keep: boolean): void {
+  private release(key: string, warm: Warm, keep: boolean): void {
     warm.busy = false;
-    if (this.warm.get(session) !== warm) return; // the session ended meanwhile: removed already
+    if (this.warm.get(key) !== warm) return; // the session ended meanwhile: removed already
     if (!keep || this.stopped) {
       const id = warm.id;
       warm.id = null;
-      if (id) void this.removeContainer(id);
-      this.warm.delete(session);
+      if (id) void this.remove(warm, id);
+      this.warm.delete(key);
       return;
     }
     warm.idle = setTimeout(() => {
-      if (this.warm.get(session) !== warm || warm.busy) return;
-      this.warm.delete(session);
-      if (warm.id) void this.removeContainer(warm.id);
+      if (this.warm.get(key) !== warm || warm.busy) return;
+      this.warm.delete(key);
+      if (warm.id) void this.remove(warm, warm.id);
     }, this.deps.idleMs);
     warm.idle.unref();
     warm.sweep = setTimeout(() => {
       warm.sweep = null;
       const id = warm.id;
-      if (this.warm.get(session) !== warm || warm.busy || !id) return;
+      if (this.warm.get(key) !== warm || warm.busy || !id) return;
       warm.settling = this.deps.sweep(id).then(async (clean) => {
         warm.settling = null;
         if (clean || warm.id !== id) return;
         // Something of the run would not die: the sandbox goes, the next run gets a new one.
         warm.id = null;
-        this.deps.report(session, warm.group, 'what a run left running in its sandbox could not be killed: the sandbox was removed');
-        await this.removeContainer(id);
+        this.deps.report(warm.session, warm.group, 'what a run left running in its sandbox could not be killed: the sandbox was removed');
+        await this.remove(warm, id);
       });
     }, SWEEP_AFTER_MS);
     warm.sweep.unref();
   }
 
-  private async create(session: string, group: string): Promise<{ id: string; runtime: 'runsc' | 'runc' } | ToolFailure> {
+  private async create(warm: Warm, plan: SandboxPlan): Promise<{ id: string; runtime: 'runsc' | 'runc' } | ToolFailure> {
     const runtime = await this.deps.runtime();
     if (runtime instanceof ToolFailure) return runtime;
-    const present = await this.deps.docker.getImage(this.deps.image).inspect().then(() => true, () => false);
-    if (!present) return sandboxError('SANDBOX_UNAVAILABLE', `the sandbox image ${this.deps.image} is missing: programs cannot run until the operator builds it (make images)`, false);
-    const workspace = await this.deps.workspace(group);
+    const present = await this.deps.docker.getImage(plan.image).inspect().then(() => true, () => false);
+    if (!present) return sandboxError('SANDBOX_UNAVAILABLE', `the sandbox image ${plan.image} is missing: programs cannot run until the operator builds it (make images)`, false);
+    const workspace = await this.deps.workspace(warm.group);
+    const prepared = plan.prepare ? await plan.prepare() : null;
+    warm.close = prepared?.close ?? null;
     const spec: SandboxSpec = {
-      name: `carapace-${this.deps.instance}-${group}-run-${session.slice(-6)}-${Date.now().toString(36)}`,
-      image: this.deps.image,
+      name: `carapace-${this.deps.instance}-${warm.group}-${plan.label}-${warm.session.slice(-6)}-${Date.now().toString(36)}`,
+      image: plan.image,
       instance: this.deps.instance,
-      group,
-      session,
+      group: warm.group,
+      session: warm.session,
       runtime,
       workspace,
       limits: this.deps.limits,
+      ...(prepared ? { extra: prepared.extra } : {}),
     };
-    const container = await this.deps.docker.createContainer(sandboxCreateOptions(spec));
+    let id: string | null = null;
     try {
+      const container = await this.deps.docker.createContainer(sandboxCreateOptions(spec));
+      id = container.id;
       await container.start();
     } catch (err) {
-      await this.removeContainer(container.id);
+      await this.remove(warm, id);
       throw err;
     }
-    return { id: container.id, runtime };
+    return { id, runtime };
   }
 
-  /** Removes a sandbox and its /out volume; one already gone is fine. */
-  private async removeContainer(id: string): Promise<void> {
-    await this.deps.docker.getContainer(id).remove({ force: true, v: true }).catch(() => undefined);
+  /** Removes a sandbox and its /out volume (one already gone is fine), then what its plan prepared. */
+  private async remove(warm: Warm, id: string | null): Promise<void> {
+    if (id) await this.deps.docker.getContainer(id).remove({ force: true, v: true }).catch(() => undefined);
+    const close = warm.close;
+    warm.close = null;
+    close?.();
   }
 }

@@ -7,6 +7,10 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkS
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Session } from '../../src/boundary/session-table.js';
+import pino from 'pino';
+import { parseConfig } from '../../src/config.js';
+import type { RunCommand } from '../../src/sandbox-runs/run-exec.js';
+import { skillRuns } from '../../src/skills/wiring.js';
 import { Stack } from '../harness.js';
 import { expectError } from '../support/expect-ipc.js';
 
@@ -129,6 +133,42 @@ describe('what cannot be proposed', () => {
     stack.core.confirmations.resolve(pending.id, true, 'test');
     expectError(await call, 'WRITE_REFUSED');
     expect(readdirSync(elsewhere)).toEqual([]);
+  });
+});
+
+describe('a proposed skill and the skills the agent can run', () => {
+  it('exists for list_skills and run_skill only after the yes; its secret is scrubbed from then on', async () => {
+    const KEY = 'weather-key-5e0c77d2a1';
+    const asked: RunCommand[] = [];
+    const programs = {
+      runIn: async (_session: Session, _call: unknown, cmd: RunCommand) => {
+        asked.push(cmd);
+        return { run_id: '20260101-000000-abcdef', exit_code: 0, timed_out: false, killed: null, duration_ms: 5, stdout: (cmd.env ?? []).join('\n'), stderr: '', stdout_cut_bytes: 0, stderr_cut_bytes: 0, stdout_bytes: 1, stderr_bytes: 0, outputs: [], refused_outputs: [], refused_count: 0 };
+      },
+    };
+    const wired = skillRuns({ programs: { runs: programs } as never, runtime: { docker: {}, hostPath: async (p: string) => p } as never, settings: parseConfig({}).sandbox, folders: { bundled: null, own: skills }, sections: {}, audit: stack.core.audit, log: pino({ level: 'silent' }), relayDir: join(stack.dir, 'relays'), env: { SKILL_FORECAST_KEY: KEY } });
+    stack.core.acceptRuns({ run: async () => ({}) }, async () => undefined, wired);
+    const names = async () => (await stack.ipc(family, 'tool.invoke.list_skills', {})).out.skills.map((s: { name: string }) => s.name);
+    expect(await names()).not.toContain('forecast');
+
+    const files = [
+      { path: 'skills/forecast/SKILL.md', content: '# Forecast\nRun forecast.py <city>.\n' },
+      { path: 'skills/forecast/skill.json', content: JSON.stringify({ name: 'forecast', description: 'the forecast', secrets: ['SKILL_FORECAST_KEY'] }) },
+      { path: 'skills/forecast/forecast.py', content: 'import os\nprint(os.environ["SKILL_FORECAST_KEY"])\n' },
+    ];
+    const call = propose(files, 'to tell you the forecast');
+    const pending = await stack.pendingConfirmation('family', proposes('forecast'));
+    expect(await names()).not.toContain('forecast');
+    expectError(await stack.ipc(family, 'tool.invoke.run_skill', { skill: 'forecast', script: 'forecast.py' }), 'VALIDATION_FAILED');
+    stack.core.confirmations.resolve(pending.id, true, 'test');
+    expect((await call).code).toBe(0);
+
+    expect(await names()).toContain('forecast');
+    const r = await stack.ipc(family, 'tool.invoke.run_skill', { skill: 'forecast', script: 'forecast.py' });
+    expect(r.code).toBe(0);
+    expect(asked.at(-1)!.env).toContain(`SKILL_FORECAST_KEY=${KEY}`);
+    expect(r.stdout).not.toContain(KEY);
+    expect(r.out.stdout).toContain('SKILL_FORECAST_KEY=[REDACTED]');
   });
 });
 

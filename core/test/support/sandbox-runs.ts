@@ -41,20 +41,32 @@ export interface RunResult {
  * run_program called as the agent does it: the real `ipc` inside its container, as uid
  * 1000. The arguments travel in a file of the workspace (no shell quoting of programs).
  */
-export async function runProgram(runtime: DockerRuntime, container: string, args: Record<string, unknown>): Promise<{ code: number | null; result: RunResult | null; error: { code: string; message: string; field?: string } | null; ms: number }> {
+export function runProgram(runtime: DockerRuntime, container: string, args: Record<string, unknown>): Promise<ToolCall<RunResult>> {
+  return invokeTool<RunResult>(runtime, container, 'run_program', args);
+}
+
+export interface ToolCall<T> {
+  code: number | null;
+  result: T | null;
+  error: { code: string; message: string; field?: string } | null;
+  ms: number;
+}
+
+/** Any tool called as the agent does it (run_skill, list_skills: support/skills.ts). */
+export async function invokeTool<T>(runtime: DockerRuntime, container: string, tool: string, args: Record<string, unknown>): Promise<ToolCall<T>> {
   const name = `.run-args-${Math.random().toString(36).slice(2)}.json`;
   await writeIn(runtime, container, name, JSON.stringify(args));
   const started = performance.now();
-  const r = await sh(runtime, container, `ipc tool.invoke.run_program "$(cat ${name})"; code=$?; rm -f ${name}; exit $code`);
+  const r = await sh(runtime, container, `ipc tool.invoke.${tool} "$(cat ${name})"; code=$?; rm -f ${name}; exit $code`);
   const ms = Math.round(performance.now() - started);
-  const parse = <T>(text: string): T | null => {
+  const parse = <U>(text: string): U | null => {
     try {
-      return JSON.parse(text) as T;
+      return JSON.parse(text) as U;
     } catch {
       return null;
     }
   };
-  return { code: r.code, result: r.code === 0 ? parse<RunResult>(r.out) : null, error: r.code === 0 ? null : parse(r.err), ms };
+  return { code: r.code, result: r.code === 0 ? parse<T>(r.out) : null, error: r.code === 0 ? null : parse(r.err), ms };
 }
 
 /** Writes a file into the agent's workspace from inside its container (as the agent would with its Write tool). */

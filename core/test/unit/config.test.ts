@@ -35,6 +35,7 @@ const DEFAULTS = {
   conversation: { keep_days: 30, keep_messages: 200, keep_kb: 512, brief_messages: 20, brief_chars: 8000 },
   backups: { schedule: 'daily', at: '03:30', keep: 7 },
   sandbox: { image: 'carapace-sandbox:latest', runtime: 'agents', memory_mb: 512, cpus: 1, pids: 128, timeout_s: 300, idle_minutes: 15 },
+  skills: {},
 };
 
 describe('parseConfig', () => {
@@ -133,6 +134,11 @@ describe('parseConfig', () => {
     expect(startupError(() => parseConfig({ sandbox: { runtime: 'kata' } })).message).toContain('sandbox.runtime');
     expect(startupError(() => parseConfig({ sandbox: { timeout_s: 301 } })).message).toContain('sandbox.timeout_s');
     expect(startupError(() => parseConfig({ sandbox: { network: true } })).message).toContain('sandbox');
+  });
+
+  it('skills: each skill\'s settings, an object (its skill.json checks what is in it)', () => {
+    expect(parseConfig({ skills: { 'web-search': { searxng_url: 'http://searx.lan:8080' } } }).skills).toEqual({ 'web-search': { searxng_url: 'http://searx.lan:8080' } });
+    expect(startupError(() => parseConfig({ skills: { fetch: 'yes' } })).message).toContain('skills.fetch');
   });
 });
 

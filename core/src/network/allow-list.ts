@@ -2,7 +2,7 @@
 // its configuration names at the manifest's `network.config_hosts` pointers (a CalDAV
 // URL, an IMAP host). "host" allows any port of it, "host:port" that port, "*.example.com"
 // any host under example.com; a URL its port (or its scheme's). Nothing declared: nothing.
-import type { JsonObject } from '../src/protocol/envelope.js';
+import type { JsonObject } from '../protocol/envelope.js';
 
 const SCHEME_PORTS: Record<string, string> = { 'http:': '80', 'https:': '443', 'ws:': '80', 'wss:': '443', 'imap:': '143', 'imaps:': '993', 'smtp:': '25', 'smtps:': '465' };
 
