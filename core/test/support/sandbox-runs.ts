@@ -1,6 +1,7 @@
 // Sandbox runs (run_program) as the docker tests and the benchmark wire them: the stack's
 // core, an agent manager's workspaces, the Docker runtime the agents use. No Jest here: the
 // benchmark imports this outside Jest.
+import type { RunAnswer } from '../../src/sandbox-runs/run-audit.js';
 import type { AgentManager } from '../../src/agents/agent-manager.js';
 import type { DockerRuntime } from '../../src/agents/docker-runtime.js';
 import { parseConfig } from '../../src/config.js';
@@ -21,21 +22,8 @@ export function wireRuns(stack: Stack, manager: AgentManager, runtime: DockerRun
   return programs;
 }
 
-export interface RunResult {
-  run_id: string;
-  exit_code: number | null;
-  timed_out: boolean;
-  killed: null | 'timeout' | 'output_limit' | 'sandbox_stopped';
-  note?: string;
-  duration_ms: number;
-  stdout: string;
-  stderr: string;
-  stdout_cut_bytes: number;
-  stderr_cut_bytes: number;
-  outputs: { path: string; bytes: number }[];
-  refused_outputs: { name: string; reason: string }[];
-  refused_count: number;
-}
+/** What run_program answers (the core's own type). */
+export type RunResult = RunAnswer;
 
 /**
  * run_program called as the agent does it: the real `ipc` inside its container, as uid
