@@ -3,62 +3,18 @@
 // memory, always scoped to the calling session; run_program (sandbox-runs/) and run_skill
 // (skills/) act, so they follow the group's allow-list and are awaited like a plugin's
 // handler; run_skill's answer is external content (untrusted_output).
-import type { AuditEntry, AuditLog, AuditOutcome } from '../audit/audit-log.js';
+import type { AuditEntry, AuditOutcome } from '../audit/audit-log.js';
 import type { Session } from '../boundary/session-table.js';
-import type { ToolCatalog } from '../plugins/catalog.js';
 import { compileTool, type ToolEntry } from '../plugins/discovery.js';
-import type { GroupAuthorizer } from '../pipeline/authorize.js';
 import type { JsonObject } from '../protocol/envelope.js';
-import type { ErrorPayload, ToolFailure } from '../protocol/errors.js';
+import type { ErrorPayload } from '../protocol/errors.js';
 import { RUN_PROGRAM } from '../sandbox-runs/run-program-tool.js';
 import { PROPOSE_WRITE } from '../proposed-writes/propose-write-tool.js';
-import type { SkillWrites } from '../proposed-writes/skill-writes.js';
+import { LIST_SKILLS, RUN_SKILL } from '../skills/run-skill-tool.js';
 import type { CallState } from '../confirm/call-state.js';
-import { LIST_SKILLS, RUN_SKILL, type SkillRunner } from '../skills/run-skill-tool.js';
+import type { CallContext, Intrinsic, IntrinsicDefinition, IntrinsicDeps } from './intrinsic-types.js';
 
-/** What run_program needs of the core (sandbox-runs/program-runs.ts); absent where the core has no sandbox. */
-export interface ProgramRunner {
-  run(args: JsonObject, session: Session, call: CallContext): Promise<unknown>;
-}
-
-export interface IntrinsicDeps {
-  audit: AuditLog;
-  catalog: ToolCatalog;
-  authorizer: GroupAuthorizer;
-  runs?: ProgramRunner;
-  /** The person's skills folder (propose_write); absent where there is none. */
-  skillWrites?: SkillWrites;
-  skills?: SkillRunner;
-  /** Find the skills again: one was written (propose_write). */
-  skillsChanged?: () => void;
-}
-
-/** The call an intrinsic answers. */
-export interface CallContext {
-  correlation: string;
-  /** Tells the caller the answer may take this long yet (its `ipc` moves its deadline). */
-  keepWaiting(ms: number): void;
-}
-
-/** A result, or a ToolFailure (an error as a value), now or later. */
-export type Intrinsic = (args: JsonObject, session: Session, deps: IntrinsicDeps, call: CallContext) => unknown | ToolFailure | Promise<unknown | ToolFailure>;
-
-export interface IntrinsicDefinition {
-  name: string;
-  description: string;
-  schema: JsonObject;
-  run: Intrinsic;
-  /** It acts (ToolEntry.acts). */
-  acts?: boolean;
-  /** Its risk (default low): a high one waits for a person's yes. */
-  risk?: 'high';
-  /** What the arguments must mean beyond the schema: a refusal at stage 3, before any person is asked. */
-  check?: (args: JsonObject) => ToolFailure | null;
-  /** What a call refers to now (as a plugin's describeCall): shown to the person, compared after their yes. */
-  describe?: (args: JsonObject, deps: IntrinsicDeps) => CallState;
-  /** Its answer is external content (ToolEntry.untrusted_output). */
-  untrustedOutput?: boolean;
-}
+export type { CallContext, Intrinsic, IntrinsicDefinition, IntrinsicDeps, ProgramRunner, SkillRunner } from './intrinsic-types.js';
 
 const OUTCOMES: AuditOutcome[] = ['error', 'rejected', 'sanitized', 'routed', 'ok', 'passed', 'dropped', 'pending'];
 

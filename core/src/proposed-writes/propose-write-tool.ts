@@ -4,7 +4,7 @@
 // each would replace; the core writes only after their yes, and only if the folder is
 // still what they saw. Until then the skill does not exist.
 import type { CallState } from '../confirm/call-state.js';
-import type { IntrinsicDefinition, IntrinsicDeps } from '../intrinsics/intrinsics.js';
+import type { IntrinsicDefinition, IntrinsicDeps } from '../intrinsics/intrinsic-types.js';
 import type { JsonObject } from '../protocol/envelope.js';
 import { ToolFailure } from '../protocol/errors.js';
 import { PROPOSE_WRITE_NAME, proposedChange, proposeWriteSchema } from './proposed-change.js';

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import type Docker from 'dockerode';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { Session } from '../boundary/session-table.js';
-import type { CallContext, ProgramRunner } from '../intrinsics/intrinsics.js';
+import type { CallContext, ProgramRunner } from '../intrinsics/intrinsic-types.js';
 import type { JsonObject } from '../protocol/envelope.js';
 import { ToolFailure } from '../protocol/errors.js';
 import { collectOutputs, type Collected } from './collect-outputs.js';

@@ -3,7 +3,7 @@
 // an interpreter), and what the agent's skill says about it (agents/skills.ts).
 import { posix } from 'node:path';
 import type { Session } from '../boundary/session-table.js';
-import type { CallContext, IntrinsicDefinition, IntrinsicDeps } from '../intrinsics/intrinsics.js';
+import type { CallContext, IntrinsicDefinition, IntrinsicDeps } from '../intrinsics/intrinsic-types.js';
 import type { JsonObject } from '../protocol/envelope.js';
 import { pipelineError, ToolFailure } from '../protocol/errors.js';
 import type { RunCommand } from './run-exec.js';

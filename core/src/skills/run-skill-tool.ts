@@ -3,7 +3,7 @@
 // skill has, files inside the workspace), and what the agent's carapace-core skill says.
 import { posix } from 'node:path';
 import type { Session } from '../boundary/session-table.js';
-import type { CallContext, IntrinsicDefinition, IntrinsicDeps } from '../intrinsics/intrinsics.js';
+import type { CallContext, IntrinsicDefinition, IntrinsicDeps } from '../intrinsics/intrinsic-types.js';
 import type { JsonObject } from '../protocol/envelope.js';
 import { pipelineError, ToolFailure } from '../protocol/errors.js';
 import type { RunCommand } from '../sandbox-runs/run-exec.js';
@@ -59,11 +59,6 @@ export function skillCommand(args: JsonObject, skill: Skill, maxTimeoutS: number
 }
 
 /** What run_skill and list_skills need of the core (skills/skill-runs.ts); absent where the core has no sandbox. */
-export interface SkillRunner {
-  list(): unknown;
-  run(args: JsonObject, session: Session, call: CallContext): Promise<unknown>;
-}
-
 const noSkills = (): ToolFailure => new ToolFailure({ code: 'SANDBOX_UNAVAILABLE', message: 'skills cannot run on this installation (it has no sandbox)', retriable: false, stage: 6 });
 
 export const RUN_SKILL: IntrinsicDefinition = {

@@ -4,12 +4,13 @@
 // exec, /out back into the workspace, audit). The answer carries `external_content`: what
 // a skill prints came from outside.
 import type { Session } from '../boundary/session-table.js';
-import type { CallContext } from '../intrinsics/intrinsics.js';
+import type { CallContext } from '../intrinsics/intrinsic-types.js';
 import type { JsonObject } from '../protocol/envelope.js';
 import { pipelineError, ToolFailure } from '../protocol/errors.js';
 import type { ProgramRuns } from '../sandbox-runs/program-runs.js';
 import type { SandboxPlan } from '../sandbox-runs/warm-sandboxes.js';
-import { skillCommand, type SkillRunner } from './run-skill-tool.js';
+import { skillCommand } from './run-skill-tool.js';
+import type { SkillRunner } from '../intrinsics/intrinsic-types.js';
 import type { Skill, SkillProblem } from './skill-discovery.js';
 
 export interface SkillRunsDeps {
