@@ -190,7 +190,9 @@ describe('what a run cannot do to the appliance', () => {
   it('a memory bomb is killed at 512 MB and the run says so; the next run works', async () => {
     const r = await attack('memory.py', 'chunks = []\nwhile True:\n    chunks.append(b"x" * (32 * 1024 * 1024))\n', { timeout_s: 30 });
     expect(r.timed_out).toBe(false);
-    if (runsc) expect(r.killed).toBe('sandbox_stopped');
+    // Under gVisor the limit stops the whole sandbox, or gVisor's own OOM kills the program
+    // (137), or Python gets no more memory (MemoryError): each one a CI run has seen.
+    if (runsc) expect(r.killed === 'sandbox_stopped' || r.exit_code === 137 || /MemoryError/.test(r.stderr)).toBe(true);
     else expect([r.exit_code, r.note]).toEqual([137, expect.stringContaining('memory limit (512 MB)')]);
     figures.push(`memory bomb: killed in ${r.duration_ms} ms (${r.killed ?? `exit ${r.exit_code}`})`);
     await nextRunWorks();
