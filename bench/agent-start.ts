@@ -9,6 +9,7 @@
 // with runsc's cost as a ratio to runc's. Baseline: a bare `docker run` of the agent image.
 // BENCH_IMAGE picks the image (default carapace-agent:latest).
 import { execFileSync } from 'node:child_process';
+import { engineRuntimes, type Runtime } from './engine-runtimes.js';
 import { DockerRuntime } from '../core/src/agents/docker-runtime.js';
 import type { AgentSpec, AttachedAgent } from '../core/src/agents/runtime.js';
 import { Stack } from '../core/test/harness.js';
@@ -37,7 +38,6 @@ const fmt = (xs: number[]): string => {
   return `p50 ${s.p50.toFixed(0).padStart(4)} ms, max ${s.max.toFixed(0).padStart(4)} ms (n=${s.n})`;
 };
 
-type Runtime = 'runc' | 'runsc';
 
 interface Result {
   bare: number[];
@@ -125,8 +125,7 @@ async function measure(docker: string, sandbox: Runtime): Promise<Result> {
 
 async function main(): Promise<void> {
   const docker = process.env.DOCKER || 'docker';
-  const registered = execFileSync(docker, ['info', '--format', '{{json .Runtimes}}'], { encoding: 'utf8' });
-  const runtimes: Runtime[] = registered.includes('"runsc"') ? ['runc', 'runsc'] : ['runc'];
+  const runtimes = engineRuntimes(docker);
   const results = new Map<Runtime, Result>();
   for (const sandbox of runtimes) results.set(sandbox, await measure(docker, sandbox));
   const runc = results.get('runc')!;

@@ -7,6 +7,7 @@
 // sandbox holds (the engine's figure for its cgroup, from the stats API).
 // BENCH_RUNS: runs of each kind (default 10); BENCH_SANDBOX_IMAGE: the image.
 import { execFileSync } from 'node:child_process';
+import { engineRuntimes, type Runtime } from './engine-runtimes.js';
 import { chownSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DockerRuntime } from '../core/src/agents/docker-runtime.js';
@@ -18,7 +19,6 @@ import { stats } from './stats.js';
 
 const N = Math.max(10, Number(process.env.BENCH_RUNS ?? 10));
 const IMAGE = process.env.BENCH_SANDBOX_IMAGE || 'carapace-sandbox:latest';
-type Runtime = 'runc' | 'runsc';
 
 interface Result {
   bare: number[];
@@ -91,8 +91,7 @@ async function measure(docker: string, runtime: Runtime): Promise<Result> {
 
 async function main(): Promise<void> {
   const docker = process.env.DOCKER || 'docker';
-  const registered = execFileSync(docker, ['info', '--format', '{{json .Runtimes}}'], { encoding: 'utf8' });
-  const runtimes: Runtime[] = registered.includes('"runsc"') ? ['runc', 'runsc'] : ['runc'];
+  const runtimes = engineRuntimes(docker);
   const results = new Map<Runtime, Result>();
   for (const runtime of runtimes) results.set(runtime, await measure(docker, runtime));
   const runc = results.get('runc')!;
