@@ -48,7 +48,7 @@ images:
 # gVisor where the engine has runsc (agents.runtime auto). Then the agent suites (lockdown,
 # attacks from inside, end to end) once more under runc, so that both runtimes are tested.
 AGENT_SUITES := docker/agents docker/agent-files docker/e2e docker/email-agent docker/api-mode docker/api-mode-isolation docker/llm-attacks docker/session-guard docker/external-content docker/workspace-labels \
-	docker/sandbox-runs docker/sandbox-attacks docker/skills
+	docker/sandbox-runs docker/sandbox-attacks docker/skills docker/skill-attacks
 test: build images
 	cd ipc && $(CARGO) test --locked --release
 	node --experimental-vm-modules node_modules/jest/bin/jest.js

@@ -151,6 +151,12 @@ export class WarmSandboxes {
     return this.warm.get(`${session}\n${key}`)?.id ?? null;
   }
 
+  /** Resolves once the sweep after the sandbox's last run is over (tests: their own execs beside the core's). */
+  async swept(session: string, key = ''): Promise<void> {
+    const warm = this.warm.get(`${session}\n${key}`);
+    while (warm && (warm.sweep || warm.settling)) await (warm.settling ?? new Promise((resolve) => setTimeout(resolve, 50)));
+  }
+
   private release(key: string, warm: Warm, keep: boolean): void {
     warm.busy = false;
     if (this.warm.get(key) !== warm) return; // the session ended meanwhile: removed already

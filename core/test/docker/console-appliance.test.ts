@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'puppeteer-core';
 import { DockerRuntime } from '../../src/agents/docker-runtime.js';
 import { LoopStorage } from '../../src/agents/storage.js';
-import { ROOT, sleep } from '../harness.js';
+import { ROOT, sleep, until } from '../harness.js';
 import { launchBrowser, logIn } from '../support/browser.js';
 import { AGENT_IMAGE } from '../support/agents.js';
 import { AnthropicStandIn, hasTool, toolResults } from '../support/anthropic-standin.js';
@@ -169,8 +169,11 @@ describe('first run with only .env', () => {
     } finally {
       model.delayMs = 0; // a failure here is not the next test's
     }
-    const audit = readFileSync(join(project.volumes, 'logs', 'audit.jsonl'), 'utf8');
-    expect(audit).toContain('agent stopped: stopped from the console');
+    // The line is written at the end of the core's turn, the page hears of the stop through
+    // the plugin host: neither waits for the other, so the file is read until it has it.
+    const audited = () => readFileSync(join(project.volumes, 'logs', 'audit.jsonl'), 'utf8').includes('agent stopped: stopped from the console');
+    await until(audited, 15_000).catch(() => undefined);
+    expect(audited()).toBe(true);
   }, 120_000);
 
   it('a model key the API refuses: the chat says so within seconds, the Overview is red until a request succeeds', async () => {

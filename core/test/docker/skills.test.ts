@@ -6,6 +6,9 @@
 // is refused with its code and audited; the sandbox is hardened and goes with the session.
 // Needs `make images`.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { AgentManager } from '../../src/agents/agent-manager.js';
 import type { DockerRuntime } from '../../src/agents/docker-runtime.js';
 import type { SandboxRuns } from '../../src/sandbox-runs/wiring.js';
@@ -13,6 +16,7 @@ import { eventually, Stack } from '../harness.js';
 import { AGENT_RUNTIME, newAgentManager, testRuntime } from '../support/agents.js';
 import { AnthropicStandIn } from '../support/anthropic-standin.js';
 import { wireRuns } from '../support/sandbox-runs.js';
+import { writeSkill } from '../support/skill-folders.js';
 import { fetched, PublicStandIn, runSkill, SEARX_HOST, STANDIN_ADDRESS, testResolver, WEB_HOST, wireSkills } from '../support/skills.js';
 import { PAGE, SEARCH_RESULTS } from '../support/web-standins.js';
 
@@ -27,6 +31,8 @@ let session: string;
 const asked: string[] = [];
 const instance = `skills-${process.pid}`;
 const SEARCH_KEY = 'search-key-5b1d0e9c7f';
+/** In the Dockerfile of the person's own skill: a folder of a new hash each run, so its image is built here. */
+const STAMP = `stamp-${process.pid}-${Date.now()}`;
 
 beforeAll(async () => {
   runtime = testRuntime();
@@ -37,7 +43,11 @@ beforeAll(async () => {
   manager = newAgentManager(stack, { upstream, apiKey: 'sk-ant-test-0000', agents: { run_timeout_ms: 60_000 }, instance, runtime, groups: ['family'] });
   await manager.removeOrphans();
   programs = wireRuns(stack, manager, runtime, instance, {}, false);
-  wireSkills(stack, runtime, programs, { resolve: testResolver(asked), sections: { 'web-search': { searxng_url: `http://${SEARX_HOST}` } }, env: { SKILL_WEB_SEARCH_API_KEY: SEARCH_KEY } });
+  const own = mkdtempSync(join(tmpdir(), 'own-skills-'));
+  const show = { 'show.sh': 'cat /opt/stamp.txt\n' };
+  writeSkill(own, 'stamped', { manifest: { name: 'stamped', description: 'Shows what its image was built with' }, files: { ...show, Dockerfile: `FROM carapace-sandbox:latest\nUSER root\nRUN printf 'built with ${STAMP}\\n' > /opt/stamp.txt\n` } });
+  writeSkill(own, 'unbuildable', { manifest: { name: 'unbuildable', description: 'Its Dockerfile fails' }, files: { ...show, Dockerfile: `FROM carapace-sandbox:latest\nRUN echo ${STAMP} && exit 3\n` } });
+  wireSkills(stack, runtime, programs, { own, resolve: testResolver(asked), sections: { 'web-search': { searxng_url: `http://${SEARX_HOST}` } }, env: { SKILL_WEB_SEARCH_API_KEY: SEARCH_KEY } });
   await manager.enqueue('family', 'warm up').catch(() => undefined);
   ({ container: agent, session } = manager.live('family')!);
 }, 240_000);
@@ -48,6 +58,7 @@ afterAll(async () => {
   await standIn?.stop();
   await stack?.stop();
   await web?.stop();
+  for (const image of await runtime.docker.listImages({ filters: JSON.stringify({ label: ['carapace.skill=stamped'] }) })) await runtime.docker.getImage(image.Id).remove({ force: true }).catch(() => undefined);
 });
 
 describe('the fetch skill', () => {
@@ -137,6 +148,27 @@ describe('the web-search skill', () => {
     const call = await runSkill(runtime, agent, { skill: 'web-search', script: 'search.py', args: ['x', '--url', `http://${WEB_HOST}`] });
     expect(fetched(call).error.code).toBe('HOST_NOT_ALLOWED');
   }, 60_000);
+});
+
+describe("a skill's own Dockerfile", () => {
+  it('is built by the engine, tagged by the folder\'s hash, its image reused, and its runs have what it put there', async () => {
+    const first = await runSkill(runtime, agent, { skill: 'stamped', script: 'show.sh' });
+    expect(first.result).toMatchObject({ exit_code: 0, stdout: `built with ${STAMP}\n` });
+    const images = await runtime.docker.listImages({ filters: JSON.stringify({ label: ['carapace.skill=stamped'] }) });
+    const tags = images.flatMap((i) => i.RepoTags ?? []);
+    expect(tags).toEqual([expect.stringMatching(/^carapace-skill-stamped:[0-9a-f]{16}$/)]);
+    const again = await runSkill(runtime, agent, { skill: 'stamped', script: 'show.sh' });
+    expect(again.result).toMatchObject({ exit_code: 0, stdout: `built with ${STAMP}\n` });
+    expect((await runtime.docker.listImages({ filters: JSON.stringify({ label: ['carapace.skill=stamped'] }) })).map((i) => i.Id)).toEqual(images.map((i) => i.Id));
+  }, 180_000);
+
+  it('one that does not build: an error value, the engine\'s words in the audit log, nothing run', async () => {
+    const call = await runSkill(runtime, agent, { skill: 'unbuildable', script: 'show.sh' });
+    expect(call.error).toMatchObject({ code: 'SKILL_IMAGE_FAILED', message: 'skill unbuildable: its Dockerfile did not build' });
+    const entry = stack.core.audit.query({ group: 'family', last_n: 50 }).reverse().find((e) => e.code === 'SKILL_IMAGE_FAILED' && e.stage === 'handler');
+    expect(entry?.detail).toMatch(/non-zero code: 3/);
+    expect(programs.sandboxes.containerOf(session, 'skill:unbuildable')).toBeNull();
+  }, 180_000);
 });
 
 describe('the session ends', () => {
