@@ -147,6 +147,11 @@ export interface CoreServices {
   /** A fault the plugin contains but cannot repair (a corrupt file): a CRITICAL audit entry. */
   reportFault(message: string, group?: string): Promise<void>;
   /**
+   * The bytes of a file a request handed this handler (a manifest `file_arguments` FileRef),
+   * while handling that request; any other file is refused (ServiceError UNAUTHORIZED) and audited.
+   */
+  readFile(file: FileRef): Promise<Buffer>;
+  /**
    * With `allowHours`, an approval also stands for that tool, exact arguments and group (a
    * person's choice). With `hash` (the description's hash, or a prefix of at least 8 hex
    * digits), the answer binds to what the person was shown: 'stale' (nothing decided) when

@@ -215,6 +215,7 @@ export class Core extends EventEmitter<CoreEvents> {
       answerConfirmation: (id, approve, by, hours, hash) => core.answerConfirmation(id, approve, by, hours, hash),
       requestPairing: (plugin, chat, details) => core.pairing.request(plugin, chat, details),
       publish: (topic, group, payload, source) => void core.publish(topic, group, payload, source, source),
+      readFile: (id) => core.deps.files?.store.read(id) ?? null,
     };
     core.hostLink.on('service', (m, reply) => reply(answerService(m, services)));
     await core.hostLink.open(`ipc://${join(options.runDir, SOCKETS.pluginHost)}`);

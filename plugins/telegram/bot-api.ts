@@ -1,4 +1,5 @@
-// A minimal Telegram Bot API client (POST JSON to <base>/bot<token>/<method>).
+// A minimal Telegram Bot API client (POST JSON to <base>/bot<token>/<method>; a file as
+// multipart/form-data, fetch's own FormData).
 // The token is part of the URL path, so no error made here ever carries a URL, a
 // request or the raw fetch error: only the method, Telegram's code and description.
 
@@ -83,6 +84,14 @@ export interface TgUpdate {
 }
 
 const DEFAULT_TIMEOUT_MS = 15_000;
+/** A file of up to 10 MB on a slow uplink. */
+const UPLOAD_TIMEOUT_MS = 120_000;
+
+export interface UploadFile {
+  name: string;
+  type: string;
+  bytes: Buffer;
+}
 
 interface ApiReply {
   ok?: unknown;
@@ -104,7 +113,21 @@ export class BotApi {
     return this.token ? text.split(this.token).join('<token>') : text;
   }
 
-  async call<T>(method: string, params: Record<string, unknown>, opts: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<T> {
+  call<T>(method: string, params: Record<string, unknown>, opts: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<T> {
+    return this.post<T>(method, () => ({ headers: { 'content-type': 'application/json' }, body: JSON.stringify(params) }), opts);
+  }
+
+  /** `method` with `file` uploaded as its `field` (sendPhoto's photo, sendDocument's document) beside `params`. */
+  upload<T>(method: string, params: Record<string, string>, field: string, file: UploadFile, opts: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<T> {
+    return this.post<T>(method, () => {
+      const form = new FormData();
+      for (const [key, value] of Object.entries(params)) form.append(key, value);
+      form.append(field, new Blob([new Uint8Array(file.bytes)], { type: file.type }), file.name);
+      return { body: form };
+    }, { timeoutMs: UPLOAD_TIMEOUT_MS, ...opts });
+  }
+
+  private async post<T>(method: string, request: () => { headers?: Record<string, string>; body: string | FormData }, opts: { signal?: AbortSignal; timeoutMs?: number }): Promise<T> {
     const controller = new AbortController();
     let timedOut = false;
     const timer = setTimeout(() => {
@@ -121,12 +144,7 @@ export class BotApi {
       let response: Response;
       let text: string;
       try {
-        response = await fetch(`${this.base}/bot${this.token}/${method}`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify(params),
-          signal: controller.signal,
-        });
+        response = await fetch(`${this.base}/bot${this.token}/${method}`, { method: 'POST', ...request(), signal: controller.signal });
         text = await response.text();
       } catch (err) {
         if (opts.signal?.aborted && !timedOut) throw new BotApiAborted(method, true);

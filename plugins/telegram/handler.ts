@@ -1,16 +1,17 @@
 // The Telegram channel: long-polls the Bot API for messages from the chats mapped to
 // groups and publishes them as message.inbound; sends what the agent asks, only to the
-// chats of the asking group; puts confirmation buttons in front of the owners. A chat
-// mapped to no group is never answered by an agent: it gets a pairing code for the owner
-// (at most once per PAIRING_REPEAT_MS), and is mapped when the owner approves it.
+// chats of the asking group (outbox.ts), files too; puts confirmation buttons in front of
+// the owners (confirmation-prompts.ts). A chat mapped to no group is never answered by an
+// agent: it gets a pairing code for the owner (at most once per PAIRING_REPEAT_MS), and is
+// mapped when the owner approves it.
 import pino from 'pino';
 import {
   AbortedBeforeActing,
   ServiceError,
   ToolError,
-  type ConfirmationStatus,
   type CoreServices,
   type EventEnvelope,
+  type FileRef,
   type JsonObject,
   type PluginConfig,
   type PluginHandler,
@@ -18,26 +19,18 @@ import {
   type RequestEnvelope,
   truncate,
 } from '#sdk';
-import { BotApi, BotApiAborted, BotApiError, type TgCallbackQuery, type TgMessage, type TgUpdate, type TgUser } from './bot-api.js';
+import { BotApi, BotApiError, type TgMessage, type TgUpdate, type TgUser, type UploadFile } from './bot-api.js';
 import { OffsetStore } from './offset-store.js';
-import { PromptLedger, type Prompt } from './prompt-ledger.js';
-import { outcomeNote } from './prompt-outcome.js';
+import { ConfirmationPrompts } from './confirmation-prompts.js';
+import { PromptLedger } from './prompt-ledger.js';
 import { ChatHistory, type HistoryEntry } from './chat-history.js';
-import { describe, initFailure, RateLimited, toolError } from './errors.js';
-import { renderPrompt } from './prompt-render.js';
+import { describe, initFailure, toolError } from './errors.js';
+import { CAPTION_LIMIT, Outbox, sleep, type RetryBudget, type SendProgress } from './outbox.js';
 import { splitMessage } from './split.js';
 
 const log = pino({ base: { service: 'plugin-host', plugin: 'telegram' } }, pino.destination(2));
 
-/** 429 handling for one tool call: at most this many retries, and this much waiting in all. */
-const MAX_RETRIES = 3;
-const RETRY_BUDGET_MS = 20_000;
 const TRACKED_PROMPTS = 200;
-/** A button carries this many hex digits of the description's hash: the answer binds to what was shown. */
-const HASH_PREFIX = 12;
-const CALLBACK = /^c:([A-Za-z0-9-]{1,58}):([ads])(?::([0-9a-f]{8,16}))?$/;
-/** "Approve + allow 24 h": the same tool with the same arguments in this group asks nobody for a day. */
-const STANDING_HOURS = 24;
 /** An unknown chat hears its pairing code at most this often, whatever it sends. */
 const PAIRING_REPEAT_MS = 10 * 60_000;
 /** Unknown chats remembered for that limit (a flood of new chats forgets the oldest). */
@@ -65,23 +58,6 @@ function parseSettings(config: PluginConfig): Settings {
   };
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = (): void => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
-
-function who(user: TgUser): string {
-  return user.username ? `@${user.username}` : user.first_name ?? String(user.id);
-}
-
 export default class TelegramChannel implements PluginHandler {
   private settings!: Settings;
   private services!: CoreServices;
@@ -92,20 +68,21 @@ export default class TelegramChannel implements PluginHandler {
   private stopping = false;
   private readonly abort = new AbortController();
   private readonly history = new ChatHistory();
-  /** Open prompts by confirmation id, on disk: closed after a restart too (prompt-ledger.ts). */
-  private prompts!: PromptLedger;
-  private readonly locks = new Map<string, Promise<void>>();
-  /** Prompt edits under way: shutdown waits for them. */
-  private readonly closing = new Set<Promise<void>>();
+  private confirmations!: ConfirmationPrompts;
+  private outbox!: Outbox;
 
   async initialize(config: PluginConfig, services: CoreServices): Promise<void> {
     this.services = services;
     this.settings = parseSettings(config);
     this.api = new BotApi(this.settings.baseUrl, this.settings.token);
+    this.outbox = new Outbox(this.api, (chat, entry) => this.remember(chat, entry), this.abort.signal);
     this.store = new OffsetStore(services.dataDir);
-    this.prompts = new PromptLedger(services.dataDir, TRACKED_PROMPTS, (err) => log.error({ err: err.message }, 'could not save the open prompts'));
-    const moved = this.prompts.load().movedAside;
+    // Open prompts by confirmation id, on disk: closed after a restart too (prompt-ledger.ts).
+    const ledger = new PromptLedger(services.dataDir, TRACKED_PROMPTS, (err) => log.error({ err: err.message }, 'could not save the open prompts'));
+    const moved = ledger.load().movedAside;
     if (moved) log.error({ moved_to: moved }, 'the saved open prompts were corrupt; moved aside');
+    const { chats, owners } = this.settings;
+    this.confirmations = new ConfirmationPrompts({ api: this.api, outbox: this.outbox, services, ledger, chats, owners, chatsOf: (group) => this.chatsOf(group), stopping: this.abort.signal });
 
     let me: TgUser;
     try {
@@ -133,7 +110,8 @@ export default class TelegramChannel implements PluginHandler {
   async handleRequest(envelope: RequestEnvelope, context?: RequestContext): Promise<unknown> {
     const args = envelope.payload.arguments;
     const tool = envelope.topic.slice('tool.invoke.'.length);
-    if (tool === 'send_telegram') return this.sendTelegram(envelope.group, String(args.recipient), String(args.body), context?.signal, envelope.external_content === true);
+    // `file`, if any, is the core's FileRef (file_arguments in the manifest), never the agent's path.
+    if (tool === 'send_telegram') return this.sendTelegram(envelope.group, String(args.recipient), String(args.body), args.file as FileRef | undefined, context?.signal, envelope.external_content === true);
     if (tool === 'get_telegram_history') return this.getHistory(envelope.group, String(args.chat_id), typeof args.limit === 'number' ? args.limit : 20);
     throw new ToolError({ message: `unknown tool ${tool}`, retriable: false });
   }
@@ -141,10 +119,10 @@ export default class TelegramChannel implements PluginHandler {
   async handleEvent(envelope: EventEnvelope): Promise<void> {
     // The core said this plugin is ready: at its start, and whenever a core that restarted
     // took it back. Prompts whose request that core does not have are closed now.
-    if (envelope.topic === 'plugin.ready' && envelope.payload.plugin === 'telegram') return this.closeEndedPrompts();
+    if (envelope.topic === 'plugin.ready' && envelope.payload.plugin === 'telegram') return this.confirmations.closeEnded();
     if (envelope.group === null) return;
-    if (envelope.topic === 'confirmation.requested') await this.announceConfirmation(envelope.group, envelope.payload);
-    else if (envelope.topic === 'confirmation.resolved') await this.settleConfirmation(envelope.payload);
+    if (envelope.topic === 'confirmation.requested') await this.confirmations.announce(envelope.group, envelope.payload);
+    else if (envelope.topic === 'confirmation.resolved') await this.confirmations.settle(envelope.payload);
     else if (envelope.topic === 'agent.error') await this.apologize(envelope.group, envelope.payload);
     else if (envelope.topic === 'user.notify' && typeof envelope.payload.text === 'string') await this.notify(envelope.group, envelope.payload.text);
     else if (envelope.topic === 'pairing.approved' && envelope.payload.plugin === 'telegram') await this.paired(String(envelope.payload.chat), envelope.group);
@@ -170,7 +148,7 @@ export default class TelegramChannel implements PluginHandler {
     const answer = await this.services.requestPairing(chat, { name, text: message.text });
     if (!answer) return; // refused by the owner lately, or not now: say nothing
     const text = `This chat is not connected to an agent yet. To connect it, the owner approves the code ${answer.code} in the Carapace console (Groups & channels). The code is valid for an hour.`;
-    await this.exclusive(chat, () => this.send(chat, text, {}));
+    await this.outbox.exclusive(chat, () => this.outbox.send(chat, text, {}));
   }
 
   /** The owner approved this chat into `group`: its messages reach that group's agent from now on. */
@@ -178,15 +156,15 @@ export default class TelegramChannel implements PluginHandler {
     this.settings.chats.set(chat, group);
     this.pairingOffered.delete(chat);
     log.info({ chat, group }, 'chat paired');
-    await this.exclusive(chat, () => this.send(chat, `Connected: this chat now talks to the agent (group "${group}").`, {}));
+    await this.outbox.exclusive(chat, () => this.outbox.send(chat, `Connected: this chat now talks to the agent (group "${group}").`, {}));
   }
 
   async shutdown(): Promise<void> {
     this.stopping = true;
     // A stopping core has withdrawn its requests before it asks plugins to shut down, and
     // still answers: their prompts are closed now, not left with live buttons.
-    await this.closeEndedPrompts();
-    await Promise.all(this.closing);
+    await this.confirmations.closeEnded();
+    await this.confirmations.settled();
     this.abort.abort();
     await this.loop?.catch(() => undefined);
     if (this.store) await this.store.save(this.offset).catch((err: unknown) => log.error({ err: String(err) }, 'could not save the update offset'));
@@ -198,35 +176,53 @@ export default class TelegramChannel implements PluginHandler {
     return [...this.settings.chats].filter(([, g]) => g === group).map(([chat]) => chat);
   }
 
-  /** `deadline`: the request's signal, aborted by the core when its time is up. */
-  private async sendTelegram(group: string, recipient: string, body: string, deadline?: AbortSignal, external = false): Promise<unknown> {
+  /**
+   * `deadline`: the request's signal, aborted by the core when its time is up. A file goes
+   * with the text as its caption when the text fits one, else after the text's parts.
+   */
+  private async sendTelegram(group: string, recipient: string, body: string, file: FileRef | undefined, deadline?: AbortSignal, external = false): Promise<unknown> {
     const chat = recipient.trim();
     if (this.settings.chats.get(chat) !== group) throw new ToolError({ message: 'recipient is not a chat of this group', retriable: false });
     const chunks = splitMessage(body);
     if (chunks.length === 0) throw new ToolError({ message: 'body is empty', retriable: false });
+    const upload = file ? await this.fileOf(file) : null;
+    const captioned = upload !== null && body.length <= CAPTION_LIMIT;
+    const texts = captioned ? [] : chunks;
+    const total = texts.length + (upload ? 1 : 0);
     // One message at a time per chat, so the parts of two long messages never interleave.
-    return this.exclusive(chat, async () => {
-      const budget = { waitedMs: 0 };
+    return this.outbox.exclusive(chat, async () => {
+      const budget: RetryBudget = { waitedMs: 0 };
       const ids: number[] = [];
       const signal = deadline ? AbortSignal.any([this.abort.signal, deadline]) : this.abort.signal;
-      // A sendMessage cut off in flight may have reached Telegram: only before any did, nothing happened.
-      const progress = { inFlight: false };
+      // A message cut off in flight may have reached Telegram: only before any did, nothing happened.
+      const progress: SendProgress = { inFlight: false };
       if (deadline?.aborted) throw new AbortedBeforeActing();
-      try {
-        for (const chunk of chunks) {
-          try {
-            ids.push((await this.send(chat, chunk, {}, budget, signal, progress)).message_id);
-          } catch (err) {
-            if (deadline?.aborted && ids.length === 0 && !progress.inFlight) throw new AbortedBeforeActing();
-            throw toolError(err, ids.length, chunks.length);
-          }
+      const part = async (send: () => Promise<TgMessage>): Promise<void> => {
+        try {
+          ids.push((await send()).message_id);
+        } catch (err) {
+          if (deadline?.aborted && ids.length === 0 && !progress.inFlight) throw new AbortedBeforeActing();
+          throw toolError(err, ids.length, total);
         }
+      };
+      try {
+        for (const chunk of texts) await part(() => this.outbox.send(chat, chunk, {}, budget, signal, progress));
+        if (upload) await part(() => this.outbox.sendFile(chat, upload, captioned ? body : '', budget, signal, progress));
       } finally {
         // Whatever parts went out keep the label (get_telegram_history shows them).
         if (external) this.history.labelSent(chat, ids);
       }
-      return { message_ids: ids, chunks: chunks.length };
+      return { message_ids: ids, chunks: total, ...(file ? { file: { name: file.name, size: file.size, type: file.type } } : {}) };
     });
+  }
+
+  /** The bytes of the file the core attached (its FileRef), before anything is sent. */
+  private async fileOf(file: FileRef): Promise<UploadFile> {
+    try {
+      return { name: file.name, type: file.type, bytes: await this.services.readFile(file) };
+    } catch (err) {
+      throw new ToolError({ message: `the file could not be had from the core (${err instanceof Error ? err.message : String(err)}); nothing was sent`, retriable: true });
+    }
   }
 
   private getHistory(group: string, chatId: string, limit: number): unknown {
@@ -237,123 +233,12 @@ export default class TelegramChannel implements PluginHandler {
     return { chat_id: chat, messages, ...(messages.some((m) => m.external) ? { external_content: true } : {}) };
   }
 
-  private async exclusive<T>(chat: string, fn: () => Promise<T>): Promise<T> {
-    const previous = this.locks.get(chat) ?? Promise.resolve();
-    const run = previous.then(fn);
-    const tail = run.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.locks.set(chat, tail);
-    try {
-      return await run;
-    } finally {
-      if (this.locks.get(chat) === tail) this.locks.delete(chat);
-    }
-  }
-
-  /** sendMessage, waiting out 429s within the budget; remembers what was sent. */
-  private async send(chat: string, text: string, extra: JsonObject, budget = { waitedMs: 0 }, signal = this.abort.signal, progress = { inFlight: false }): Promise<TgMessage> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        progress.inFlight = true;
-        const message = await this.api.call<TgMessage>('sendMessage', { chat_id: chat, text, ...extra }, { signal });
-        progress.inFlight = false;
-        this.remember(chat, { message_id: message.message_id, from: 'bot', sender: null, text, date: new Date().toISOString() });
-        return message;
-      } catch (err) {
-        // Telegram answered (a refusal): that message was not sent.
-        if (err instanceof BotApiError) progress.inFlight = false;
-        if (!(err instanceof BotApiError) || err.errorCode !== 429) throw err;
-        const retryAfter = Math.max(1, Math.ceil(err.retryAfter ?? 1));
-        if (attempt >= MAX_RETRIES || budget.waitedMs + retryAfter * 1000 > RETRY_BUDGET_MS) throw new RateLimited(retryAfter);
-        log.info({ chat, retry_after: retryAfter }, 'rate limited by Telegram; waiting');
-        budget.waitedMs += retryAfter * 1000;
-        await sleep(retryAfter * 1000, signal);
-        if (signal.aborted) throw new BotApiAborted('sendMessage');
-      }
-    }
-  }
-
   /** Only a group's chats have a history (not one per stranger). */
   private remember(chat: string, entry: HistoryEntry): void {
     if (this.settings.chats.has(chat)) this.history.remember(chat, entry);
   }
 
   // ---- events from the core ---------------------------------------------------------------
-
-  private async announceConfirmation(group: string, payload: JsonObject): Promise<void> {
-    const id = String(payload.id ?? '');
-    const tool = String(payload.tool ?? 'a tool');
-    if (!id) return;
-    const expires = Date.parse(String(payload.expires_at ?? ''));
-    const minutes = Number.isFinite(expires) ? Math.max(1, Math.round((expires - Date.now()) / 60_000)) : null;
-    const { before, text, hash } = renderPrompt(tool, group, payload.description, minutes);
-    const data = (verdict: string): string => `c:${id}:${verdict}${hash ? `:${hash.slice(0, HASH_PREFIX)}` : ''}`;
-    const buttons = Buffer.byteLength(data('a')) <= 64 && CALLBACK.test(data('a'));
-    const extra: JsonObject = buttons
-      ? {
-          reply_markup: {
-            inline_keyboard: [
-              [{ text: 'Approve', callback_data: data('a') }, { text: 'Deny', callback_data: data('d') }],
-              [{ text: `Approve + allow exactly this, once an hour, for ${STANDING_HOURS} h`, callback_data: data('s') }],
-            ],
-          },
-        }
-      : {};
-    const sent: Prompt[] = [];
-    for (const chat of this.chatsOf(group)) {
-      try {
-        const message = await this.exclusive(chat, async () => {
-          const budget = { waitedMs: 0 };
-          for (const part of before) await this.send(chat, part, {}, budget);
-          return this.send(chat, buttons ? text : `${text}\n(answer on the dashboard)`, extra, budget);
-        });
-        sent.push({ chat, message_id: message.message_id, text });
-      } catch (err) {
-        log.error({ chat, err: describe(err) }, 'could not send a confirmation request');
-      }
-    }
-    if (sent.length > 0) this.prompts.add(id, sent);
-  }
-
-  /** Every remembered prompt whose request is no longer pending is edited to say how it ended. */
-  private async closeEndedPrompts(): Promise<void> {
-    for (const id of this.prompts.ids()) {
-      let note: string | null;
-      try {
-        note = outcomeNote(await this.services.confirmationStatus(id));
-      } catch (err) {
-        log.warn({ err: describe(err) }, 'could not ask the core about open prompts; they are checked when it is back');
-        return;
-      }
-      if (note !== null) await this.closePrompts(this.prompts.take(id) ?? [], note);
-    }
-  }
-
-  /** Edits prompts to end with `note` (buttons gone). Not cut short by shutdown, which waits for it. */
-  private closePrompts(prompts: Prompt[], note: string): Promise<void> {
-    const closing = (async () => {
-      for (const prompt of prompts) {
-        await this.api
-          .call('editMessageText', { chat_id: prompt.chat, message_id: prompt.message_id, text: `${prompt.text}\n\n${note}` })
-          .catch((err: unknown) => log.warn({ err: describe(err) }, 'could not update a confirmation message'));
-      }
-    })();
-    this.closing.add(closing);
-    return closing.finally(() => this.closing.delete(closing));
-  }
-
-  /** Any outcome not pressed here (timed out, withdrawn, answered elsewhere) is edited into the prompt. */
-  private async settleConfirmation(payload: JsonObject): Promise<void> {
-    const id = String(payload.id ?? '');
-    const by = String(payload.by ?? 'unknown');
-    if (by.startsWith('telegram:')) return; // a press here: onCallback edits the prompts
-    const prompts = this.prompts.take(id);
-    if (!prompts) return;
-    const decision = String(payload.decision) as Extract<ConfirmationStatus, { state: 'ended' }>['decision'];
-    await this.closePrompts(prompts, outcomeNote({ state: 'ended', group: '', decision, by }) ?? '');
-  }
 
   private async apologize(group: string, payload: JsonObject): Promise<void> {
     const reason = typeof payload.reason === 'string' ? payload.reason : typeof payload.exit_code === 'number' ? `exit code ${payload.exit_code}` : null;
@@ -364,7 +249,7 @@ export default class TelegramChannel implements PluginHandler {
   private async notify(group: string, text: string): Promise<void> {
     for (const chat of this.chatsOf(group)) {
       try {
-        await this.exclusive(chat, () => this.send(chat, text, {}));
+        await this.outbox.exclusive(chat, () => this.outbox.send(chat, text, {}));
       } catch (err) {
         log.error({ chat, err: describe(err) }, 'could not send a notice');
       }
@@ -428,7 +313,7 @@ export default class TelegramChannel implements PluginHandler {
 
   private async handleUpdate(update: TgUpdate): Promise<void> {
     if (update.message) await this.onMessage(update.message, update.update_id);
-    else if (update.callback_query) await this.onCallback(update.callback_query);
+    else if (update.callback_query) await this.confirmations.onCallback(update.callback_query);
   }
 
   private async onMessage(message: TgMessage, updateId: number): Promise<void> {
@@ -461,54 +346,5 @@ export default class TelegramChannel implements PluginHandler {
     }, { key: `update ${updateId}` });
   }
 
-  private async onCallback(query: TgCallbackQuery): Promise<void> {
-    const answer = (text: string): Promise<void> =>
-      this.api
-        .call('answerCallbackQuery', { callback_query_id: query.id, text }, { signal: this.abort.signal })
-        .then(() => undefined)
-        .catch((err: unknown) => log.warn({ err: describe(err) }, 'answerCallbackQuery failed'));
-    const match = CALLBACK.exec(query.data ?? '');
-    const chat = query.message ? String(query.message.chat.id) : null;
-    const group = chat === null ? undefined : this.settings.chats.get(chat);
-    if (!match || !group) return answer('Not allowed');
-    const user = String(query.from?.id);
-    if (!this.settings.owners.has(user)) {
-      log.warn({ chat, from: user }, 'confirmation button pressed by someone who is not an owner');
-      return answer('Not allowed');
-    }
-    const [, id, verdict, hash] = match;
-    const approve = verdict !== 'd';
-    const allowHours = verdict === 's' ? STANDING_HOURS : undefined;
-    let outcome: 'resolved' | 'gone' | 'stale' | 'failed' | 'elsewhere';
-    try {
-      const result = await this.services.resolveConfirmation(id, approve, user, group, allowHours, hash);
-      outcome = result === 'stale' ? 'stale' : result ? 'resolved' : 'gone';
-    } catch (err) {
-      outcome = 'failed';
-      log.error({ err: describe(err) }, 'resolveConfirmation failed');
-    }
-    const decision = allowHours ? `Approved, and allowed with these exact arguments for ${STANDING_HOURS} h` : approve ? 'Approved' : 'Denied';
-    // Nothing was pending: say how the request ended, as the core knows it (answered,
-    // expired, withdrawn; or gone with a core that restarted), not a guess.
-    const status = outcome === 'gone' ? await this.services.confirmationStatus(id).catch(() => null) : null;
-    // Still pending, yet not this chat's group to answer (a button pressed in another group's chat).
-    if (status?.state === 'pending') outcome = 'elsewhere';
-    const ended = status ? outcomeNote(status) : null;
-    await answer(
-      outcome === 'elsewhere' ? 'Not allowed'
-      : outcome === 'resolved' ? decision
-      : outcome === 'gone' ? ended ?? 'This request is no longer waiting: nothing was decided'
-      : outcome === 'stale' ? 'This button is for other arguments than the request waiting: nothing was decided'
-      : 'Could not reach Carapace; try again',
-    );
-    // A stale or failed press decides nothing: the real prompt keeps its buttons.
-    if (outcome === 'failed' || outcome === 'stale' || outcome === 'elsewhere') return;
-    const note = outcome === 'resolved' ? `${decision} by ${who(query.from)}` : ended ?? 'No longer waiting';
-    // Take the buttons away: everywhere the question was asked once it is decided (or known
-    // to have ended), otherwise only under the pressed message (a forged press must not touch the real prompt).
-    const pressed = query.message ? [{ chat: chat!, message_id: query.message.message_id, text: query.message.text ?? '' }] : [];
-    const everywhere = outcome === 'resolved' || ended !== null ? this.prompts.take(id) : undefined;
-    await this.closePrompts(everywhere ?? pressed, note);
-  }
 }
 

@@ -136,6 +136,7 @@ export class PluginRunner {
       confirmationStatus: (id) => call('confirmationStatus', { id }, null) as Promise<never>,
       notifyUser: (group, text) => call('notifyUser', { text }, group) as Promise<boolean>,
       reportFault: (message, group) => call('reportFault', { message }, group ?? null).then(() => undefined),
+      readFile: (file) => call('readFile', { id: file.id }).then((v) => Buffer.from(String((v as { base64?: unknown }).base64 ?? ''), 'base64')),
       resolveConfirmation: (id, approve, by, group, allowHours, hash) =>
         call('resolveConfirmation', { id, approve, by, ...(allowHours === undefined ? {} : { allow_hours: allowHours }), ...(hash === undefined ? {} : { hash }) }, group) as Promise<boolean | 'stale'>,
       requestPairing: (chat, details) => call('requestPairing', { chat, ...details }, null) as Promise<never>,

@@ -33,6 +33,12 @@ export interface CallDescription {
   summary_cut: boolean;
   /** The arguments pretty-printed and escaped (at most FULL_LIMIT characters). */
   full: string;
+  /**
+   * Each string argument that has lines (a file's content, a mail's body), escaped with its
+   * line breaks kept, so that a person reads it as it will be written; at most FULL_LIMIT
+   * characters in all. `field` is where it sits, with the `path` beside it when it has one.
+   */
+  texts: { field: string; text: string }[];
   /** Said before anything else: hidden characters by kind, padding, mixed scripts. */
   warnings: string[];
 }
@@ -135,6 +141,30 @@ function warningsOf(found: Findings): string[] {
 
 // ---- the description ------------------------------------------------------------------------
 
+/** Every string value with a line break, where it sits (and the `path` string beside it, if any). */
+function* texts(value: unknown, path: string[] = [], beside?: unknown): Generator<{ field: string; text: string }> {
+  if (typeof value === 'string') {
+    if (value.includes('\n')) yield { field: typeof beside === 'string' && path.at(-1) !== 'path' ? `${path.join('.')} (${beside})` : path.join('.'), text: value };
+  } else if (Array.isArray(value)) {
+    for (const [i, v] of value.entries()) yield* texts(v, [...path, String(i)]);
+  } else if (value && typeof value === 'object') {
+    const near = (value as Record<string, unknown>).path;
+    for (const [k, v] of Object.entries(value)) yield* texts(v, [...path, k], near);
+  }
+}
+
+function shownTexts(args: Record<string, unknown>): { field: string; text: string }[] {
+  const out: { field: string; text: string }[] = [];
+  let left = FULL_LIMIT;
+  for (const { field, text } of texts(args)) {
+    // Past the limit a text is still named, and its head and tail shown (bound: no escape cut in two).
+    const shown = bound(escapeText(text), Math.max(left, SUMMARY_LINE));
+    out.push({ field: bound(escapeText(field), SUMMARY_LINE), text: shown });
+    left -= shown.length;
+  }
+  return out;
+}
+
 /** Arguments as compact JSON for one summary line (strings quoted, \n shown as \n). */
 const compact = (value: unknown): string => JSON.stringify(value) ?? String(value);
 
@@ -167,7 +197,7 @@ export function describeCall(tool: string, group: string, args: Record<string, u
   const warnings = warningsOf(found);
   if (state && 'unavailable' in state) warnings.unshift(`What this call refers to could not be told (${bound(escapeText(state.unavailable), 200)}): check it yourself before approving.`);
   const hash = hashOf(state !== null ? `${canonical}\n${JSON.stringify(state)}` : canonical);
-  return { tool, group, canonical, hash, state: shownState, summary, summary_cut: summaryCut, full, warnings };
+  return { tool, group, canonical, hash, state: shownState, summary, summary_cut: summaryCut, full, texts: shownTexts(args), warnings };
 }
 
 /**

@@ -86,6 +86,17 @@ export class FileStore {
     return { ref: { id, name, size, type, inline }, group, path: join(this.dir, id) };
   }
 
+  /** A kept file's name, type and bytes (a plugin's readFile); null for an id it does not have, or one gone from the disk. */
+  read(id: string): { name: string; type: string; bytes: Buffer } | null {
+    const kept = this.get(id);
+    if (!kept) return null;
+    try {
+      return { name: kept.ref.name, type: kept.ref.type, bytes: readFileSync(kept.path) };
+    } catch {
+      return null;
+    }
+  }
+
   private add(stored: Stored): void {
     this.files.push(stored);
     this.bytes += stored.size;

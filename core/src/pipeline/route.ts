@@ -71,7 +71,10 @@ export async function route(tool: ToolEntry, envelope: RequestEnvelope, session:
   });
   if (deps.catalog.state(plugin) !== 'healthy') return unavailable('not available right now');
 
-  const outcome = await deps.hostLink.invoke(plugin, envelope, session.id, deps.timeoutMs, deps.abortGraceMs);
+  // The files attached in place of the agent's paths (files/attach-files.ts): the plugin may read these.
+  const args = envelope.payload.arguments as Record<string, { id?: unknown } | undefined>;
+  const files = tool.file_arguments?.map((name) => args[name]?.id).filter((id): id is string => typeof id === 'string');
+  const outcome = await deps.hostLink.invoke(plugin, envelope, session.id, deps.timeoutMs, deps.abortGraceMs, files?.length ? files : undefined);
   switch (outcome.kind) {
     case 'result':
       return checkResult(plugin, outcome.result);

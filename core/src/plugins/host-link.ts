@@ -26,6 +26,8 @@ interface InFlight {
   /** Set at the deadline: the handler was asked to abort; its answer now only says whether it stopped. */
   cancelled: boolean;
   finish: (outcome: InvokeOutcome) => void;
+  /** The kept files the request hands the plugin (its file arguments): the ones it may read. */
+  files?: string[];
 }
 
 /** A request answered at its deadline whose handler has not said yet how it ended. */
@@ -109,7 +111,7 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
   }
 
   /** The request a service call claims to run under, so the core can scope it. */
-  requestContext(rid: string): { plugin: string; group: string; session: string } | undefined {
+  requestContext(rid: string): { plugin: string; group: string; session: string; files?: string[] } | undefined {
     return this.inFlight.get(rid) ?? this.describing.get(rid);
   }
 
@@ -117,7 +119,7 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
    * At `timeoutMs` the handler's signal is aborted (a `cancel`); the caller is answered
    * once the handler has said how it ended, or after `graceMs` without a word.
    */
-  invoke(plugin: string, envelope: RequestEnvelope, session: string, timeoutMs: number, graceMs = 0): Promise<InvokeOutcome> {
+  invoke(plugin: string, envelope: RequestEnvelope, session: string, timeoutMs: number, graceMs = 0, files?: string[]): Promise<InvokeOutcome> {
     if (!this.host) return Promise.resolve({ kind: 'unavailable' });
     const rid = randomUUID();
     return new Promise((resolve) => {
@@ -137,7 +139,7 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
         clearTimeout(timer);
         resolve(outcome);
       };
-      this.inFlight.set(rid, { plugin, group: envelope.group, session, correlation: envelope.correlation, topic: envelope.topic, cancelled: false, finish });
+      this.inFlight.set(rid, { plugin, group: envelope.group, session, correlation: envelope.correlation, topic: envelope.topic, cancelled: false, finish, files });
       // Not sent: nothing can have acted. Sent: only the handler's answer says what happened.
       this.send({ t: 'request', rid, plugin, envelope }).catch(() => finish({ kind: 'unavailable' }));
     });

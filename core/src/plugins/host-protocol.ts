@@ -13,7 +13,7 @@ export type HandlerOutcome =
   /** The plugin's process ended while it held the request: whether it acted is unknown. */
   | { kind: 'lost' };
 
-export type ServiceMethod = 'getAuditLog' | 'getToolCatalog' | 'getSessionInfo' | 'resolveConfirmation' | 'listConfirmations' | 'confirmationStatus' | 'notifyUser' | 'reportFault' | 'reportMigration' | 'requestPairing';
+export type ServiceMethod = 'getAuditLog' | 'getToolCatalog' | 'getSessionInfo' | 'resolveConfirmation' | 'listConfirmations' | 'confirmationStatus' | 'notifyUser' | 'reportFault' | 'reportMigration' | 'requestPairing' | 'readFile';
 
 /**
  * The link's own version, said in the host's hello. 2: the core hands the host each

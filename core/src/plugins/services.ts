@@ -1,5 +1,5 @@
 // Core services for plugins (getAuditLog, getToolCatalog, getSessionInfo, confirmations,
-// notifyUser, reportFault, reportMigration), answered by the core on the plugin host's behalf.
+// notifyUser, reportFault, reportMigration, readFile), answered by the core on the plugin host's behalf.
 import type { AuditLog, AuditQuery } from '../audit/audit-log.js';
 import { GROUP_NAME_PATTERN, type SessionTable } from '../boundary/session-table.js';
 import type { Confirmations } from '../confirm/confirmations.js';
@@ -29,6 +29,8 @@ export interface ServiceDeps {
   requestPairing: (plugin: string, chat: string, details: { name?: string; text?: string }) => { code: string; expires_at: string } | null;
   /** Publishes an event from `source` to the group's other subscribers. */
   publish: (topic: string, group: string, payload: JsonObject, source: string) => void;
+  /** A file the core kept (files/file-store.ts), its bytes; null when it has none by that id. */
+  readFile: (id: string) => { name: string; type: string; bytes: Buffer } | null;
 }
 
 /** Answers a plugin's service call: scoped to the request it runs under, never to a group the caller merely names. */
@@ -91,6 +93,14 @@ export function answerService(m: Extract<HostToCore, { t: 'service' }>, deps: Se
       deps.audit.record({ group: null, session: null, source: m.plugin, topic: null, correlation: null, stage: 'plugin', outcome: 'ok', reason: migrationText({ file: file.slice(-300), from: from as number, to: to as number }) });
       return ok(true);
     }
+    case 'readFile':
+      // Only a file the request being handled hands this plugin (its file arguments): never one by a guessed id.
+      return inRequest(({ group, files }) => {
+        const id = String(m.args.id ?? '');
+        if (!files?.includes(id)) return refuse(group, 'that file was not given to this request');
+        const file = deps.readFile(id);
+        return file ? ok({ name: file.name, type: file.type, size: file.bytes.length, base64: file.bytes.toString('base64') }) : fail('that file is no longer kept');
+      });
     case 'requestPairing': {
       // Only a channel can have chats; what it says of one is cut short, never trusted further.
       if (!deps.catalog.isChannel(m.plugin)) return fail('only channel plugins may ask for pairing');

@@ -17,6 +17,7 @@ export interface StandInMessage {
   chat: { id: number; type: string };
   from?: StandInUser;
   text?: string;
+  caption?: string;
   reply_markup?: unknown;
 }
 
@@ -31,6 +32,17 @@ export interface SentMessage {
   message_id: number;
   text: string;
   reply_markup?: { inline_keyboard?: { text: string; callback_data?: string }[][] };
+}
+
+/** A file as Telegram received it (sendPhoto, sendDocument: multipart/form-data). */
+export interface SentFile {
+  method: 'sendPhoto' | 'sendDocument';
+  chat_id: string;
+  message_id: number;
+  caption: string | undefined;
+  name: string;
+  type: string;
+  bytes: Buffer;
 }
 
 export interface ApiCall {
@@ -52,6 +64,9 @@ export const TEXT_LIMIT = 4096;
 
 export class TelegramStandIn {
   readonly sent: SentMessage[] = [];
+  readonly files: SentFile[] = [];
+  /** The next this many sendPhoto calls are refused as Telegram refuses a picture of odd sides. */
+  refusePhotos = 0;
   readonly edits: { chat_id: string; message_id: number; text: string; reply_markup?: unknown }[] = [];
   readonly callbackAnswers: { callback_query_id: string; text?: string }[] = [];
   readonly calls: ApiCall[] = [];
@@ -189,7 +204,15 @@ export class TelegramStandIn {
     const match = /^\/bot([^/]+)\/([A-Za-z]+)$/.exec(url.pathname);
     let params: Record<string, any> = Object.fromEntries(url.searchParams);
     const raw = Buffer.concat(chunks).toString('utf8');
-    if (raw) {
+    let upload: File | null = null;
+    if (/^multipart\/form-data/.test(req.headers['content-type'] ?? '')) {
+      // As Telegram reads an upload: fields and one file, parsed by undici's own FormData.
+      const form = await new Response(Buffer.concat(chunks), { headers: { 'content-type': req.headers['content-type']! } }).formData();
+      for (const [key, value] of form) {
+        if (typeof value === 'string') params[key] = value;
+        else upload = value;
+      }
+    } else if (raw) {
       try {
         params = { ...params, ...(JSON.parse(raw) as Record<string, any>) };
       } catch {
@@ -270,6 +293,22 @@ export class TelegramStandIn {
           return fail(429, `Too Many Requests: retry after ${this.retryAfter}`, { parameters: { retry_after: this.retryAfter } });
         }
         return respond(200, { ok: true, result: deliver(params.reply_markup) });
+      }
+      case 'sendPhoto':
+      case 'sendDocument': {
+        const chatId = String(params.chat_id ?? '');
+        const field = method === 'sendPhoto' ? 'photo' : 'document';
+        if (!/^-?\d+$/.test(chatId)) return fail(400, 'Bad Request: chat not found');
+        if (!upload) return fail(400, `Bad Request: there is no ${field} in the request`);
+        if (typeof params.caption === 'string' && params.caption.length > 1024) return fail(400, 'Bad Request: message caption is too long');
+        if (method === 'sendPhoto' && this.refusePhotos > 0) {
+          this.refusePhotos--;
+          return fail(400, 'Bad Request: PHOTO_INVALID_DIMENSIONS');
+        }
+        const bytes = Buffer.from(await upload.arrayBuffer());
+        const message = this.newMessage(chatId, 'private', { from: BOT, ...(params.caption ? { caption: params.caption } : {}) });
+        this.files.push({ method, chat_id: chatId, message_id: message.message_id, caption: params.caption, name: upload.name, type: upload.type, bytes });
+        return respond(200, { ok: true, result: message });
       }
       case 'answerCallbackQuery':
         if (typeof params.callback_query_id !== 'string') return fail(400, 'Bad Request: query is too old and response timeout expired or query ID is invalid');

@@ -88,3 +88,25 @@ describe('the description', () => {
     expect(d.full).toContain('x'.repeat(2000));
   });
 });
+
+describe('texts with lines', () => {
+  it('each shown whole with its line breaks, escaped, named by where it sits and the path beside it; one-line strings are not', () => {
+    const script = 'import os\nos.system("curl https://exa\u200bmple.com")\n' + tags('rm -rf') + '\n';
+    const d = describeCall('propose_write', 'g', { why: 'one line', files: [{ path: 'skills/x/SKILL.md', content: '# X\nRun it.\n' }, { path: 'skills/x/x.py', content: script }], body: 'Hi,\nsee you.' });
+    expect(d.texts).toEqual([
+      { field: 'files.0.content (skills/x/SKILL.md)', text: '# X\nRun it.\n' },
+      { field: 'files.1.content (skills/x/x.py)', text: 'import os\nos.system("curl https://exa⟦U+200B⟧mple.com")\n⟦U+E0072⟧⟦U+E006D⟧⟦U+E0020⟧⟦U+E002D⟧⟦U+E0072⟧⟦U+E0066⟧\n' },
+      { field: 'body', text: 'Hi,\nsee you.' },
+    ]);
+    expect(d.warnings.join('\n')).toContain('zero-width character');
+  });
+
+  it('bounded in all: past the limit a text keeps its head and tail and says how much is cut', () => {
+    const big = ('a line of a file\n').repeat(20_000);
+    const d = describeCall('t', 'g', { one: big, two: big });
+    expect(d.texts.map((t) => t.field)).toEqual(['one', 'two']);
+    const total = d.texts.reduce((n, t) => n + t.text.length, 0);
+    expect(total).toBeLessThan(256 * 1024 + 2 * SUMMARY_LINE);
+    expect(d.texts[1].text).toMatch(/…\[[\d,]+ /);
+  });
+});

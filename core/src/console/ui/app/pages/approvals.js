@@ -25,8 +25,9 @@ export function Approvals() {
 
 /**
  * One waiting call, from the core's description (core/src/confirm/describe-call.ts): the
- * warnings first, then tool, group and one escaped line per argument next to the buttons;
- * the complete escaped arguments folded away, in a box of bounded height.
+ * warnings first, then tool, group and one escaped line per argument next to the buttons,
+ * each text with lines (a proposed file) whole in a box of its own, escaped; the complete
+ * escaped arguments folded away, in a box of bounded height.
  */
 function Pending({ p, answer }) {
   const d = p.description ?? { warnings: [], summary: [], full: JSON.stringify(p.arguments, null, 2), summary_cut: true };
@@ -35,6 +36,7 @@ function Pending({ p, answer }) {
     <div class="row"><strong>${p.tool}</strong><span class="muted">group ${p.group} · asked ${when(p.requested_at)} · expires ${when(p.expires_at)}</span></div>
     <pre class="args">${d.summary.length > 0 ? d.summary.join('\n') : '(no arguments)'}</pre>
     ${d.state && d.state.length > 0 && html`<div class="muted">What it refers to now:</div><pre class="args state">${d.state.join('\n')}</pre>`}
+    ${(d.texts ?? []).map((t) => html`<div class="text"><div class="muted">${t.field}</div><pre class="args">${t.text}</pre></div>`)}
     ${d.summary_cut && html`<details class="full"><summary>The complete arguments (${d.full.length.toLocaleString('en-US')} characters, escaped)</summary><pre>${d.full}</pre></details>`}
     <div class="row actions">
       <button class="primary approve" onClick=${() => answer(p, 'approve')}>Approve</button>
