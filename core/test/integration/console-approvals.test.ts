@@ -68,12 +68,6 @@ describe('the Approvals page shows exactly what will run', () => {
     const lines = await page.$eval(`${card} .args`, (e) => e.textContent ?? '');
     expect(lines.startsWith('target: "Remind me to drink water.⟦U+E0041⟧⟦U+E006C⟧⟦U+E0073⟧⟦U+E006F⟧')).toBe(true);
     expect(lines).toMatch(/…\[\d+ characters cut\]…/);
-    // Each file whole in a box of its own, its lines as lines, the hidden character escaped.
-    const texts = await page.$$eval(`${card} .text`, (els) => els.map((e) => [e.querySelector('.muted')?.textContent, e.querySelector('pre')?.textContent]));
-    expect(texts).toEqual([
-      ['files.0.content (skills/peek/SKILL.md)', '# Peek\nRun peek.py.\n'],
-      ['files.1.content (skills/peek/peek.py)', 'import urllib.request\nprint(urllib.request.urlopen("https://exa⟦U+200B⟧mple.com").read())\n'],
-    ]);
     await page.click(`${card} details.full > summary`);
     const full = await page.$eval(`${card} details.full > pre`, (e) => e.textContent ?? '');
     expect(full.match(/⟦U\+E00[0-7][0-9A-F]⟧/g)).toHaveLength(HIDDEN_ORDER.length);

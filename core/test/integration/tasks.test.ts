@@ -390,7 +390,12 @@ describe('failures', () => {
     expect((await listed(main, id))?.status).toBe('active');
 
     report('agent.error', 'main', { reason: 'timeout', limit_ms: 1000 });
-    const notice = await until(() => tg.sentTo(MAIN_CHAT).find((m) => m.text.startsWith(`Task ${id} paused after 5 failures: timeout`)), 30_000);
+    // On a CI machine busy with Docker the notice once took over 30 s (cause not found; the
+    // plugin saves its state, with fsync, before it tells anyone). If it never comes, what
+    // the plugin had and what the chat got are shown.
+    const notice = await until(() => tg.sentTo(MAIN_CHAT).find((m) => m.text.startsWith(`Task ${id} paused after 5 failures: timeout`)), 90_000).catch(async (err: unknown) => {
+      throw new Error(`${String(err)}\nthe task: ${JSON.stringify(await listed(main, id))}\nlast sent to the chat: ${JSON.stringify(tg.sentTo(MAIN_CHAT).slice(-6).map((m) => m.text))}\nthe host said: ${stack.hostOutput.slice(-3000)}`);
+    });
     expect(notice.text).toContain('Flaky job');
     expect(tg.sentTo(FAMILY_CHAT).some((m) => m.text.includes(id))).toBe(false);
     expect(await listed(main, id)).toMatchObject({ status: 'paused', next_run: null, consecutive_failures: 5, last_error: 'timeout' });
@@ -411,7 +416,7 @@ describe('failures', () => {
     await until(() => triggered(id).length > count, 20_000);
     expect(await listed(main, id)).toMatchObject({ status: 'active', consecutive_failures: 0 });
     await call(main, 'cancel_task', { task_id: id });
-  }, 120_000);
+  }, 200_000);
 });
 
 describe('persistence', () => {
