@@ -104,7 +104,7 @@ export class Outbox {
         log.info({ chat, retry_after: retryAfter }, 'rate limited by Telegram; waiting');
         budget.waitedMs += retryAfter * 1000;
         await sleep(retryAfter * 1000, signal);
-        if (signal.aborted) throw new BotApiAborted('sendMessage');
+        if (signal.aborted) throw new BotApiAborted('send');
       }
     }
   }
