@@ -15,6 +15,7 @@ import type { HookMessage, RunnerToSupervisor, StartMessage, StopOutcome, Superv
 import { InProcessChild } from './in-process-child.js';
 import { endEverythingOf } from './isolation.js';
 import { MESSAGES_PER_SECOND, RunnerChannel } from './runner-channel.js';
+import { MAX_QUEUED_EVENTS, StartQueue } from './start-queue.js';
 
 const RUNNER_MAIN = join(dirname(fileURLToPath(import.meta.url)), 'runner/main.js');
 
@@ -93,6 +94,9 @@ export class PluginProcess {
   private pinged = -1;
   private pingedBefore = -1;
   private stopped: ((outcome: StopOutcome) => void) | null = null;
+
+  /** Events that came while it was not ready yet (start-queue.ts). */
+  private readonly queued = new StartQueue();
 
   /** Its bus subscriptions ("<plugin> <prefix>"), ended with it when it starts again on new settings. */
   subscriptions: string[] = [];
@@ -207,6 +211,7 @@ export class PluginProcess {
 
   event(envelope: EventEnvelope): void {
     if (this.state === 'ready') this.send({ t: 'event', envelope });
+    else if (this.state === 'starting' || this.state === 'waiting') this.queued.add(envelope);
   }
 
   answer(message: Extract<SupervisorToRunner, { t: 'service_result' }>): void {
@@ -260,9 +265,13 @@ export class PluginProcess {
         if (message.ok) {
           this.state = 'ready';
           this.options.events.init({ ok: true });
+          const { envelopes, dropped } = this.queued.take();
+          for (const envelope of envelopes) this.send({ t: 'event', envelope });
+          if (dropped > 0) this.options.events.fault(`${dropped} events for it came while it was starting and were dropped (at most ${MAX_QUEUED_EVENTS} are kept)`);
         } else {
           // A plugin that cannot start (not configured, bad credentials) is not retried.
           this.state = 'failed';
+          this.queued.take();
           this.options.events.init({ ok: false, category: message.category, detail: message.detail });
           this.child?.kill('SIGKILL');
         }
@@ -333,6 +342,7 @@ export class PluginProcess {
     this.crashes = [...this.crashes.filter((t) => now - t < CRASH_WINDOW_MS), now];
     if (this.crashes.length > MAX_CRASHES) {
       this.state = 'failed';
+      this.queued.take();
       const why = `its process ended ${this.crashes.length} times in ${CRASH_WINDOW_MS / 60_000} minutes (last: ${detail}); not started again until the plugin host restarts`;
       if (wasStarting) this.options.events.init({ ok: false, category: 'INTERNAL_ERROR', detail: why });
       else this.options.events.down(why, null);

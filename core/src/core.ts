@@ -318,7 +318,7 @@ export class Core extends EventEmitter<CoreEvents> {
 
   // ---- events --------------------------------------------------------------------------
 
-  /** Publishes a core event to every healthy subscriber that may see the group. */
+  /** Publishes a core event to every healthy (or starting) subscriber that may see the group. */
   publish(topic: string, group: string | null, payload: JsonObject, source = 'core', except?: string): EventEnvelope {
     const envelope = eventEnvelope(topic, source, group, payload);
     for (const plugin of this.catalog.subscribers(topic)) {

@@ -102,11 +102,14 @@ export class ToolCatalog {
     return this.plugins.get(name)?.plugin ?? null;
   }
 
-  /** Plugins subscribed to a topic (prefix match, as ZeroMQ does) that are healthy. */
+  /**
+   * Plugins subscribed to a topic (prefix match, as ZeroMQ does) that are healthy, or
+   * starting: the plugin host keeps what comes for one until it is ready (start-queue.ts).
+   */
   subscribers(topic: string): string[] {
     const out: string[] = [];
     for (const [name, record] of this.plugins) {
-      if (record.state === 'healthy' && record.plugin?.manifest.subscribes.some((prefix) => topic.startsWith(prefix))) out.push(name);
+      if ((record.state === 'healthy' || record.state === 'starting') && record.plugin?.manifest.subscribes.some((prefix) => topic.startsWith(prefix))) out.push(name);
     }
     return out;
   }

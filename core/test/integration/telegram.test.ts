@@ -383,6 +383,28 @@ describe('restarts', () => {
     expect(texts.filter((t) => inbound(t).length !== 1)).toEqual([]);
   });
 
+  it('a notice the core gives while the plugin starts again reaches the chat once it is up (it used to be lost)', async () => {
+    await stack.killHost();
+    await until(() => stack.core.catalog.state('telegram') !== 'healthy', 10_000);
+    const asked = tg.getMeAsked;
+    tg.getMeDelayMs = 2000;
+    try {
+      stack.startHost();
+      // The plugin's process runs and waits for Telegram's getMe: it is not ready yet.
+      await until(() => tg.getMeAsked > asked, 10_000);
+      expect(stack.core.catalog.state('telegram')).not.toBe('healthy');
+      stack.core.publish('user.notify', 'main', { text: 'said while Telegram was starting' });
+      stack.core.publish('agent.error', 'main', { reason: 'also meanwhile' });
+      await until(() => stack.core.catalog.state('telegram') === 'healthy', 10_000);
+      await until(() => tg.sentTo(MAIN_CHAT).some((m) => m.text === 'Sorry, something went wrong while handling that (also meanwhile)'), 10_000);
+      const texts = tg.sentTo(MAIN_CHAT).map((m) => m.text);
+      expect(texts.filter((t) => t === 'said while Telegram was starting')).toHaveLength(1);
+      expect(texts.indexOf('said while Telegram was starting')).toBeLessThan(texts.indexOf('Sorry, something went wrong while handling that (also meanwhile)'));
+    } finally {
+      tg.getMeDelayMs = 0;
+    }
+  }, 40_000);
+
   it('a corrupt offset file is moved aside, and what waits at Telegram is skipped, not replayed', async () => {
     await stack.killHost();
     await until(() => stack.core.catalog.state('telegram') !== 'healthy', 10_000);

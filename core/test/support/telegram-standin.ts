@@ -65,6 +65,9 @@ export const TEXT_LIMIT = 4096;
 export class TelegramStandIn {
   readonly sent: SentMessage[] = [];
   readonly files: SentFile[] = [];
+  /** getMe calls that have arrived (answered or not), and how long each waits for its answer. */
+  getMeAsked = 0;
+  getMeDelayMs = 0;
   /** The next this many sendPhoto calls are refused as Telegram refuses a picture of odd sides. */
   refusePhotos = 0;
   readonly edits: { chat_id: string; message_id: number; text: string; reply_markup?: unknown }[] = [];
@@ -231,6 +234,9 @@ export class TelegramStandIn {
 
     switch (method) {
       case 'getMe':
+        // A slow Telegram at start-up: the plugin is still starting meanwhile.
+        this.getMeAsked++;
+        if (this.getMeDelayMs > 0) await new Promise((r) => setTimeout(r, this.getMeDelayMs));
         return respond(200, { ok: true, result: { ...BOT, can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false } });
       case 'getUpdates': {
         const offset = Number(params.offset ?? 0);
