@@ -1,11 +1,12 @@
 // One run in a session's sandbox: a `docker exec` as uid 1000 of a small wrapper that
-// empties /out, runs the program under coreutils `timeout -s KILL`, then kills whatever
-// the run left behind. The core holds the other end of each limit:
-// - wall time: an exec that outlives its timeout by OUTLIVE_GRACE_MS gets its sandbox
-//   removed (a run that hid from `timeout` ends with it);
+// empties /out, runs the program, then kills whatever the run left behind. The core holds
+// each limit, killing a run with `kill -9 -1` as uid 1000 (the sweep: every process of the
+// run, its wrapper included, never the sandbox's own, which run as another user):
+// - wall time: at its timeout the run is swept; an exec that outlives its timeout by
+//   OUTLIVE_GRACE_MS gets its sandbox removed. (Not coreutils `timeout` in the wrapper:
+//   under gVisor that one more process cost ~30 ms of every run.)
 // - output: stdout and stderr kept to their bound (bounded-output.ts); a run that writes
-//   more than MAX_STREAM_BYTES in all is killed at once (`kill -9 -1` as uid 1000: every
-//   process of the run, never the sandbox's own, which run as another user);
+//   more than MAX_STREAM_BYTES in all is swept at once;
 // - memory and processes: the engine's; under runsc the whole sandbox stops at them,
 //   which the run reports (`sandbox_stopped`).
 import { PassThrough } from 'node:stream';
@@ -25,16 +26,15 @@ const KILL_GRACE_MS = 15_000;
  */
 const WATCH_MS = 1000;
 
-/** $1: seconds; $2...: interpreter, program, arguments. */
+/** $1...: interpreter, program, arguments. */
 const WRAPPER = [
-  't=$1; shift',
   // An earlier run's leftovers (uid 1000's processes only), and its files in /out (`rm` only
   // when there are any: each process started costs, most of all under gVisor).
   'kill -9 -1 2>/dev/null',
   `for f in ${OUT_DIR}/* ${OUT_DIR}/.[!.]* ${OUT_DIR}/..?*; do if [ -e "$f" ] || [ -h "$f" ]; then rm -rf ${OUT_DIR}/* ${OUT_DIR}/.[!.]* ${OUT_DIR}/..?* 2>/dev/null; break; fi; done`,
   // Matplotlib's font cache, built into the image (Dockerfile.sandbox).
   '[ -d /tmp/matplotlib ] || cp -r /usr/local/share/carapace-matplotlib /tmp/matplotlib 2>/dev/null',
-  'timeout -s KILL "$t" "$@"',
+  '"$@"',
   'code=$?',
   'kill -9 -1 2>/dev/null',
   'exit $code',
@@ -115,7 +115,7 @@ async function stillRunning(container: Docker.Container): Promise<boolean> {
 export async function execRun(docker: Docker, id: string, cmd: RunCommand, remove: () => Promise<void>): Promise<ExecOutcome> {
   const container = docker.getContainer(id);
   const exec = await container.exec({
-    Cmd: ['sh', '-c', WRAPPER, 'carapace-run', String(cmd.timeoutS), cmd.interpreter, `${cmd.dir ?? WORKSPACE_DIR}/${cmd.program}`, ...cmd.args],
+    Cmd: ['sh', '-c', WRAPPER, 'carapace-run', cmd.interpreter, `${cmd.dir ?? WORKSPACE_DIR}/${cmd.program}`, ...cmd.args],
     User: RUN_USER,
     WorkingDir: WORKSPACE_DIR,
     Env: [`OUT=${OUT_DIR}`, ...(cmd.env ?? [])],
@@ -130,15 +130,19 @@ export async function execRun(docker: Docker, id: string, cmd: RunCommand, remov
   const err = new BoundedOutput();
   let killed: Killed = null;
   let lost = false;
-  const flooded = (): void => {
-    if (killed !== null || out.total + err.total <= MAX_STREAM_BYTES) return;
-    killed = 'output_limit';
+  /** Ends the run for `why`: swept, or its sandbox removed if that cannot be made sure of. */
+  const end = (why: 'timeout' | 'output_limit'): void => {
+    if (killed !== null) return;
+    killed = why;
     void sweep(docker, id).then(async (ok) => {
       if (ok) return;
       lost = true;
       await remove();
       drop();
     });
+  };
+  const flooded = (): void => {
+    if (out.total + err.total > MAX_STREAM_BYTES) end('output_limit');
   };
   stdout.on('data', (chunk: Buffer) => {
     out.push(chunk);
@@ -148,6 +152,7 @@ export async function execRun(docker: Docker, id: string, cmd: RunCommand, remov
     err.push(chunk);
     flooded();
   });
+  const timeout = setTimeout(() => end('timeout'), cmd.timeoutS * 1000);
   const deadline = setTimeout(() => {
     killed = 'timeout';
     lost = true;
@@ -164,12 +169,11 @@ export async function execRun(docker: Docker, id: string, cmd: RunCommand, remov
   }, WATCH_MS);
   await ended;
   over = true;
+  clearTimeout(timeout);
   clearTimeout(deadline);
   clearInterval(watch);
   const durationMs = Math.round(performance.now() - started);
   const exitCode = lost ? null : ((await exec.inspect().catch(() => null))?.ExitCode ?? null);
-  // `timeout -s KILL` answers 137 when it killed the program at the deadline.
-  if (killed === null && exitCode === 137 && durationMs >= cmd.timeoutS * 1000 - 50) killed = 'timeout';
   if (!lost && (exitCode === null || exitCode >= 126)) {
     if (!(await stillRunning(container))) {
       lost = true;
