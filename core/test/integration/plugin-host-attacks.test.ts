@@ -119,7 +119,10 @@ describe('a plugin that never reads', () => {
     expect(['RESULT_UNKNOWN', 'PLUGIN_TIMEOUT']).toContain(unheard.err?.code);
     await downBecause(s, /UNREAD_BACKLOG: it left more than 16777216 bytes of the host's messages unread|no heartbeat/, 30_000);
     await othersAnswer(s, 'after the deaf one');
-    expect(hostMemory(s).peak - before.rss).toBeLessThan(64);
+    // The host's peak grows by 58 MB here on a quiet machine (16 MB left unread, the answers
+    // made and dropped meanwhile), 72 MB in a CI run beside Docker tests; without the bound
+    // on what is left unread the plugin is never killed for it (downBecause fails above).
+    expect(hostMemory(s).peak - before.rss).toBeLessThan(96);
     expect(s.host?.exitCode).toBeNull();
   }, 90_000);
 });
