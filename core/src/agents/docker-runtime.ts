@@ -34,13 +34,23 @@ interface OwnContainer {
  * The id the engine gave this container. Its /etc/hostname, /etc/hosts and
  * /etc/resolv.conf are bind-mounted from the engine's containers/<id>/ directory, so
  * mountinfo names it even where the hostname does not (network_mode: host, hostname:).
+ * Only those mount points count: on a Docker host, mounts of other containers' folders
+ * (under containers/<id>/) show in mountinfo too, and made a core there think it was one.
  */
-function ownContainerId(): string | null {
+export function ownContainerId(mountinfo?: string): string | null {
+  let text = mountinfo;
   try {
-    return /\/containers\/([0-9a-f]{64})\//.exec(readFileSync('/proc/self/mountinfo', 'utf8'))?.[1] ?? null;
+    text ??= readFileSync('/proc/self/mountinfo', 'utf8');
   } catch {
     return null;
   }
+  for (const line of text.split('\n')) {
+    const [, , , root, mountPoint] = line.split(' ');
+    if (mountPoint !== '/etc/hostname' && mountPoint !== '/etc/hosts' && mountPoint !== '/etc/resolv.conf') continue;
+    const id = /\/containers\/([0-9a-f]{64})\//.exec(root ?? '')?.[1];
+    if (id) return id;
+  }
+  return null;
 }
 
 /** `make` runs once per key, its promise shared; a failure is forgotten, so a later call tries again. */
