@@ -28,6 +28,8 @@ export interface CoreOptions {
   auditFile: string;
   /** The person's own skills: propose_write writes there after a yes (it refuses without one). */
   skillsDir?: string;
+  /** The person's documents folder: propose_write writes there after a yes (it refuses without one). */
+  documentsDir?: string;
   config: CoreConfig;
   /** Values the core itself holds (model key, ...): never to appear in a response. */
   secrets?: string[];

@@ -28,7 +28,7 @@ import { WaitingCalls } from './confirm/waiting-calls.js';
 import type { StandingApprovals, Grant, GrantRefusal, StandingApproval } from './confirm/standing-approvals.js';
 import { describeIntrinsic, INTRINSIC_NAMES, intrinsicTools, type ProgramRunner, type SkillRunner } from './intrinsics/intrinsics.js';
 import { RUN_PROGRAM_NAME } from './sandbox-runs/run-program-tool.js';
-import { SkillWrites } from './proposed-writes/skill-writes.js';
+import { ProposedPlaces } from './proposed-writes/proposed-places.js';
 import { LIST_SKILLS_NAME, RUN_SKILL_NAME } from './skills/run-skill-tool.js';
 import { GroupAuthorizer } from './pipeline/authorize.js';
 import { refuseOverBudget, runPipeline, type PipelineDeps } from './pipeline/pipeline.js';
@@ -165,7 +165,7 @@ export class Core extends EventEmitter<CoreEvents> {
       route: {
         catalog: this.catalog,
         hostLink: this.hostLink,
-        intrinsics: { audit: this.audit, catalog: this.catalog, authorizer: this.authorizer, ...(options.skillsDir ? { skillWrites: new SkillWrites(options.skillsDir) } : {}) },
+        intrinsics: { audit: this.audit, catalog: this.catalog, authorizer: this.authorizer, places: new ProposedPlaces({ skills: options.skillsDir, documents: options.documentsDir }) },
         timeoutMs: config.handler_timeout_ms,
         abortGraceMs: config.handler_abort_grace_ms,
       },

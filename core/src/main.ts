@@ -74,7 +74,7 @@ async function main(): Promise<void> {
   const sandbox = await runtime.sandbox();
   if (sandbox.runtime === 'runsc') log.info({ agentRuntime: 'runsc', reason: sandbox.reason }, 'agents run in gVisor (runsc)');
   else log.warn({ agentRuntime: 'runc', reason: sandbox.reason, howToGetRunsc: sandbox.hint }, 'agents run under runc, sharing the host kernel');
-  const core = await Core.start({ runDir: paths.runDir, pluginsDir: paths.pluginsDir, skillsDir: paths.skills.own, auditFile: auditFile(paths), config, secrets: [...coreSecrets(), admin.token], standingApprovalsFile: join(paths.dataDir, 'standing-approvals.json'), eventKeysFile: join(paths.dataDir, 'event-keys.sqlite'), heldEventsFile: join(paths.dataDir, 'held-events.sqlite'), configFile: paths.configFile });
+  const core = await Core.start({ runDir: paths.runDir, pluginsDir: paths.pluginsDir, skillsDir: paths.skills.own, documentsDir: paths.documentsDir, auditFile: auditFile(paths), config, secrets: [...coreSecrets(), admin.token], standingApprovalsFile: join(paths.dataDir, 'standing-approvals.json'), eventKeysFile: join(paths.dataDir, 'event-keys.sqlite'), heldEventsFile: join(paths.dataDir, 'held-events.sqlite'), configFile: paths.configFile });
   // Stored files brought to the current format (DESIGN 18), now and as stores open: said in Activity.
   onMigration((m) => core.audit.record({ group: null, session: null, source: 'core', topic: null, correlation: null, stage: 'core', outcome: 'ok', reason: migrationText(m) }));
   // Files agents send a person (a chart, a report): read from the agent's own container, checked and kept by the core.

@@ -12,6 +12,8 @@ export interface Paths {
   agentImageDir: string;
   /** Skills: the bundled ones (skills/), and the person's own (propose_write writes them after a yes; in data/, so backups keep them). */
   skills: { bundled: string; own: string };
+  /** The person's documents: propose_write writes text files there after a yes; no agent or sandbox mounts it (in data/, so backups keep it). */
+  documentsDir: string;
   /** API mode: where bearer-token directories are made; unset, the agent manager uses the OS temp dir. */
   apiKeyDir: string | undefined;
 }
@@ -31,6 +33,7 @@ export function pathsFromEnv(env: NodeJS.ProcessEnv = process.env): Paths {
     groupsDir: at('CARAPACE_GROUPS_DIR', 'volumes/groups'),
     agentImageDir: at('CARAPACE_AGENT_IMAGE_DIR', 'agent-image'),
     skills: { bundled: at('CARAPACE_SKILLS_DIR', 'skills'), own: at('CARAPACE_OWN_SKILLS_DIR', join(dataDir, 'skills')) },
+    documentsDir: at('CARAPACE_DOCUMENTS_DIR', join(dataDir, 'documents')),
     apiKeyDir: env.CARAPACE_API_KEY_DIR || undefined,
   };
 }

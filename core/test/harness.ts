@@ -103,6 +103,7 @@ export class Stack {
       pluginsDir: stack.pluginsDir,
       auditFile: stack.auditFile,
       skillsDir: join(stack.dataDir, 'skills'),
+      documentsDir: join(stack.dataDir, 'documents'),
       config: parseConfig(stack.rawConfig),
       configFile: stack.configFile,
       heldEventsFile: join(stack.dataDir, 'held-events.sqlite'),

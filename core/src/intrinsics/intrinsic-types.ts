@@ -7,7 +7,7 @@ import type { Session } from '../boundary/session-table.js';
 import type { CallState } from '../confirm/call-state.js';
 import type { GroupAuthorizer } from '../pipeline/authorize.js';
 import type { ToolCatalog } from '../plugins/catalog.js';
-import type { SkillWrites } from '../proposed-writes/skill-writes.js';
+import type { ProposedPlaces } from '../proposed-writes/proposed-places.js';
 import type { JsonObject } from '../protocol/envelope.js';
 import type { ToolFailure } from '../protocol/errors.js';
 
@@ -21,8 +21,8 @@ export interface IntrinsicDeps {
   catalog: ToolCatalog;
   authorizer: GroupAuthorizer;
   runs?: ProgramRunner;
-  /** The person's skills folder (propose_write); absent where there is none. */
-  skillWrites?: SkillWrites;
+  /** Where propose_write writes after a yes: the person's skills and documents folders. */
+  places: ProposedPlaces;
   skills?: SkillRunner;
   /** Find the skills again: one was written (propose_write). */
   skillsChanged?: () => void;

@@ -1,6 +1,7 @@
-// What propose_write asks for, checked beyond its schema: files under one area the core
-// owns (today `skills/<name>/`, the person's own skills), named without tricks, bounded.
-// Nothing here touches the disk: skill-writes.ts reads what is there and applies a yes.
+// What propose_write asks for, checked beyond its schema: files in one of the places the
+// core owns outside any workspace (`skills/<name>/`, the person's own skills, or
+// `documents/`, the person's documents folder), named without tricks, bounded. Nothing
+// here touches the disk: proposed-places.ts reads what is there and applies a yes.
 import { posix } from 'node:path';
 import type { JsonObject } from '../protocol/envelope.js';
 import { pipelineError, ToolFailure } from '../protocol/errors.js';
@@ -13,17 +14,17 @@ export const MAX_TOTAL_BYTES = 256 * 1024;
 export const SKILL_NAME = /^[a-z][a-z0-9-]{0,39}$/;
 /** One path segment: letters, digits, `._-`, not starting with a dot (no hidden files, no `..`). */
 const SEGMENT = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}$/;
+/** Folders deep, under the place's own folder. */
+const MAX_DEPTH = 8;
 
 export interface ProposedFile {
-  /** Inside the skill's folder, e.g. "scripts/fetch.py". */
+  /** Inside the skill's folder ("scripts/fetch.py") or the documents folder ("notes/shopping.md"). */
   path: string;
   content: string;
 }
 
-export interface ProposedChange {
-  skill: string;
-  files: ProposedFile[];
-}
+/** One proposal writes into one place: a skill's folder, or the documents folder. */
+export type ProposedChange = { place: 'skills'; skill: string; files: ProposedFile[] } | { place: 'documents'; files: ProposedFile[] };
 
 export const proposeWriteSchema: JsonObject = {
   type: 'object',
@@ -39,7 +40,7 @@ export const proposeWriteSchema: JsonObject = {
         additionalProperties: false,
         required: ['path', 'content'],
         properties: {
-          path: { type: 'string', minLength: 1, maxLength: 300, description: 'where the file goes: "skills/<name>/<file>", e.g. "skills/weather/SKILL.md"' },
+          path: { type: 'string', minLength: 1, maxLength: 300, description: 'where the file goes: "skills/<name>/<file>" (e.g. "skills/weather/SKILL.md") or "documents/<path>" (e.g. "documents/notes/shopping.md")' },
           content: { type: 'string', maxLength: MAX_FILE_BYTES, description: 'the whole file, as UTF-8 text' },
         },
       },
@@ -55,19 +56,29 @@ function invalid(field: string, message: string): ToolFailure {
 /** The change the (schema-valid) arguments propose, or why it cannot be proposed. */
 export function proposedChange(args: JsonObject): ProposedChange | ToolFailure {
   const files = args.files as ProposedFile[];
-  let skill: string | null = null;
+  let folder: string | null = null; // "skills/<name>" or "documents": one per proposal
   const seen = new Set<string>();
   let total = 0;
   for (const file of files) {
     const segments = file.path.split('/');
-    if (segments[0] !== 'skills' || segments.length < 3) return invalid('files', `"${file.path}": only files of a skill can be proposed, as "skills/<name>/<file>"`);
-    if (!SKILL_NAME.test(segments[1])) return invalid('files', `"${segments[1]}": a skill's name is lower-case letters, digits and hyphens, starting with a letter (at most 40)`);
-    if (skill !== null && segments[1] !== skill) return invalid('files', 'one skill per proposal');
-    skill = segments[1];
-    const inside = segments.slice(2);
+    const place = segments[0];
+    if (place === 'skills') {
+      if (segments.length < 3) return invalid('files', `"${file.path}": a skill's file is "skills/<name>/<file>"`);
+      if (!SKILL_NAME.test(segments[1])) return invalid('files', `"${segments[1]}": a skill's name is lower-case letters, digits and hyphens, starting with a letter (at most 40)`);
+    } else if (place === 'documents') {
+      if (segments.length < 2) return invalid('files', `"${file.path}": a document is "documents/<path>"`);
+    } else {
+      return invalid('files', `"${file.path}": only a skill's files ("skills/<name>/<file>") or documents ("documents/<path>") can be proposed`);
+    }
+    const at = place === 'skills' ? 2 : 1;
+    const here = segments.slice(0, at).join('/');
+    if (folder !== null && here !== folder) return invalid('files', place === 'skills' && folder.startsWith('skills/') ? 'one skill per proposal' : 'one place per proposal: a skill, or documents');
+    folder = here;
+    const inside = segments.slice(at);
     if (!inside.every((s) => SEGMENT.test(s)) || posix.normalize(inside.join('/')) !== inside.join('/')) {
       return invalid('files', `"${file.path}": each part of a path is letters, digits, ".", "_" or "-", not starting with a dot`);
     }
+    if (inside.length > MAX_DEPTH) return invalid('files', `"${file.path}": at most ${MAX_DEPTH} levels deep`);
     if (seen.has(inside.join('/'))) return invalid('files', `"${file.path}" is named twice`);
     seen.add(inside.join('/'));
     const bytes = Buffer.byteLength(file.content);
@@ -75,5 +86,7 @@ export function proposedChange(args: JsonObject): ProposedChange | ToolFailure {
     total += bytes;
   }
   if (total > MAX_TOTAL_BYTES) return invalid('files', `at most ${MAX_TOTAL_BYTES / 1024} KB in all`);
-  return { skill: skill!, files: files.map((f) => ({ path: f.path.split('/').slice(2).join('/'), content: f.content })) };
+  const [place, skill] = folder!.split('/');
+  const within = files.map((f) => ({ path: f.path.split('/').slice(place === 'skills' ? 2 : 1).join('/'), content: f.content }));
+  return place === 'skills' ? { place, skill, files: within } : { place: 'documents', files: within };
 }

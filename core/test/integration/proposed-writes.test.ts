@@ -3,7 +3,8 @@
 // and what it replaces, escaped; the core writes only after their yes and only while the
 // folder is still what they saw. Until then the skill does not exist.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Session } from '../../src/boundary/session-table.js';
@@ -17,6 +18,7 @@ import { expectError } from '../support/expect-ipc.js';
 let stack: Stack;
 let family: Session;
 let skills: string;
+let documents: string;
 
 const SKILL_MD = '# Weather\n\nRun `scripts/today.py <city>` to get today\'s forecast.\n';
 const SKILL_JSON = '{ "name": "weather", "description": "today\'s forecast", "network": { "hosts": ["api.open-meteo.com"] } }\n';
@@ -26,6 +28,7 @@ beforeAll(async () => {
   stack = await Stack.start({ plugins: [], config: { confirmation_timeout_ms: 20_000 } });
   family = await stack.openSession('family');
   skills = join(stack.dataDir, 'skills');
+  documents = join(stack.dataDir, 'documents');
 });
 
 afterAll(async () => {
@@ -34,6 +37,7 @@ afterAll(async () => {
 
 type Proposal = { tool: string; arguments: Record<string, unknown> };
 const proposes = (skill: string) => (p: Proposal) => p.tool === 'propose_write' && JSON.stringify(p.arguments).includes(`skills/${skill}/`);
+const proposesDocument = (path: string) => (p: Proposal) => p.tool === 'propose_write' && JSON.stringify(p.arguments).includes(`"documents/${path}"`);
 
 function propose(files: { path: string; content: string }[], why = 'so that I can tell you the weather') {
   return stack.ipc(family, 'tool.invoke.propose_write', { files, why }, { timeoutMs: 25_000 });
@@ -103,6 +107,10 @@ describe('what cannot be proposed', () => {
     ['a name that is not a skill name', 'skills/Weather/SKILL.md'],
     ['the skill folder itself', 'skills/weather'],
     ['an absolute path', '/etc/passwd'],
+    ['a path out of documents', 'documents/../config/carapace.json'],
+    ['a hidden document', 'documents/.profile'],
+    ['the documents folder itself', 'documents'],
+    ['a document nine folders deep', 'documents/a/b/c/d/e/f/g/h/i.txt'],
   ])('%s (%s): refused before anyone is asked', async (_what, path) => {
     expectError(await propose([{ path, content: 'x' }]), 'VALIDATION_FAILED', { stage: 3 });
   });
@@ -110,6 +118,8 @@ describe('what cannot be proposed', () => {
   it('two skills in one proposal, or one file twice: refused', async () => {
     expectError(await propose([{ path: 'skills/a/x.py', content: '1' }, { path: 'skills/b/x.py', content: '2' }]), 'VALIDATION_FAILED');
     expectError(await propose([{ path: 'skills/a/x.py', content: '1' }, { path: 'skills/a/x.py', content: '2' }]), 'VALIDATION_FAILED');
+    const mixed = expectError(await propose([{ path: 'documents/a.md', content: '1' }, { path: 'skills/a/x.py', content: '2' }]), 'VALIDATION_FAILED');
+    expect(mixed.message).toContain('one place per proposal');
   });
 
   it('a script hiding characters: reordering ones are refused; invisible ones are shown, escaped, and said first', async () => {
@@ -133,6 +143,64 @@ describe('what cannot be proposed', () => {
     stack.core.confirmations.resolve(pending.id, true, 'test');
     expectError(await call, 'WRITE_REFUSED');
     expect(readdirSync(elsewhere)).toEqual([]);
+  });
+});
+
+describe("the person's documents", () => {
+  const LIST = '# Shopping\n\n- milk\n- bread\n';
+  const PLAN = 'Monday: dentist at 9\n';
+
+  it('a document is written only after the yes, exactly as the person saw it', async () => {
+    const call = propose([{ path: 'documents/shopping.md', content: LIST }, { path: 'documents/notes/2026/plan.txt', content: PLAN }], 'the list you asked for');
+    const pending = await stack.pendingConfirmation('family', proposesDocument('shopping.md'));
+    expect(pending.description.state).toEqual([
+      "into the person's documents folder (2 files)",
+      `shopping.md: new file, ${Buffer.byteLength(LIST)} bytes`,
+      `notes/2026/plan.txt: new file, ${Buffer.byteLength(PLAN)} bytes`,
+    ]);
+    expect(pending.description.full).toContain('- milk');
+    expect(existsSync(join(documents, 'shopping.md'))).toBe(false);
+    stack.core.confirmations.resolve(pending.id, true, 'test');
+    const r = await call;
+    expect(r.code).toBe(0);
+    expect(r.out).toEqual({ documents: true, written: [{ path: 'documents/shopping.md', bytes: Buffer.byteLength(LIST) }, { path: 'documents/notes/2026/plan.txt', bytes: Buffer.byteLength(PLAN) }] });
+    expect(readFileSync(join(documents, 'shopping.md'), 'utf8')).toBe(LIST);
+    expect(readFileSync(join(documents, 'notes', '2026', 'plan.txt'), 'utf8')).toBe(PLAN);
+    const audit = await stack.auditEntries();
+    expect(audit.some((e) => e.topic === 'tool.invoke.propose_write' && e.stage === 'handler' && e.reason?.startsWith(`documents written after a person's yes: shopping.md (${Buffer.byteLength(LIST)} bytes)`))).toBe(true);
+  });
+
+  it('replacing a large file: the person sees its size and time (it is not read whole); changed meanwhile, it is not written over', async () => {
+    mkdirSync(documents, { recursive: true });
+    const big = join(documents, 'archive.txt');
+    writeFileSync(big, Buffer.alloc(3 * 1024 * 1024, 'a'));
+    const call = propose([{ path: 'documents/archive.txt', content: 'short now\n' }]);
+    const pending = await stack.pendingConfirmation('family', proposesDocument('archive.txt'));
+    expect(pending.description.state?.[1]).toBe(`archive.txt: replaces the current ${3 * 1024 * 1024} bytes (last changed ${statSync(big).mtime.toISOString()}) with 10 bytes`);
+    writeFileSync(big, 'the person wrote this meanwhile\n', { flag: 'a' });
+    stack.core.confirmations.resolve(pending.id, true, 'test');
+    expectError(await call, 'STATE_CHANGED', { stage: 5 });
+    expect(statSync(big).size).toBe(3 * 1024 * 1024 + 32);
+  });
+
+  it('a link or a fifo planted in documents: never written through or read, nothing hangs', async () => {
+    const elsewhere = mkdtempSync(join(tmpdir(), 'planted-'));
+    mkdirSync(documents, { recursive: true });
+    symlinkSync(elsewhere, join(documents, 'linked'));
+    const call = propose([{ path: 'documents/linked/notes.md', content: '# through the link' }]);
+    const pending = await stack.pendingConfirmation('family', proposesDocument('linked/notes.md'));
+    expect(pending.description.warnings[0]).toContain('nothing can be written: documents/linked is a symbolic link');
+    stack.core.confirmations.resolve(pending.id, true, 'test');
+    expectError(await call, 'WRITE_REFUSED');
+    expect(readdirSync(elsewhere)).toEqual([]);
+
+    execFileSync('mkfifo', [join(documents, 'pipe.txt')]);
+    const fifo = propose([{ path: 'documents/pipe.txt', content: 'x' }]);
+    const asked = await stack.pendingConfirmation('family', proposesDocument('pipe.txt'));
+    expect(asked.description.warnings[0]).toContain('documents/pipe.txt is not a regular file');
+    stack.core.confirmations.resolve(asked.id, true, 'test');
+    expectError(await fifo, 'WRITE_REFUSED');
+    expect(statSync(join(documents, 'pipe.txt')).isFIFO()).toBe(true);
   });
 });
 
