@@ -405,6 +405,17 @@ describe('restarts', () => {
     }
   }, 40_000);
 
+  it('a notice the core gives while no plugin host is connected at all reaches the chat once the host is back', async () => {
+    await stack.killHost();
+    await until(() => !stack.core.pluginHostConnected, 10_000);
+    stack.core.publish('user.notify', 'main', { text: 'said while no plugin host ran' });
+    await new Promise((r) => setTimeout(r, 300));
+    stack.startHost();
+    await until(() => tg.sentTo(MAIN_CHAT).some((m) => m.text === 'said while no plugin host ran'), 15_000);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(tg.sentTo(MAIN_CHAT).filter((m) => m.text === 'said while no plugin host ran')).toHaveLength(1);
+  }, 40_000);
+
   it('a corrupt offset file is moved aside, and what waits at Telegram is skipped, not replayed', async () => {
     await stack.killHost();
     await until(() => stack.core.catalog.state('telegram') !== 'healthy', 10_000);
