@@ -12,8 +12,11 @@ import { BUS_DRAINED, type PublishedEvent } from '../plugins/host-protocol.js';
 
 export type PublishedHandler = (topic: string, event: PublishedEvent) => void;
 
-/** Events held per plugin while it has no subscription; the oldest go first beyond this. */
+/** Events held per plugin while it has no subscription; the oldest go first beyond these. */
 const MAX_HELD_PER_PLUGIN = 1000;
+const MAX_HELD_BYTES_PER_PLUGIN = 16 * 1024 * 1024;
+
+const size = (frames: Buffer[]): number => frames[0].length + frames[1].length;
 
 export class EventBus {
   private readonly pub = new zmq.XPublisher({ linger: 0 });
@@ -81,7 +84,8 @@ export class EventBus {
     if (this.covered(address)) return this.queue.push(frames);
     const held = this.held.get(plugin) ?? [];
     held.push(frames);
-    if (held.length > MAX_HELD_PER_PLUGIN) held.shift();
+    let bytes = held.reduce((sum, f) => sum + size(f), 0);
+    while (held.length > MAX_HELD_PER_PLUGIN || (bytes > MAX_HELD_BYTES_PER_PLUGIN && held.length > 1)) bytes -= size(held.shift()!);
     this.held.set(plugin, held);
     return Promise.resolve();
   }
