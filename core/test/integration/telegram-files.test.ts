@@ -71,6 +71,18 @@ describe('send_telegram with a file', () => {
     expect(tg.sentTo(CHAT)).toEqual([]);
   });
 
+  it('a file a session sent after reading external content comes back labelled in the chat history, caption and all', async () => {
+    const labelled = await stack.openSession('main');
+    stack.core.sessions.setContainer(labelled.id, 'agent-container');
+    stack.core.sessions.markUntrustedInput(labelled.id);
+    const out = expectOk(await stack.ipc(labelled, 'tool.invoke.send_telegram', { recipient: String(CHAT), body: 'As the mail asked.', file: 'chart.png' }));
+    const reader = await stack.openSession('main');
+    const r = expectOk(await stack.ipc(reader, 'tool.invoke.get_telegram_history', { chat_id: String(CHAT), limit: 1 }));
+    expect(r.messages).toEqual([expect.objectContaining({ message_id: out.message_ids[0], from: 'bot', external: true })]);
+    expect(r.messages[0].text).toContain('As the mail asked.');
+    expect(r.external_content).toBe(true);
+  });
+
   it('a PDF goes as a document; a body over a caption\'s 1024 characters goes first, as text', async () => {
     const body = 'The report. '.repeat(100);
     const out = expectOk(await send({ body, file: 'report.pdf' }));
