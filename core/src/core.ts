@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { callOutcomes } from './agents/replies.js';
 import { AuditLog } from './audit/audit-log.js';
 import { tellAuditOutages } from './audit/audit-outages.js';
-import { quarantineNotice, SessionGuard, type Abuse } from './boundary/session-guard.js';
-import { SessionSocket } from './boundary/session-socket.js';
+import type { Abuse } from './boundary/session-guard.js';
+import { SessionSockets } from './boundary/session-sockets.js';
 import { SessionTable, type Session } from './boundary/session-table.js';
 import { EventBus } from './bus/event-bus.js';
 import type { SeenKeys } from './bus/seen-keys.js';
@@ -31,7 +31,7 @@ import { RUN_PROGRAM_NAME } from './sandbox-runs/run-program-tool.js';
 import { ProposedPlaces } from './proposed-writes/proposed-places.js';
 import { LIST_SKILLS_NAME, RUN_SKILL_NAME } from './skills/run-skill-tool.js';
 import { GroupAuthorizer } from './pipeline/authorize.js';
-import { refuseOverBudget, runPipeline, type PipelineDeps } from './pipeline/pipeline.js';
+import type { PipelineDeps } from './pipeline/pipeline.js';
 import type { AttachDeps } from './files/attach-files.js';
 import { RateLimiter } from './pipeline/rate-limit.js';
 import { RecentRequests } from './pipeline/recent-requests.js';
@@ -68,7 +68,7 @@ export class Core extends EventEmitter<CoreEvents> {
   private readonly answers: PersonAnswers;
   private readonly hooks: PluginHookDeps;
   readonly sessions = new SessionTable();
-  private readonly sockets = new Map<string, SessionSocket>();
+  private readonly sessionSockets: SessionSockets;
   private readonly seenKeys: SeenKeys;
   private readonly hostLink = new PluginHostLink();
   private readonly host: HostSession;
@@ -170,6 +170,18 @@ export class Core extends EventEmitter<CoreEvents> {
         abortGraceMs: config.handler_abort_grace_ms,
       },
     };
+    this.sessionSockets = new SessionSockets({
+      runDir: options.runDir,
+      config,
+      sessions: this.sessions,
+      pipeline: this.deps,
+      limiter: this.limiter,
+      confirmations: this.confirmations,
+      audit: this.audit,
+      publish: (topic, group, payload) => void this.publish(topic, group, payload),
+      closed: (event) => this.emit('session-closed', event),
+      quarantined: (event) => this.emit('quarantined', event),
+    });
   }
 
   /** Lets tools with file arguments send files from agents' workspaces (main.ts: the engine's reader, the core's store). */
@@ -231,59 +243,20 @@ export class Core extends EventEmitter<CoreEvents> {
     return core;
   }
 
-  // ---- sessions: the trust boundary ------------------------------------------------
+  // ---- sessions: the trust boundary (boundary/session-sockets.ts) --------------------
 
-  /** Opens a session for a group: its own ROUTER socket in its own directory. */
   async openSession(group: string): Promise<Session> {
     if (this.stopping) throw new Error('core is stopping');
-    const session = this.sessions.create(group, (id) => join(this.options.runDir, SOCKETS.sessions, id, 'carapace.sock'));
-    const guard = new SessionGuard(this.options.config.sessions, (abuse) => void this.quarantine(session.id, abuse));
-    const socket = new SessionSocket(session.socketPath, guard);
-    try {
-      await socket.open(
-        (frames, reply, interim) => {
-          // runPipeline never rejects; a reply to a peer that has gone is dropped.
-          void runPipeline(frames, session, this.deps, interim).then(reply).catch(() => undefined);
-        },
-        (frames, refusal) => refuseOverBudget(frames, session, refusal.retryAfter, refusal.why, this.deps),
-      );
-    } catch (err) {
-      this.sessions.delete(session.id);
-      throw err;
-    }
-    this.sockets.set(session.id, socket);
-    this.audit.record({ group, session: session.id, source: 'core', topic: null, correlation: null, stage: 'session', outcome: 'ok', reason: 'session opened' });
-    return session;
+    return this.sessionSockets.open(group);
   }
 
-  async closeSession(id: string): Promise<void> {
-    const socket = this.sockets.get(id);
-    const session = this.sessions.get(id);
-    this.sockets.delete(id);
-    this.sessions.delete(id);
-    this.limiter.forgetSession(id);
-    // Its caller is gone: what it asked a person for must not run any more.
-    this.confirmations.withdrawSession(id, 'core: session ended');
-    await socket?.close();
-    if (session) {
-      this.audit.record({ group: session.group, session: id, source: 'core', topic: null, correlation: null, stage: 'session', outcome: 'ok', reason: 'session closed' });
-      this.emit('session-closed', { session: id, group: session.group });
-    }
+  closeSession(id: string): Promise<void> {
+    return this.sessionSockets.close(id);
   }
 
-  /**
-   * Ends a session that abused its budget (request or connection flood, unread replies,
-   * or any caller's own bound): its socket closes at once and is never reopened, one
-   * CRITICAL audit entry, one notice to the user, and a `quarantined` event for whoever
-   * owns its container. Other sessions are untouched. Idempotent.
-   */
-  async quarantine(id: string, abuse: Abuse): Promise<void> {
-    const session = this.sessions.get(id);
-    if (!session) return; // gone already (closeSession forgets it at once): one quarantine per session
-    this.audit.record({ group: session.group, session: id, source: 'core', topic: null, correlation: null, stage: 'session', outcome: 'error', severity: 'CRITICAL', code: 'QUARANTINED', reason: `session quarantined: ${abuse.kind}`, detail: abuse.detail });
-    this.publish('user.notify', session.group, { text: quarantineNotice(abuse) });
-    this.emit('quarantined', { session: id, group: session.group, abuse });
-    await this.closeSession(id);
+  /** Ends a session that abused its budget, for good (idempotent). */
+  quarantine(id: string, abuse: Abuse): Promise<void> {
+    return this.sessionSockets.quarantine(id, abuse);
   }
 
   /** A plugin host is linked to this core now. */
@@ -393,7 +366,7 @@ export class Core extends EventEmitter<CoreEvents> {
   private async shutdown(): Promise<void> {
     const { handler_timeout_ms: drainMs, shutdown_timeout_ms: shutdownMs } = this.options.config;
     await stopPlugins({ catalog: this.catalog, hostLink: this.hostLink, confirmations: this.confirmations, audit: this.audit, bus: this.bus, publish: (topic, group, payload) => this.publish(topic, group, payload) }, drainMs, shutdownMs);
-    await Promise.all([...this.sockets.keys()].map((id) => this.closeSession(id)));
+    await Promise.all(this.sessionSockets.ids().map((id) => this.closeSession(id)));
     await this.hostLink.close();
     await this.bus.close();
     this.seenKeys.close();
