@@ -14,3 +14,5 @@ export type { DavCollection, DavComponent, DavTimeRange, RequestScope, StoredObj
 /** The CalDAV plugins' connection check (the Checks page): reached, logged in, calendars listed. */
 export { checkCalDav, serverMessage } from './caldav-check.js';
 export type { CalDavCheckSettings } from './caldav-check.js';
+/** Entries written for a session that had read external content: labelled external whenever they are read again. */
+export { LabelledUids, MAX_LABELLED } from './labelled-uids.js';

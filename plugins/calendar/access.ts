@@ -8,7 +8,7 @@ import { refKey, type GroupSettings } from './settings.js';
 
 export const NOT_ALLOWED = 'CALENDAR_NOT_ALLOWED';
 
-function matches(collection: DavCollection, key: string): boolean {
+export function matches(collection: DavCollection, key: string): boolean {
   if (/^https?:\/\//i.test(key)) return collection.url === key;
   if (key.startsWith('/')) return new URL(collection.url).pathname === key;
   return collection.name.normalize('NFC').toLowerCase() === key;
@@ -46,4 +46,9 @@ export function pickCalendar(wanted: string, allowed: DavCollection[]): DavColle
   const key = refKey(wanted);
   const found = allowed.filter((c) => matches(c, key));
   return found.length === 1 ? found[0] : undefined;
+}
+
+/** One of the group's calendars others can write to (`shared_calendars`). */
+export function isShared(group: GroupSettings | undefined, calendar: DavCollection): boolean {
+  return group !== undefined && [...group.shared].some((key) => matches(calendar, key));
 }

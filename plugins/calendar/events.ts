@@ -30,6 +30,8 @@ export interface Occurrence {
   description: string | null;
   /** "Name <mail>" or the address, as the event lists them. */
   attendees: string[];
+  /** The organizer's address (without mailto:), if the event names one: an invitation's sender. */
+  organizer: string | null;
   start: CalendarTime;
   end: CalendarTime;
   /** The instants it covers, for sorting and overlap (a date: its day in the zone). */
@@ -73,6 +75,11 @@ function attendeesOf(vevent: IcalComponent): string[] {
   });
 }
 
+function organizerOf(vevent: IcalComponent): string | null {
+  const value = vevent.getFirstPropertyValue('organizer');
+  return typeof value === 'string' && value.trim() ? value.trim().replace(/^mailto:/i, '') : null;
+}
+
 function optionalText(vevent: IcalComponent, name: string): string | null {
   return vevent.hasProperty(name) ? propertyText(vevent, name) : null;
 }
@@ -89,6 +96,7 @@ function occurrence(item: IcalComponent, start: IcalTime, end: IcalTime, uid: st
     location: optionalText(item, 'location'),
     description: optionalText(item, 'description'),
     attendees: attendeesOf(item),
+    organizer: organizerOf(item),
     start: s,
     end: e,
     startMs,

@@ -17,12 +17,13 @@ import {
   type RequestEnvelope,
   type CheckConnections,
 } from '#sdk';
-import { CalDavStore, checkCalDav, DavConflict, davInitFailure, davRequest, type CalendarTime, type DavCollection, type StoredObject } from '#sdk/calendar';
+import { CalDavStore, checkCalDav, DavConflict, davInitFailure, davRequest, LabelledUids, type DavCollection, type StoredObject } from '#sdk/calendar';
 import { allowedCalendars, notAllowed, pickCalendar } from './access.js';
 import { toolError } from './errors.js';
 import { buildEvent, editEvent, occurrencesIn, readEvent, type EventChanges, type Occurrence } from './events.js';
 import { findFreeTime, type Interval } from './free-time.js';
 import { serveCalendarPanel, type PanelSource } from './panel.js';
+import { externalReason, present, when } from './present.js';
 import { parseSettings, type GroupSettings, type Settings } from './settings.js';
 
 const log = pino({ base: { service: 'plugin-host', plugin: 'calendar' } }, pino.destination(2));
@@ -34,7 +35,6 @@ const DAY_MS = 86_400_000;
 /** list_events and find_free_time look at most this far (the manifest says so too). */
 const MAX_RANGE_DAYS = 62;
 const MAX_UID = 255;
-const MAX_TEXT_LISTED = 500;
 /** Occurrences gathered for one call at most (a calendar full of minutely rules stays bounded). */
 const MAX_COLLECTED = 5000;
 
@@ -90,9 +90,14 @@ export default class CalendarPlugin implements PluginHandler, PanelSource {
   private known: DavCollection[] = [];
   /** group + UID → where it was last seen; verified (and checked against the group) on every use. */
   private readonly seen = new Map<string, string>();
+  /** Events written for a session that had read external content: external whenever read. */
+  private labelled!: LabelledUids;
 
-  async initialize(config: PluginConfig, _services: CoreServices): Promise<void> {
+  async initialize(config: PluginConfig, services: CoreServices): Promise<void> {
     this.settings = parseSettings(config);
+    this.labelled = new LabelledUids(services.dataDir, (err) => log.error({ err: err.message }, 'could not save which events are labelled external'));
+    const loaded = this.labelled.load();
+    if (loaded.movedAside) log.warn({ moved_to: loaded.movedAside }, 'the file of labelled events was unreadable: moved aside; events it named are no longer labelled');
     this.store = new CalDavStore({ serverUrl: this.settings.serverUrl, username: this.settings.username, password: this.settings.password, timeoutMs: this.settings.requestTimeoutMs });
     try {
       await this.store.connect();
@@ -115,13 +120,15 @@ export default class CalendarPlugin implements PluginHandler, PanelSource {
     const args = envelope.payload.arguments;
     const tool = envelope.topic.slice('tool.invoke.'.length);
     const scope = await this.scope(envelope.group);
+    // What a session that read external content writes may carry a stranger's words.
+    const labelled = envelope.external_content === true;
     switch (tool) {
       case 'list_events':
         return this.listEvents(scope, args);
       case 'create_event':
-        return this.createEvent(scope, args);
+        return this.createEvent(scope, args, labelled);
       case 'update_event':
-        return this.updateEvent(scope, args);
+        return this.updateEvent(scope, args, labelled);
       case 'delete_event':
         return this.deleteEvent(scope, String(args.event_id));
       case 'find_free_time':
@@ -144,7 +151,7 @@ export default class CalendarPlugin implements PluginHandler, PanelSource {
     }
     const { event, calendar } = found;
     return [
-      `The event "${truncate(event.summary, 300)}" in the calendar "${calendar.name}", ${this.when(event, scope.zone)}${event.recurring ? ' (repeating: every occurrence)' : ''}`,
+      `The event "${truncate(event.summary, 300)}" in the calendar "${calendar.name}", ${when(event, scope.zone)}${event.recurring ? ' (repeating: every occurrence)' : ''}`,
       event.attendees.length > 0 ? `Attendees: ${truncate(event.attendees.join(', '), 1500)}` : 'No attendees',
       ...(event.location ? [`Location: ${truncate(event.location, 300)}`] : []),
     ];
@@ -169,7 +176,7 @@ export default class CalendarPlugin implements PluginHandler, PanelSource {
       group,
       timezone: scope.zone ?? 'UTC',
       calendars: scope.calendars.map((c) => c.name),
-      events: listed.events.slice(0, 100).map(({ event, calendar }) => this.present(event, calendar, scope.zone)),
+      events: listed.events.slice(0, 100).map(({ event, calendar }) => present(event, calendar, scope.zone, this.external(scope, event, calendar))),
     };
   }
 
@@ -181,19 +188,22 @@ export default class CalendarPlugin implements PluginHandler, PanelSource {
     const wanted = str(args.calendar);
     const calendars = wanted ? [this.pick(scope, wanted)] : this.all(scope);
     const listed = await this.collect(scope, calendars, from, to);
+    const events = listed.events.slice(0, limit).map(({ event, calendar }) => present(event, calendar, scope.zone, this.external(scope, event, calendar)));
     const result: Record<string, unknown> = {
       from: formatIso(from.getTime(), scope.zone),
       to: formatIso(to.getTime(), scope.zone),
       timezone: scope.zone ?? 'UTC',
       count: listed.events.length,
-      events: listed.events.slice(0, limit).map(({ event, calendar }) => this.present(event, calendar, scope.zone)),
+      events,
     };
+    // The core labels the reading session (DESIGN 16).
+    if (events.some((e) => e.external === true)) result.external_content = true;
     if (listed.events.length > limit) result.truncated = `only the first ${limit} are shown: ask for a shorter range`;
     if (listed.incomplete) result.warning = 'not every occurrence could be read (a repeating event too long to expand, or too many events): ask for a shorter range';
     return result;
   }
 
-  private async createEvent(scope: Scope, args: JsonObject): Promise<unknown> {
+  private async createEvent(scope: Scope, args: JsonObject, labelled: boolean): Promise<unknown> {
     const title = String(args.title ?? '').trim();
     if (!title) throw invalid('title is empty');
     const start = instant(args.start, 'start');
@@ -206,12 +216,13 @@ export default class CalendarPlugin implements PluginHandler, PanelSource {
     const uid = randomUUID();
     const url = `${calendar.url}${uid}.ics`;
     const data = buildEvent({ uid, title, start, end, location: str(args.location)?.trim() || undefined, description: str(args.description)?.trim() || undefined, now: new Date() });
+    if (labelled) this.labelled.add(uid); // before the write: a label never comes late
     await this.store.put(url, data, null, 'creating the event');
     this.seen.set(`${scope.group}\n${uid}`, url);
     return { event_id: uid, status: 'created', calendar: calendar.name, title, start: formatIso(start.getTime(), scope.zone), end: formatIso(end.getTime(), scope.zone) };
   }
 
-  private async updateEvent(scope: Scope, args: JsonObject): Promise<unknown> {
+  private async updateEvent(scope: Scope, args: JsonObject, labelled: boolean): Promise<unknown> {
     const changes: EventChanges = {};
     if (args.title !== undefined) {
       changes.title = String(args.title).trim();
@@ -231,8 +242,10 @@ export default class CalendarPlugin implements PluginHandler, PanelSource {
       const after = edited && readEvent(edited, scope.zone);
       if (!edited || !after) throw new ToolError({ code: 'EVENT_UNREADABLE', message: 'This event could not be read; ask the user to change it in their calendar app.', retriable: false });
       if (after.endMs < after.startMs || (after.endMs === after.startMs && (changes.start || changes.end))) throw invalid('the event would end before it starts: give both start and end');
+      if (labelled) this.labelled.add(event.uid);
       await this.store.put(object.url, edited, object.etag, 'updating the event');
-      return { event_id: event.uid, status: 'updated', ...this.present(after, calendar, scope.zone) };
+      const reason = this.external(scope, after, calendar);
+      return { event_id: event.uid, status: 'updated', ...present(after, calendar, scope.zone, reason), ...(reason ? { external_content: true } : {}) };
     });
   }
 
@@ -241,6 +254,7 @@ export default class CalendarPlugin implements PluginHandler, PanelSource {
       const { calendar, object, event } = await this.locate(scope, id);
       await this.store.remove(object.url, object.etag);
       this.seen.delete(`${scope.group}\n${event.uid}`);
+      this.labelled.remove(event.uid);
       return { event_id: event.uid, status: 'deleted', calendar: calendar.name, title: event.summary };
     });
   }
@@ -363,24 +377,7 @@ export default class CalendarPlugin implements PluginHandler, PanelSource {
     throw notFound();
   }
 
-  private time(value: CalendarTime, zone: string | undefined): string {
-    return value.kind === 'date' ? value.date : formatIso(value.ms, zone);
-  }
-
-  /** "start – end" as a person reads it in the group's zone. */
-  private when(event: Occurrence, zone: string | undefined): string {
-    const allDay = event.start.kind === 'date';
-    return `${this.time(event.start, zone)} – ${this.time(event.end, zone)}${allDay ? ' (all day)' : ''} (${zone ?? 'UTC'})`;
-  }
-
-  private present(event: Occurrence, calendar: DavCollection, zone: string | undefined): Record<string, unknown> {
-    const out: Record<string, unknown> = { event_id: event.uid, calendar: calendar.name, title: event.summary, start: this.time(event.start, zone), end: this.time(event.end, zone) };
-    if (event.start.kind === 'date') out.all_day = true;
-    if (event.location) out.location = truncate(event.location, MAX_TEXT_LISTED);
-    if (event.description) out.description = truncate(event.description, MAX_TEXT_LISTED);
-    if (event.attendees.length > 0) out.attendees = event.attendees.slice(0, 20);
-    if (event.recurring) out.repeats = true;
-    if (event.transparent) out.free = true;
-    return out;
+  private external(scope: Scope, event: Occurrence, calendar: DavCollection): string | null {
+    return externalReason(event, calendar, scope.settings, this.settings.ownAddresses, this.labelled);
   }
 }

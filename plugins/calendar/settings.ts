@@ -7,6 +7,8 @@ import type { WorkingHours } from './free-time.js';
 export interface GroupSettings {
   /** Display names or URLs, as configured. */
   calendars: string[];
+  /** Those of them others can write to (refKey): what is read from them is external content. */
+  shared: Set<string>;
   defaultCalendar?: string;
   timezone?: string;
   hours: WorkingHours;
@@ -18,6 +20,8 @@ export interface Settings {
   password?: string;
   requestTimeoutMs: number;
   groups: Map<string, GroupSettings>;
+  /** The person's own addresses (lower case): an event another address organizes is an invitation, external content. */
+  ownAddresses: Set<string>;
 }
 
 const text = (v: unknown): string | undefined => (typeof v === 'string' && v.trim() !== '' ? v.trim() : undefined);
@@ -66,8 +70,13 @@ export function parseSettings(config: PluginConfig): Settings {
     if (defaultCalendar && !calendars.some((c) => refKey(c) === refKey(defaultCalendar))) {
       throw new InitError('CONFIG_ERROR', `groups.${group}.default_calendar must be one of that group's calendars`);
     }
+    const shared = Array.isArray(g.shared_calendars) ? g.shared_calendars.filter((c): c is string => typeof c === 'string' && c.trim() !== '') : [];
+    for (const c of shared) {
+      if (!calendars.some((own) => refKey(own) === refKey(c))) throw new InitError('CONFIG_ERROR', `groups.${group}.shared_calendars: "${c}" is not one of that group's calendars`);
+    }
     groups.set(group, {
       calendars,
+      shared: new Set(shared.map(refKey)),
       defaultCalendar,
       timezone: zone(g.timezone, `groups.${group}.timezone`) ?? timezone,
       hours: hours(g.working_hours, defaultHours, `groups.${group}`),
@@ -79,5 +88,17 @@ export function parseSettings(config: PluginConfig): Settings {
     password,
     requestTimeoutMs: typeof config.request_timeout_ms === 'number' ? config.request_timeout_ms : 10_000,
     groups,
+    ownAddresses: ownAddresses(config.own_addresses, username),
   };
+}
+
+/** As configured; without a list, the user name when it is an address (iCloud's Apple ID, Fastmail's login). */
+function ownAddresses(value: unknown, username: string | undefined): Set<string> {
+  const listed = Array.isArray(value) ? value.filter((a): a is string => typeof a === 'string' && a.trim() !== '') : username?.includes('@') ? [username] : [];
+  return new Set(listed.map(mailAddress));
+}
+
+/** "mailto:Ana@Example.org" and "ana@example.org" alike. */
+export function mailAddress(value: string): string {
+  return value.trim().replace(/^mailto:/i, '').toLowerCase();
 }

@@ -4,9 +4,8 @@
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import {
+  escapeText,
   formatIso,
-  InitError,
-  isKnownTimeZone,
   ToolError,
   truncate,
   type CoreServices,
@@ -25,14 +24,22 @@ import {
   davRequest,
   DavHttpError,
   DavUnreachable,
+  LabelledUids,
   type CalendarTime,
   type DavCollection,
   type StoredObject,
 } from '#sdk/calendar';
 import { alarmTime, buildTodo, completeTodo, isDone, parseTodo, type ParsedTodo } from './ical.js';
+import { normalizeName, parseSettings, type Settings } from './settings.js';
 
 type ReminderList = DavCollection;
 type DueValue = CalendarTime;
+
+interface Located {
+  list: ReminderList;
+  object: StoredObject;
+  todo: ParsedTodo;
+}
 
 const log = pino({ base: { service: 'plugin-host', plugin: 'reminders' } }, pino.destination(2));
 
@@ -44,54 +51,7 @@ const MAX_LISTED = 200;
 const MAX_NOTES_LISTED = 1000;
 const MAX_UID = 255;
 
-interface Settings {
-  serverUrl: string;
-  username?: string;
-  password?: string;
-  defaultList: string;
-  alarmMinutesBefore: number;
-  timezone?: string;
-  createMissingLists: boolean;
-  /** One HTTP request to the CalDAV server; a tool call makes a few at most. */
-  requestTimeoutMs: number;
-}
 
-interface Located {
-  list: ReminderList;
-  object: StoredObject;
-  todo: ParsedTodo;
-}
-
-function parseSettings(config: PluginConfig): Settings {
-  // The host has validated the config against the manifest's config_schema (defaults applied).
-  const text = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
-  const serverUrl = String(config.server_url ?? '');
-  let url: URL;
-  try {
-    url = new URL(serverUrl);
-  } catch {
-    throw new InitError('CONFIG_ERROR', 'server_url is not a valid URL');
-  }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new InitError('CONFIG_ERROR', 'server_url must start with https:// (or http://)');
-  if (url.username || url.password) throw new InitError('CONFIG_ERROR', 'server_url must not contain credentials: put them in username and password');
-  const timezone = text(config.timezone);
-  if (timezone && !isKnownTimeZone(timezone)) throw new InitError('CONFIG_ERROR', `timezone "${timezone}" is not a known IANA time zone (e.g. Europe/Berlin)`);
-  const username = text(config.username);
-  const password = text(config.password);
-  if (password !== undefined && username === undefined) throw new InitError('CONFIG_ERROR', 'password is set but username is not');
-  return {
-    serverUrl: url.href,
-    username,
-    password,
-    defaultList: text(config.default_list)?.trim() ?? 'Reminders',
-    alarmMinutesBefore: typeof config.alarm_minutes_before === 'number' ? config.alarm_minutes_before : 0,
-    timezone,
-    createMissingLists: config.create_missing_lists === true,
-    requestTimeoutMs: typeof config.request_timeout_ms === 'number' ? config.request_timeout_ms : 10_000,
-  };
-}
-
-const normalizeName = (name: string): string => name.trim().normalize('NFC').toLowerCase();
 const quoteList = (lists: ReminderList[]): string => (lists.length === 0 ? '(none)' : lists.map((l) => `"${l.name}"`).join(', '));
 /** The agent's own input, shortened, for messages. */
 const shown = (value: string): string => JSON.stringify(truncate(value, 80));
@@ -102,9 +62,14 @@ export default class RemindersPlugin implements PluginHandler {
   private lists: ReminderList[] = [];
   /** reminder_id → where it was last seen; verified on every use. */
   private readonly seen = new Map<string, string>();
+  /** Reminders written for a session that had read external content: external whenever read. */
+  private labelled!: LabelledUids;
 
-  async initialize(config: PluginConfig, _services: CoreServices): Promise<void> {
+  async initialize(config: PluginConfig, services: CoreServices): Promise<void> {
     this.settings = parseSettings(config);
+    this.labelled = new LabelledUids(services.dataDir, (err) => log.error({ err: err.message }, 'could not save which reminders are labelled external'));
+    const loaded = this.labelled.load();
+    if (loaded.movedAside) log.warn({ moved_to: loaded.movedAside }, 'the file of labelled reminders was unreadable: moved aside; reminders it named are no longer labelled');
     this.store = new CalDavStore({
       serverUrl: this.settings.serverUrl,
       username: this.settings.username,
@@ -132,7 +97,8 @@ export default class RemindersPlugin implements PluginHandler {
     const tool = envelope.topic.slice('tool.invoke.'.length);
     switch (tool) {
       case 'create_reminder':
-        return await this.create(args);
+        // What a session that read external content writes may carry a stranger's words.
+        return await this.create(args, envelope.external_content === true);
       case 'list_reminders':
         return await this.listReminders(typeof args.list === 'string' ? args.list : undefined, args.include_completed === true);
       case 'complete_reminder':
@@ -164,7 +130,7 @@ export default class RemindersPlugin implements PluginHandler {
 
   // ---- tools ------------------------------------------------------------------------------
 
-  private async create(args: Record<string, unknown>): Promise<unknown> {
+  private async create(args: Record<string, unknown>, labelled: boolean): Promise<unknown> {
     const title = String(args.title ?? '').trim();
     if (!title) throw new ToolError({ message: 'title is empty', retriable: false });
     const notes = typeof args.notes === 'string' && args.notes.trim() ? args.notes : undefined;
@@ -180,6 +146,7 @@ export default class RemindersPlugin implements PluginHandler {
     const uid = randomUUID();
     const now = new Date();
     const url = `${list.url}${uid}.ics`;
+    if (labelled) this.labelled.add(uid); // before the write: a label never comes late
     await this.store.put(url, buildTodo({ uid, title, notes, due, alarmMinutesBefore: this.settings.alarmMinutesBefore, now }), null, 'creating the reminder');
     this.seen.set(uid, url);
     const result: Record<string, unknown> = { reminder_id: uid, status: 'created', list: list.name, title };
@@ -201,8 +168,10 @@ export default class RemindersPlugin implements PluginHandler {
       if (includeCompleted || !isDone(todo)) todos.push(todo);
     }
     todos.sort(byUrgency);
-    const reminders = todos.slice(0, MAX_LISTED).map((t) => this.present(t));
+    const reminders = todos.slice(0, MAX_LISTED).map((t) => this.present(t, this.external(t, list)));
     const result: Record<string, unknown> = { list: list.name, count: todos.length, reminders };
+    // The core labels the reading session (DESIGN 16).
+    if (reminders.some((r) => r.external === true)) result.external_content = true;
     if (todos.length > MAX_LISTED) result.truncated = `only the first ${MAX_LISTED} are shown (open ones first, earliest due first)`;
     return result;
   }
@@ -231,6 +200,7 @@ export default class RemindersPlugin implements PluginHandler {
       const { todo, list, object } = await this.locate(id);
       await this.store.remove(object.url, object.etag);
       this.seen.delete(todo.uid);
+      this.labelled.remove(todo.uid);
       return { reminder_id: todo.uid, status: 'deleted', list: list.name, title: todo.summary };
     });
   }
@@ -313,14 +283,23 @@ export default class RemindersPlugin implements PluginHandler {
     return null;
   }
 
-  private present(todo: ParsedTodo): Record<string, unknown> {
-    const out: Record<string, unknown> = { reminder_id: todo.uid, title: todo.summary };
+  /** Why a reminder is external content, or null where it is the person's own. */
+  private external(todo: ParsedTodo, list: ReminderList): string | null {
+    if (this.labelled.has(todo.uid)) return 'written for a session that had read external content';
+    if (this.settings.sharedLists.has(normalizeName(list.name))) return `in "${list.name}", a list others write to`;
+    return null;
+  }
+
+  /** An external reminder's text escaped as a stranger's (the approval prompts' own sanitizer), and labelled. */
+  private present(todo: ParsedTodo, external: string | null = null): Record<string, unknown> {
+    const text = external ? (s: string) => escapeText(s) : (s: string) => s;
+    const out: Record<string, unknown> = { reminder_id: todo.uid, title: text(todo.summary) };
     const due = this.formatDue(todo.due);
     if (due) {
       out.due = due;
       if (todo.due?.kind === 'date') out.all_day = true;
     }
-    if (todo.description) out.notes = truncate(todo.description, MAX_NOTES_LISTED);
+    if (todo.description) out.notes = text(truncate(todo.description, MAX_NOTES_LISTED));
     const done = isDone(todo);
     out.completed = done;
     if (done) {
@@ -330,6 +309,10 @@ export default class RemindersPlugin implements PluginHandler {
     }
     if (todo.priority !== null) out.priority = todo.priority <= 4 ? 'high' : todo.priority === 5 ? 'medium' : 'low';
     if (todo.recurring) out.repeats = true;
+    if (external) {
+      out.external = true;
+      out.external_why = external;
+    }
     return out;
   }
 

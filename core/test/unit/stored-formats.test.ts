@@ -23,6 +23,7 @@ import { FiledReports } from '../../../plugins/github-bugs/filed-reports.js';
 import { RecentMail } from '../../../plugins/email/recent-mail.js';
 import { SyncState } from '../../../plugins/email/sync-state.js';
 import { TaskStore } from '../../../plugins/tasks/store.js';
+import { LabelledUids } from '../../sdk/labelled-uids.js';
 
 let dir: string;
 let heard: FormatMigration[];
@@ -124,6 +125,7 @@ describe('every stored format refuses a file a newer Carapace wrote', () => {
     ['recent mail', 'recent-mail.json', (d) => new RecentMail(d).load([])],
     ['mail sync state', 'sync.json', (d) => new SyncState(d).load()],
     ['plugin uids', '.uids.json', (d) => new PluginIds(d)],
+    ['labelled calendar entries', 'labelled-entries.json', (d) => new LabelledUids(d).load()],
   ];
   it.each(jsonStores)('%s (JSON)', async (_name, name, open) => {
     const file = join(dir, name);

@@ -22,8 +22,9 @@ function Calendar() {
     ${error && html`<div class="error" role="alert">${error}</div>`}
     ${overview && html`<section>
       <p>Calendars this group may use: ${overview.calendars.length ? overview.calendars.join(', ') : '(none)'} · times in ${overview.timezone}</p>
+      <p class="muted">Events marked <span class="warn">external</span> (an invitation from someone else, one in a calendar others write to, or one written after a session read a mail) are external content: a session that reads them waits for you before it sends, shares or deletes anything.</p>
       <table id="events"><thead><tr><th>Start</th><th>End</th><th>Title</th><th>Calendar</th><th>Attendees</th></tr></thead>
-        <tbody>${overview.events.map((e) => html`<tr><td>${e.start}</td><td>${e.end}</td><td>${e.title}${e.repeats ? ' ↻' : ''}</td><td>${e.calendar}</td><td>${(e.attendees || []).join(', ')}</td></tr>`)}</tbody></table>
+        <tbody>${overview.events.map((e) => html`<tr><td>${e.start}</td><td>${e.end}</td><td>${e.title}${e.repeats ? ' ↻' : ''}${e.external && html` <span class="warn external" title=${e.external_why}>external</span>`}</td><td>${e.calendar}</td><td>${(e.attendees || []).join(', ')}</td></tr>`)}</tbody></table>
       ${overview.events.length === 0 && html`<p>No events.</p>`}
     </section>`}
   </main>`;
