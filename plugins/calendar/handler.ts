@@ -252,10 +252,12 @@ export default class CalendarPlugin implements PluginHandler, PanelSource {
   private async deleteEvent(scope: Scope, id: string): Promise<unknown> {
     return retryOnceOnConflict(async () => {
       const { calendar, object, event } = await this.locate(scope, id);
+      const reason = this.external(scope, event, calendar);
       await this.store.remove(object.url, object.etag);
       this.seen.delete(`${scope.group}\n${event.uid}`);
       this.labelled.remove(event.uid);
-      return { event_id: event.uid, status: 'deleted', calendar: calendar.name, title: event.summary };
+      const { title } = present(event, calendar, scope.zone, reason);
+      return { event_id: event.uid, status: 'deleted', calendar: calendar.name, title, ...(reason ? { external_content: true } : {}) };
     });
   }
 

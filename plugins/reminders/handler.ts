@@ -179,7 +179,7 @@ export default class RemindersPlugin implements PluginHandler {
   private async complete(id: string): Promise<unknown> {
     return retryOnceOnConflict(async () => {
       const { todo, list, object } = await this.locate(id);
-      const base = { reminder_id: todo.uid, list: list.name, title: todo.summary };
+      const base = this.named(todo, list);
       if (isDone(todo)) return { ...base, status: 'already_completed' };
       if (todo.recurring) {
         throw new ToolError({
@@ -198,10 +198,11 @@ export default class RemindersPlugin implements PluginHandler {
   private async remove(id: string): Promise<unknown> {
     return retryOnceOnConflict(async () => {
       const { todo, list, object } = await this.locate(id);
+      const base = this.named(todo, list);
       await this.store.remove(object.url, object.etag);
       this.seen.delete(todo.uid);
       this.labelled.remove(todo.uid);
-      return { reminder_id: todo.uid, status: 'deleted', list: list.name, title: todo.summary };
+      return { ...base, status: 'deleted' };
     });
   }
 
@@ -288,6 +289,12 @@ export default class RemindersPlugin implements PluginHandler {
     if (this.labelled.has(todo.uid)) return 'written for a session that had read external content';
     if (this.settings.sharedLists.has(normalizeName(list.name))) return `in "${list.name}", a list others write to`;
     return null;
+  }
+
+  /** A reminder as complete_reminder and delete_reminder name it: an external one labelled, as list_reminders would. */
+  private named(todo: ParsedTodo, list: ReminderList): Record<string, unknown> {
+    const reason = this.external(todo, list);
+    return { reminder_id: todo.uid, list: list.name, title: this.present(todo, reason).title, ...(reason ? { external_content: true } : {}) };
   }
 
   /** An external reminder's text escaped as a stranger's (the approval prompts' own sanitizer), and labelled. */
