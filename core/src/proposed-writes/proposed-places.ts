@@ -72,7 +72,7 @@ export class ProposedPlaces {
     const heading =
       change.place === 'skills'
         ? exists ? `skill "${change.skill}" exists (${this.count(where.folder)} files); this changes it` : `skill "${change.skill}" does not exist yet; this creates it`
-        : `into the person's documents folder (${change.files.length} ${change.files.length === 1 ? 'file' : 'files'})`;
+        : `into your documents folder (${change.files.length} ${change.files.length === 1 ? 'file' : 'files'})`;
     return { lines: [heading, ...change.files.map((f) => fileLine(join(where.folder, f.path), f))] };
   }
 

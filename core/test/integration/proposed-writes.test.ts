@@ -154,7 +154,7 @@ describe("the person's documents", () => {
     const call = propose([{ path: 'documents/shopping.md', content: LIST }, { path: 'documents/notes/2026/plan.txt', content: PLAN }], 'the list you asked for');
     const pending = await stack.pendingConfirmation('family', proposesDocument('shopping.md'));
     expect(pending.description.state).toEqual([
-      "into the person's documents folder (2 files)",
+      'into your documents folder (2 files)',
       `shopping.md: new file, ${Buffer.byteLength(LIST)} bytes`,
       `notes/2026/plan.txt: new file, ${Buffer.byteLength(PLAN)} bytes`,
     ]);
