@@ -79,6 +79,8 @@ export class PluginHost {
   /** Configurations are applied one after another, in the order the core sent them. */
   private applying: Promise<void> = Promise.resolve();
   private ids: PluginIds | null = null;
+  /** What vouches for a plugin process's request lane to the core (the core's request-lanes.ts); null: no lanes. */
+  private laneToken: string | null = null;
   private readonly panels: PublicPanels;
   /** hello, then each plugin's latest init result: said again to a core that restarted. */
   private hello: HostToCore | null = null;
@@ -132,6 +134,7 @@ export class PluginHost {
   private async configure(message: Extract<CoreToHost, { t: 'configuration' }>): Promise<void> {
     if (this.stopping) return;
     const { configuration } = message;
+    this.laneToken = message.lane_token ?? null;
     this.bounds = { handler_timeout_ms: configuration.handler_timeout_ms, shutdown_timeout_ms: configuration.shutdown_timeout_ms };
     const plan = planConfiguration(this.plugins, configuration, this.running, new Set(message.applied_live ?? []), this.options.env ?? process.env, this.options.handlersDir);
     await this.send({ t: 'secrets', secrets: plan.secrets }).catch(() => undefined);
@@ -214,6 +217,7 @@ export class PluginHost {
       ids: pluginIds,
       env: pluginEnv(this.options.env ?? process.env, dataDir),
       inProcess: this.options.inProcessPlugins === true,
+      lane: () => (this.laneToken ? { path: join(this.options.runDir, SOCKETS.lanes), token: this.laneToken } : null),
       events: {
         init: (result) => {
           if (result.ok && hasPanel && !this.stopping) void this.panels.open(name, join(dataDir, PRIVATE_PANEL));

@@ -5,7 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomInt } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import type { Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { HandlerOutcome } from '../src/plugins/host-protocol.js';
@@ -50,7 +50,7 @@ export interface PluginProcessEvents {
   hookResult(message: Extract<RunnerToSupervisor, { t: 'hook_result' }>): void;
   /** It broke the channel's rules or floods it: for the audit log (reportFault on its behalf). */
   fault(detail: string): void;
-  /** A service call; `rid` is kept only when it names a request or describe_call this process holds. */
+  /** A service call, with the request id the process says it runs under (the core checks it). */
   service(message: Extract<RunnerToSupervisor, { t: 'service' }>): void;
   /** `answer` reaches the process that published (not one started after it, whose ids start again). */
   publish(message: Extract<RunnerToSupervisor, { t: 'publish' }>, answer: (refused?: string, held?: string) => void): void;
@@ -65,9 +65,20 @@ export interface PluginProcessOptions {
   events: PluginProcessEvents;
   /** The benchmark's baseline only: the plugin inside the host's process (in-process-child.ts). */
   inProcess?: boolean;
+  /** Where its process gets a request lane to the core, and the token that vouches for it (the core's request-lanes.ts); none: every request through the host. */
+  lane?: () => { path: string; token: string } | null;
 }
 
 type State = 'starting' | 'ready' | 'waiting' | 'failed' | 'stopped';
+
+/** A lane to the core for one plugin's process, vouched for by the host's hello; null where the core has none. */
+function connectLane(lane: { path: string; token: string }, plugin: string): Promise<Socket | null> {
+  return new Promise((resolve) => {
+    const socket = connect(lane.path);
+    socket.once('error', () => resolve(null));
+    socket.once('connect', () => socket.write(`${JSON.stringify({ t: 'lane', plugin, token: lane.token })}\n`, (err) => resolve(err ? null : socket)));
+  });
+}
 
 /** Its end of the channel: a socket pair (runner-channel.ts), or the benchmark's in-process runner. */
 interface Link {
@@ -82,9 +93,8 @@ export class PluginProcess {
   private killedFor: string | null = null;
   private throttleReportedAt = 0;
   private state: State = 'starting';
-  /** Requests and describe_call hooks with this process: answered for it if it dies. */
+  /** Requests (through the host) and hooks with this process: answered for it if it dies. */
   private readonly requests = new Set<string>();
-  private readonly describing = new Set<string>();
   private readonly hooks = new Set<string>();
   private crashes: number[] = [];
   private heartbeat: NodeJS.Timeout | null = null;
@@ -138,6 +148,17 @@ export class PluginProcess {
   start(): void {
     this.state = 'starting';
     this.killedFor = null;
+    const lane = this.options.inProcess ? null : (this.options.lane?.() ?? null);
+    if (!lane) return this.spawn(null);
+    void connectLane(lane, this.name).then((socket) => {
+      // Stopped (or started again) while the lane was being connected.
+      if (this.state !== 'starting' || this.child) return void socket?.destroy();
+      this.spawn(socket);
+    });
+  }
+
+  /** Its process, with its channel on fd 3 and, when it has one, its request lane on fd 4 (the host keeps no copy). */
+  private spawn(lane: Socket | null): void {
     const { ids, env } = this.options;
     let child: ChildProcess;
     if (this.options.inProcess) {
@@ -152,7 +173,7 @@ export class PluginProcess {
       const node = [process.execPath, `--max-old-space-size=${HEAP_MB}`, RUNNER_MAIN];
       const [command, ...args] = PRLIMIT ? [PRLIMIT, `--data=${DATA_LIMIT_MB * 1024 * 1024}`, '--', ...node] : node;
       child = spawn(command, args, {
-        stdio: ['ignore', 'inherit', 'inherit', 'pipe'],
+        stdio: ['ignore', 'inherit', 'inherit', 'pipe', ...(lane ? [lane] : [])],
         env,
         cwd: '/',
         detached: true,
@@ -164,6 +185,7 @@ export class PluginProcess {
         throttled: (pausedMs) => this.throttled(pausedMs),
       });
       this.link = channel;
+      lane?.destroy();
     }
     this.child = child;
     child.on('error', (err) => this.ended(child, `could not be started: ${err.message}`));
@@ -204,7 +226,6 @@ export class PluginProcess {
   hook(message: HookMessage): boolean {
     if (this.state !== 'ready') return false;
     this.hooks.add(message.hid);
-    if (message.hook === 'describe_call') this.describing.add(message.hid);
     this.send(message);
     return true;
   }
@@ -282,13 +303,12 @@ export class PluginProcess {
         return true;
       case 'hook_result':
         if (!this.hooks.delete(message.hid)) return false;
-        this.describing.delete(message.hid);
         this.options.events.hookResult(message);
         return true;
       case 'service': {
-        // The process may only speak for requests it holds: any other id is dropped.
-        const rid = message.rid !== null && (this.requests.has(message.rid) || this.describing.has(message.rid)) ? message.rid : null;
-        this.options.events.service({ ...message, rid });
+        // The id of a request it holds, here or on its lane (which the host does not see): the
+        // core takes a call's request only while it is in flight and the caller's own.
+        this.options.events.service(message);
         return false;
       }
       case 'publish': {
@@ -334,7 +354,6 @@ export class PluginProcess {
     for (const hid of this.hooks) this.options.events.hookResult({ t: 'hook_result', hid, ok: false, detail: `the plugin's process ended (${detail})` });
     this.requests.clear();
     this.hooks.clear();
-    this.describing.clear();
     this.stopped?.({ outcome: 'error', detail: `its process ended (${detail})` });
     if (this.state === 'stopped' || this.state === 'failed') return;
     const wasStarting = this.state === 'starting';

@@ -230,7 +230,7 @@ export class Core extends EventEmitter<CoreEvents> {
       readFile: (id) => core.deps.files?.store.read(id) ?? null,
     };
     core.hostLink.on('service', (m, reply) => reply(answerService(m, services)));
-    await core.hostLink.open(`ipc://${join(options.runDir, SOCKETS.pluginHost)}`);
+    await core.hostLink.open(`ipc://${join(options.runDir, SOCKETS.pluginHost)}`, join(options.runDir, SOCKETS.lanes));
     if (options.configFile && options.watchConfig !== false) {
       const schemaOf = (name: string) => core.catalog.discovered(name)?.manifest.config_schema;
       core.reload = new ConfigReload(options.configFile, { config: options.config, audit: core.audit, apply: (next, diff) => core.applyConfig(next, diff), checkSections: (next, text) => pluginSectionProblem(options.configFile!, text, next.plugins, schemaOf) });

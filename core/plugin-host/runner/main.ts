@@ -39,7 +39,38 @@ const send = (message: RunnerToSupervisor): void => {
   if (channel.destroyed || !channel.writable) process.exit(0);
   if (out.push(`${JSON.stringify(message)}\n`) === 1) setImmediate(flush);
 };
-const runner = new PluginRunner(send);
+// In order, each once the start is prepared.
+let prepared: Promise<void> = Promise.resolve();
+
+// Its request lane to the core on fd 4, when the host gave it one (the core's
+// request-lanes.ts): requests and cancels come in there, their answers go back there.
+const LANE_FD = 4;
+let lane: Socket | null = null;
+try {
+  if (fstatSync(LANE_FD).isSocket()) lane = new Socket({ fd: LANE_FD, readable: true, writable: true });
+} catch {
+  // none: every request comes through the host
+}
+/** Requests that came on the lane, until answered. */
+const onLane = new Set<string>();
+const runner = new PluginRunner((message) => {
+  if (message.t === 'response' && onLane.delete(message.rid)) lane?.write(`${JSON.stringify(message)}\n`);
+  else send(message);
+});
+if (lane) {
+  const from = lane;
+  from.on('error', () => undefined);
+  // A closed lane (the core restarted): requests come through the host again.
+  from.on('close', () => onLane.clear());
+  const reader = createInterface({ input: from, crlfDelay: Infinity });
+  // readline passes its input's errors on (a reset when the core closed the lane).
+  reader.on('error', () => undefined);
+  reader.on('line', (line: string) => {
+    const message = JSON.parse(line) as Extract<SupervisorToRunner, { t: 'request' | 'cancel' }>;
+    if (message.t === 'request') onLane.add(message.rid);
+    void prepared.then(() => runner.receive(message));
+  });
+}
 channel.on('close', () => process.exit(0));
 channel.on('error', () => process.exit(0));
 // The host's SIGTERM is for the host: it shuts each plugin down in turn.
@@ -74,8 +105,6 @@ async function prepare(message: Extract<SupervisorToRunner, { t: 'start' }>): Pr
   setGlobalDispatcher(new ProxyAgent({ uri: `${url.protocol}//${url.host}`, token, connections: CONNECTIONS_PER_HOST }));
 }
 
-// In order, each once the start is prepared.
-let prepared: Promise<void> = Promise.resolve();
 createInterface({ input: channel, crlfDelay: Infinity }).on('line', (line: string) => {
   const message = JSON.parse(line) as SupervisorToRunner;
   if (message.t === 'start') {

@@ -27,6 +27,8 @@ interface Scope {
 interface InHand {
   cancelled: boolean;
   controller: AbortController | null;
+  /** Service calls made under it and not answered yet: its answer waits for them. */
+  calls: Set<Promise<unknown>> | null;
 }
 
 const SERVICE_TIMEOUT_MS = 5000;
@@ -55,8 +57,9 @@ export class PluginRunner {
   private readonly inHand = new Map<string, InHand>();
   private panel: Server | null = null;
   private stopping = false;
-  /** Events being handled now. */
+  /** Events and requests being handled now (a request on its lane is one the host cannot drain). */
   private readonly events = new Set<Promise<void>>();
+  private readonly requests = new Set<Promise<void>>();
   private published = 0;
   /** Publishes the core has not confirmed yet, by id. */
   private readonly publishing = new Map<number, { resolve: (outcome: PublishOutcome) => void; reject: (err: ServiceError) => void }>();
@@ -68,9 +71,12 @@ export class PluginRunner {
       case 'start':
         void this.start(message);
         break;
-      case 'request':
-        void this.handleRequest(message.rid, message.envelope);
+      case 'request': {
+        const handling = this.handleRequest(message.rid, message.envelope);
+        this.requests.add(handling);
+        void handling.finally(() => this.requests.delete(handling));
         break;
+      }
       case 'cancel':
         this.cancel(message.rid);
         break;
@@ -155,7 +161,7 @@ export class PluginRunner {
   /** A core service, through the supervisor (which names the plugin). */
   callCore(rid: string | null, group: string | null, method: ServiceMethod, args: JsonObject): Promise<unknown> {
     const sid = randomUUID();
-    return new Promise((resolve, reject) => {
+    const answer = new Promise((resolve, reject) => {
       const timer = setTimeout(() => done({ t: 'service_result', sid, ok: false, message: 'core did not answer' }), SERVICE_TIMEOUT_MS);
       const done = (r: Extract<SupervisorToRunner, { t: 'service_result' }>): void => {
         if (!this.calls.delete(sid)) return;
@@ -166,6 +172,16 @@ export class PluginRunner {
       this.calls.set(sid, done);
       this.send({ t: 'service', sid, rid, group, method, args });
     });
+    // A call made under a request is part of it, awaited by the handler or not (a note of
+    // what it sent): the request's answer waits for it, so that the core still has the
+    // request in hand when the call comes (on the lane, the answer would overtake it).
+    const request = rid === null ? undefined : this.inHand.get(rid);
+    if (request) {
+      const calls = (request.calls ??= new Set());
+      calls.add(answer);
+      void answer.finally(() => calls.delete(answer)).catch(() => undefined);
+    }
+    return answer;
   }
 
   private async handleRequest(rid: string, envelope: RequestEnvelope): Promise<void> {
@@ -174,7 +190,7 @@ export class PluginRunner {
       this.send({ t: 'response', rid, outcome: { kind: 'unavailable' } });
       return;
     }
-    const request: InHand = { cancelled: false, controller: null };
+    const request: InHand = { cancelled: false, controller: null, calls: null };
     this.inHand.set(rid, request);
     const context: RequestContext = {
       get signal(): AbortSignal {
@@ -194,9 +210,9 @@ export class PluginRunner {
       if (err instanceof AbortedBeforeActing) outcome = request.cancelled ? { kind: 'stopped' } : { kind: 'crash', detail: 'AbortedBeforeActing thrown although the request was not aborted' };
       else if (err instanceof ToolError) outcome = { kind: 'tool_error', code: err.code, message: String(err.message), retriable: err.retriable === true };
       else outcome = { kind: 'crash', detail: String((err as Error)?.stack ?? err) };
-    } finally {
-      this.inHand.delete(rid);
     }
+    if (request.calls) await Promise.allSettled([...request.calls]);
+    this.inHand.delete(rid);
     this.send({ t: 'response', rid, outcome });
   }
 
@@ -265,7 +281,7 @@ export class PluginRunner {
     this.panel?.close();
     this.unconfirmed();
     try {
-      const events = Promise.allSettled([...this.events]);
+      const events = Promise.allSettled([...this.events, ...this.requests]);
       await withTimeout(events.then(() => this.handler?.shutdown?.()), ms, 'shutdown()');
       return { outcome: 'clean' };
     } catch (err) {

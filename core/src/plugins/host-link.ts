@@ -8,6 +8,7 @@ import { FrameBatch, parseFrames } from '../boundary/frame-batch.js';
 import { SendQueue } from '../boundary/send-queue.js';
 import type { JsonObject, RequestEnvelope } from '../protocol/envelope.js';
 import { HOST_LINK_VERSION, type CoreToHost, type HandlerOutcome, type HostConfiguration, type HostToCore } from './host-protocol.js';
+import { RequestLanes } from './request-lanes.js';
 
 /**
  * `unknown`: the request reached the host, which went away before answering.
@@ -28,6 +29,8 @@ interface InFlight {
   finish: (outcome: InvokeOutcome) => void;
   /** The kept files the request hands the plugin (its file arguments): the ones it may read. */
   files?: string[];
+  /** Sent on the plugin's request lane, not through the host (its cancel goes the same way). */
+  lane: boolean;
 }
 
 /** A request answered at its deadline whose handler has not said yet how it ended. */
@@ -57,6 +60,8 @@ export interface HostLinkEvents {
   refused: [{ version: unknown; pid: unknown }];
   /** The final word of a handler that was aborted at its deadline, after the caller was answered. */
   late: [LateAnswer];
+  /** A plugin's process broke its request lane's rules (the lane is closed; its requests go through the host). */
+  laneFault: [{ plugin: string; detail: string }];
 }
 
 export class PluginHostLink extends EventEmitter<HostLinkEvents> {
@@ -66,6 +71,20 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
     this.host ? this.queue.push([this.host, frame]) : Promise.reject(new Error('plugin host not connected')),
   );
   private host: Buffer | null = null;
+  /** Requests straight to the plugins' processes (request-lanes.ts). */
+  private readonly lanes = new RequestLanes({
+    response: (plugin, rid, outcome) => {
+      if ((this.inFlight.get(rid)?.plugin ?? this.awaitingFinalWord.get(rid)?.plugin) === plugin) this.answered(rid, outcome);
+    },
+    lost: (plugin, rids) => {
+      for (const rid of rids) {
+        const entry = this.inFlight.get(rid);
+        if (entry?.plugin === plugin) entry.finish(entry.cancelled ? { kind: 'timeout', stopped: false } : { kind: 'unknown' });
+        if (this.awaitingFinalWord.get(rid)?.plugin === plugin) this.awaitingFinalWord.delete(rid);
+      }
+    },
+    fault: (plugin, detail) => this.emit('laneFault', { plugin, detail }),
+  });
 
   /** A plugin host is linked now (the console's overview). */
   get connected(): boolean {
@@ -84,8 +103,10 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
   /** `received` for events that came before any host's hello. */
   private unsaid: { id: string; held?: string }[] = [];
 
-  async open(endpoint: string): Promise<void> {
+  /** `lanes`: where plugins' processes get their request lanes (SOCKETS.lanes). */
+  async open(endpoint: string, lanes: string): Promise<void> {
     await this.router.bind(endpoint);
+    await this.lanes.open(lanes);
     this.loops = [this.receive(), this.watch()];
   }
 
@@ -127,7 +148,7 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
         const entry = this.inFlight.get(rid);
         if (!entry) return;
         entry.cancelled = true;
-        void this.send({ t: 'cancel', rid }).catch(() => undefined);
+        if (!entry.lane || !this.lanes.send(plugin, { t: 'cancel', rid })) void this.send({ t: 'cancel', rid }).catch(() => undefined);
         timer = setTimeout(() => {
           // No word in the grace period: the handler may still act. Its final word is audited when it comes.
           this.awaitFinalWord(rid, entry);
@@ -139,9 +160,11 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
         clearTimeout(timer);
         resolve(outcome);
       };
-      this.inFlight.set(rid, { plugin, group: envelope.group, session, correlation: envelope.correlation, topic: envelope.topic, cancelled: false, finish, files });
+      const entry: InFlight = { plugin, group: envelope.group, session, correlation: envelope.correlation, topic: envelope.topic, cancelled: false, finish, files, lane: false };
+      this.inFlight.set(rid, entry);
+      entry.lane = this.lanes.send(plugin, { t: 'request', rid, envelope });
       // Not sent: nothing can have acted. Sent: only the handler's answer says what happened.
-      this.send({ t: 'request', rid, plugin, envelope }).catch(() => finish({ kind: 'unavailable' }));
+      if (!entry.lane) this.send({ t: 'request', rid, plugin, envelope }).catch(() => finish({ kind: 'unavailable' }));
     });
   }
 
@@ -205,7 +228,7 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
   /** What the linked host is to run on (see the `configuration` message); false: no host is linked. */
   configure(configuration: HostConfiguration, appliedLive: string[] = []): boolean {
     if (!this.host) return false;
-    void this.send({ t: 'configuration', configuration, ...(appliedLive.length > 0 ? { applied_live: appliedLive } : {}) }).catch(() => undefined);
+    void this.send({ t: 'configuration', configuration, ...(appliedLive.length > 0 ? { applied_live: appliedLive } : {}), lane_token: this.lanes.token }).catch(() => undefined);
     return true;
   }
 
@@ -324,6 +347,7 @@ export class PluginHostLink extends EventEmitter<HostLinkEvents> {
 
   async close(): Promise<void> {
     this.failAll();
+    await this.lanes.close();
     this.router.close();
     await Promise.all(this.loops.map((l) => l.catch(() => undefined)));
   }

@@ -81,7 +81,7 @@ export type CoreToHost =
    * new settings, unless it is in `applied_live` (the plugin took the change itself, such as
    * a chat pairing added): then only its settings for a later start are replaced.
    */
-  | { t: 'configuration'; configuration: HostConfiguration; applied_live?: string[] }
+  | { t: 'configuration'; configuration: HostConfiguration; applied_live?: string[]; lane_token?: string }
   /**
    * The event the host named `id` (PublishedEvent.id) is the core's now: accepted, refused
    * for good, or `held` (why: the configuration does not allow it yet; it is kept and
@@ -110,6 +110,8 @@ export const MAX_EVENT_BYTES = 1024 * 1024;
 
 export const SOCKETS = {
   pluginHost: 'plugins.sock',
+  /** Each plugin process's request lane to the core (plugins/request-lanes.ts). */
+  lanes: 'lanes.sock',
   busOut: 'bus-out.sock',
   busIn: 'bus-in.sock',
   sessions: 'sessions',
@@ -125,3 +127,12 @@ export const SOCKETS = {
  * published before (a withdrawn prompt's edit), whatever its link to the core delivered first.
  */
 export const BUS_DRAINED = '.host drained';
+
+/**
+ * A plugin process's request lane (plugins/request-lanes.ts): JSON lines on a unix socket
+ * the host connects, vouches for with `hello` and hands to the process. The core sends
+ * requests and cancels on it; the process sends only the responses.
+ */
+export type LaneHello = { t: 'lane'; plugin: string; token: string };
+export type CoreToLane = { t: 'request'; rid: string; envelope: RequestEnvelope } | { t: 'cancel'; rid: string };
+export type LaneToCore = { t: 'response'; rid: string; outcome: HandlerOutcome };

@@ -37,6 +37,8 @@ export class HostSession {
     hostLink.on('pluginDown', (m) => this.onDown(m));
     hostLink.on('down', () => this.onHostDown());
     hostLink.on('refused', (m) => deps.audit.record({ group: null, session: null, source: 'plugin-host', topic: null, correlation: null, stage: 'plugin', outcome: 'rejected', code: 'UNSUPPORTED_VERSION', reason: `a plugin host (pid ${String(m.pid).slice(0, 16)}) speaking protocol version ${JSON.stringify(m.version ?? null).slice(0, 16)} was refused (this core speaks ${HOST_LINK_VERSION})` }));
+    // Its requests go through the host again: nothing is lost, but a person must see it.
+    hostLink.on('laneFault', (f) => deps.audit.record({ group: null, session: null, source: f.plugin, topic: null, correlation: null, stage: 'plugin', outcome: 'error', severity: 'CRITICAL', code: 'LANE_CLOSED', reason: `plugin "${f.plugin}" sent ${f.detail}: its lane closed, its requests go through the plugin host` }));
     // Whether a handler aborted at its deadline stopped, and how: the caller was answered RESULT_UNKNOWN meanwhile.
     hostLink.on('late', (l) => deps.audit.record({ group: l.group, session: l.session, source: l.plugin, topic: l.topic, correlation: l.correlation, stage: 'handler', outcome: l.outcome === 'stopped' ? 'ok' : 'error', reason: l.outcome === 'stopped' ? 'after its deadline the handler stopped before acting' : `after its deadline the handler ran on and ended with ${l.outcome}` }));
   }

@@ -68,8 +68,9 @@ describe('what a plugin writes to the host is bounded', () => {
     const s = await start();
     const before = hostMemory(s);
     const answer = await s.ipc(family, 'tool.invoke.sab_attack', { kind }, { timeoutMs: 30_000 });
-    // It was killed holding the request: whether it acted is unknown.
-    expect(answer.err).toMatchObject({ code: 'RESULT_UNKNOWN' });
+    // Its answer came on its request lane before the host killed it, or it was killed
+    // holding the request (whether it acted is then unknown): nothing else.
+    expect(answer.code === 0 || answer.err?.code === 'RESULT_UNKNOWN').toBe(true);
     const detail = await downBecause(s, reason);
     // Killed, or gone first on its own when the host closed its channel.
     expect(detail).toMatch(/; (killed by SIGKILL|exited with code 0)\); starting it again$/);
@@ -115,8 +116,9 @@ describe('a plugin that never reads', () => {
     // 20 000 tool catalogs asked for and never read (the host's answers would pile up in its memory).
     expect((await s.ipc(family, 'tool.invoke.sab_deaf', { calls: 20_000 })).out).toEqual({ deaf: true });
     await new Promise((r) => setTimeout(r, 300));
+    // A request on its lane (which it still reads) is answered; one through the host ends unknown or timed out.
     const unheard = await s.ipc(family, 'tool.invoke.sab_whoami', {}, { timeoutMs: 60_000 });
-    expect(['RESULT_UNKNOWN', 'PLUGIN_TIMEOUT']).toContain(unheard.err?.code);
+    expect(['answered', 'RESULT_UNKNOWN', 'PLUGIN_TIMEOUT']).toContain(unheard.code === 0 ? 'answered' : unheard.err?.code);
     await downBecause(s, /UNREAD_BACKLOG: it left more than 16777216 bytes of the host's messages unread|no heartbeat/, 30_000);
     await othersAnswer(s, 'after the deaf one');
     // The host's peak grows by 58 MB here on a quiet machine (16 MB left unread, the answers

@@ -139,13 +139,13 @@ describe('its network is its manifest', () => {
 });
 
 describe('its requests are its own', () => {
-  it("a service call naming another plugin's request id is made without it (the host drops the id)", async () => {
+  it("a service call naming another plugin's request id is refused (the core takes a request only as its own plugin's)", async () => {
     const slow = stack.ipc(family, 'tool.invoke.slow', { ms: 3000 }, { timeoutMs: 30_000 });
     // The id is random and never shown to a plugin; the test hands it over as if it had leaked.
     const inFlight = (stack.core as unknown as { hostLink: { inFlight: Map<string, { plugin: string }> } }).hostLink.inFlight;
     const rid = await until(() => [...inFlight].find(([, e]) => e.plugin === 'faulty')?.[0], 5000);
     const answer = await snoop('service_as', { rid, method: 'getSessionInfo' });
-    expect(answer).toMatchObject({ t: 'service_result', ok: false, message: 'getSessionInfo is only available while handling a request' });
+    expect(answer).toMatchObject({ t: 'service_result', ok: false, message: 'request context belongs to another plugin' });
     expect((await slow).code).toBe(0);
   });
 });
