@@ -12,6 +12,7 @@ import { chmodSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { refusal } from '../../plugin-host/runner-channel.js';
 import type { CoreToLane, HandlerOutcome, LaneHello, LaneToCore } from './host-protocol.js';
+import { PLUGIN_NAME_PATTERN } from './manifest.js';
 
 /** The core's own bound on a response is 1 MB; a line may carry its JSON escaping. */
 export const MAX_LANE_LINE = 4 * 1024 * 1024;
@@ -22,7 +23,6 @@ const MAX_HELLO = 1024;
 const HELLO_WITHIN_MS = 5000;
 /** Requests a lane remembers having sent (the oldest forgotten: a late answer to one closes the lane). */
 const MAX_SENT = 10_000;
-const PLUGIN_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
 export interface LaneEvents {
   response(plugin: string, rid: string, outcome: HandlerOutcome): void;
@@ -181,7 +181,7 @@ export class RequestLanes {
     } catch {
       return null;
     }
-    if (value?.t !== 'lane' || typeof value.plugin !== 'string' || !PLUGIN_NAME.test(value.plugin) || typeof value.token !== 'string') return null;
+    if (value?.t !== 'lane' || typeof value.plugin !== 'string' || !PLUGIN_NAME_PATTERN.test(value.plugin) || typeof value.token !== 'string') return null;
     const given = Buffer.from(value.token);
     const want = Buffer.from(this.token);
     return given.length === want.length && timingSafeEqual(given, want) ? (value as LaneHello) : null;
