@@ -108,6 +108,7 @@ export class Core extends EventEmitter<CoreEvents> {
       scrub: (text) => this.current.scrub(text),
       publish: (topic, group, payload) => void this.publish(topic, group, payload),
       settled: () => this.emit('plugins-settled'),
+      ready: (plugin) => this.bus.release(plugin),
     });
     for (const bad of discovery.rejected) this.host.auditFailure(bad.name, 'CONFIG_ERROR', bad.reason);
     this.authorizer = new GroupAuthorizer(config);
@@ -296,7 +297,7 @@ export class Core extends EventEmitter<CoreEvents> {
     const envelope = eventEnvelope(topic, source, group, payload);
     for (const plugin of this.catalog.subscribers(topic)) {
       if (plugin === except || (group !== null && !this.authorizer.pluginMaySee(plugin, group))) continue;
-      void this.bus.deliver(plugin, envelope).catch(() => undefined);
+      void this.bus.deliver(plugin, envelope, this.catalog.state(plugin) === 'healthy').catch(() => undefined);
     }
     return envelope;
   }

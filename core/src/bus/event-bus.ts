@@ -4,7 +4,10 @@
 // subscription has arrived: right after a core restart the plugin host answers `init`
 // over its link before its SUB has reconnected, and a notice or a confirmation prompt
 // sent then was lost. The XPUB sees each plugin's subscriptions come and go; events for a
-// plugin with none wait (in order, bounded) until it subscribes.
+// plugin with none wait (in order, bounded) until it subscribes. Events for a plugin that
+// is not running (its host just died, it is starting again) wait too, whatever the XPUB
+// still believes: a host's death reaches the link a moment before its subscriptions end,
+// and an event sent then was dropped. They go once it subscribes or is ready (`release`).
 import * as zmq from 'zeromq';
 import { SendQueue } from '../boundary/send-queue.js';
 import type { EventEnvelope } from '../protocol/envelope.js';
@@ -78,16 +81,25 @@ export class EventBus {
     }
   }
 
-  deliver(plugin: string, envelope: EventEnvelope): Promise<void> {
+  /** `ready`: the plugin runs (the catalog says healthy); otherwise the event waits for `release` or its subscription. */
+  deliver(plugin: string, envelope: EventEnvelope, ready = true): Promise<void> {
     const address = `${plugin} ${envelope.topic}`;
     const frames = [Buffer.from(address), Buffer.from(JSON.stringify(envelope))];
-    if (this.covered(address)) return this.queue.push(frames);
+    if (ready && this.covered(address)) return this.queue.push(frames);
     const held = this.held.get(plugin) ?? [];
     held.push(frames);
     let bytes = held.reduce((sum, f) => sum + size(f), 0);
     while (held.length > MAX_HELD_PER_PLUGIN || (bytes > MAX_HELD_BYTES_PER_PLUGIN && held.length > 1)) bytes -= size(held.shift()!);
     this.held.set(plugin, held);
     return Promise.resolve();
+  }
+
+  /** The plugin runs again: what waits for it and its subscriptions cover goes now, in order. */
+  release(plugin: string): void {
+    const held = this.held.get(plugin) ?? [];
+    const ready = held.filter(([address]) => this.covered(address.toString('utf8')));
+    this.held.set(plugin, held.filter((frames) => !ready.includes(frames)));
+    for (const frames of ready) void this.queue.push(frames).catch(() => undefined);
   }
 
   /** The marker after everything delivered so far (BUS_DRAINED), for the plugin host. */

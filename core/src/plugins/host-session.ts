@@ -26,6 +26,8 @@ export interface HostSessionDeps {
   publish(topic: string, group: string | null, payload: JsonObject): void;
   /** No plugin is starting any more. */
   settled(): void;
+  /** A plugin runs (again): what waits for it may go. */
+  ready(plugin: string): void;
 }
 
 export class HostSession {
@@ -82,6 +84,7 @@ export class HostSession {
     if (message.ok && catalog.state(message.plugin) === 'healthy') return;
     if (message.ok) {
       catalog.setState(message.plugin, 'healthy');
+      this.deps.ready(message.plugin);
       audit.record({ group: null, session: null, source: message.plugin, topic: null, correlation: null, stage: 'plugin', outcome: 'ok', reason: 'initialized' });
       this.deps.publish('plugin.ready', null, { plugin: message.plugin });
     } else {
