@@ -30,18 +30,22 @@ afterAll(async () => {
 });
 
 const echo = async (text: string): Promise<void> => expect(expectOk(await stack.ipc(main, 'tool.invoke.echo', { text }))).toMatchObject({ echoed: { text } });
+/** Runs `during` with the plugin host stopped (SIGSTOP): what is answered meanwhile did not pass through it. */
+async function whileHostStopped<T>(during: () => Promise<T>): Promise<T> {
+  const host = stack.host!;
+  host.kill('SIGSTOP');
+  try {
+    return await during();
+  } finally {
+    host.kill('SIGCONT');
+  }
+}
 const laneClosed = (plugin: string) => stack.core.audit.query({}).filter((e) => e.code === 'LANE_CLOSED' && e.source === plugin);
 
 describe('a request lane', () => {
   it('carries requests past the plugin host: answered while the host is stopped', async () => {
     await echo('first');
-    const host = stack.host!;
-    host.kill('SIGSTOP');
-    try {
-      await echo('while the host sleeps');
-    } finally {
-      host.kill('SIGCONT');
-    }
+    await whileHostStopped(() => echo('while the host sleeps'));
     await echo('after');
   });
 
@@ -59,18 +63,15 @@ describe('a request lane', () => {
     await until(() => laneClosed('hostile').length > before, 10_000);
     expect(laneClosed('hostile').at(-1)).toMatchObject({ severity: 'CRITICAL', reason: expect.stringContaining(said) });
     // The next call goes through the plugin host (the lane is gone until its process starts again): it waits for a stopped host.
-    const host = stack.host!;
-    host.kill('SIGSTOP');
     let answered = false;
-    const next = stack.ipc(main, 'tool.invoke.hostile_list', { group: 'main' }).finally(() => (answered = true));
-    try {
+    const next = await whileHostStopped(async () => {
+      const call = stack.ipc(main, 'tool.invoke.hostile_list', { group: 'main' }).finally(() => (answered = true));
       await new Promise((r) => setTimeout(r, 500));
       expect(answered).toBe(false);
-    } finally {
-      host.kill('SIGCONT');
-    }
+      return { call };
+    });
     // Its answer (a refusal of the power it tried) came through the host.
-    expectError(await next, 'SERVICE_UNAUTHORIZED');
+    expectError(await next.call, 'SERVICE_UNAUTHORIZED');
     // Another plugin's lane is untouched.
     await echo(`after ${kind}`);
   }, 30_000);
@@ -91,12 +92,6 @@ describe('the lane socket', () => {
     expect(await attempt('GET / HTTP/1.1\r\n\r\n')).toBe('closed');
     expect(await attempt(Buffer.alloc(4096, 'x'))).toBe('closed');
     // The plugin's own lane still carries its requests.
-    const host = stack.host!;
-    host.kill('SIGSTOP');
-    try {
-      await echo('still on its lane');
-    } finally {
-      host.kill('SIGCONT');
-    }
+    await whileHostStopped(() => echo('still on its lane'));
   });
 });
