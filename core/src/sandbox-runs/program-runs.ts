@@ -94,17 +94,19 @@ export class ProgramRuns implements ProgramRunner {
   }
 
   /**
-   * The program's digest (program-digest.ts: before the run, not beside it, where the
-   * engine's lock on the container would hold the exec up), the run, and what it left in
-   * /out; an Error when it could not start at all.
+   * The run, the program's digest (program-digest.ts) and what the run left in /out; an
+   * Error when it could not start at all. The digest is read while the run goes, once its
+   * exec has started: the engine holds its lock on the container while it reads (~50 ms),
+   * which would hold up an exec being created or started, not one running. The workspace is
+   * read-only in the sandbox, so the run cannot change what is read.
    */
   private async attempt(lease: Lease, cmd: RunCommand): Promise<{ outcome: ExecOutcome; collected: Collected; program: ProgramDigest | null } | Error> {
     const { docker } = this.deps;
     const remove = (): Promise<void> => docker.getContainer(lease.id).remove({ force: true, v: true }).catch(() => undefined);
+    let digest: Promise<ProgramDigest | null> = Promise.resolve(null);
     try {
-      const program = await this.digests.of(lease.id, cmd.program, cmd.dir);
-      const outcome = await execRun(docker, lease.id, cmd, remove);
-      const collected = outcome.lost ? { files: [], refused: [], refusedCount: 0 } : await collectOutputs(docker, lease.id);
+      const outcome = await execRun(docker, lease.id, cmd, remove, () => (digest = this.digests.of(lease.id, cmd.program, cmd.dir)));
+      const [collected, program] = await Promise.all([outcome.lost ? { files: [], refused: [], refusedCount: 0 } : collectOutputs(docker, lease.id), digest]);
       return { outcome, collected, program };
     } catch (err) {
       return err instanceof Error ? err : new Error(String(err));

@@ -112,7 +112,8 @@ async function stillRunning(container: Docker.Container): Promise<boolean> {
   );
 }
 
-export async function execRun(docker: Docker, id: string, cmd: RunCommand, remove: () => Promise<void>): Promise<ExecOutcome> {
+/** `running`: called once the exec runs (the engine's lock on the container no longer holds it up). */
+export async function execRun(docker: Docker, id: string, cmd: RunCommand, remove: () => Promise<void>, running?: () => void): Promise<ExecOutcome> {
   const container = docker.getContainer(id);
   const exec = await container.exec({
     Cmd: ['sh', '-c', WRAPPER, 'carapace-run', cmd.interpreter, `${cmd.dir ?? WORKSPACE_DIR}/${cmd.program}`, ...cmd.args],
@@ -124,6 +125,7 @@ export async function execRun(docker: Docker, id: string, cmd: RunCommand, remov
   });
   const started = performance.now();
   const { stream, stdout, stderr, ended } = await attach(docker, exec, null);
+  running?.();
   // A removed container does not always end its exec's stream: the core ends it then.
   const drop = (): void => (stream as NodeJS.ReadWriteStream & { destroy(): void }).destroy();
   const out = new BoundedOutput();

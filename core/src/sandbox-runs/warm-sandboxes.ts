@@ -192,8 +192,6 @@ export class WarmSandboxes {
   private async create(warm: Warm, plan: SandboxPlan): Promise<{ id: string; runtime: 'runsc' | 'runc' } | ToolFailure> {
     const runtime = await this.deps.runtime();
     if (runtime instanceof ToolFailure) return runtime;
-    const present = await this.deps.docker.getImage(plan.image).inspect().then(() => true, () => false);
-    if (!present) return sandboxError('SANDBOX_UNAVAILABLE', `the sandbox image ${plan.image} is missing: programs cannot run until the operator builds it (make images)`, false);
     const workspace = await this.deps.workspace(warm.group);
     const prepared = plan.prepare ? await plan.prepare() : null;
     warm.close = prepared?.close ?? null;
@@ -215,6 +213,9 @@ export class WarmSandboxes {
       await container.start();
     } catch (err) {
       await this.remove(warm, id);
+      // The image is looked for only when the container could not be made (one engine call fewer per cold run).
+      const present = id !== null || (await this.deps.docker.getImage(plan.image).inspect().then(() => true, () => false));
+      if (!present) return sandboxError('SANDBOX_UNAVAILABLE', `the sandbox image ${plan.image} is missing: programs cannot run until the operator builds it (make images)`, false);
       throw err;
     }
     return { id, runtime };

@@ -24,12 +24,22 @@ export interface SandboxRuns {
   sandboxes: WarmSandboxes;
 }
 
-/** The OCI runtime for sandboxes under `setting`: the agents' by default. */
-export async function sandboxRuntime(setting: SandboxSettings['runtime'], runtime: DockerRuntime): Promise<'runsc' | 'runc' | ToolFailure> {
-  if (setting === 'runc') return 'runc';
-  if (setting === 'agents') return (await runtime.sandbox()).runtime;
-  const info = (await runtime.docker.info().catch(() => null)) as { Runtimes?: Record<string, unknown> } | null;
-  return info?.Runtimes?.runsc ? 'runsc' : sandboxError('SANDBOX_UNAVAILABLE', 'sandbox.runtime is "runsc" in carapace.json, but the Docker engine has no runsc runtime', false);
+/**
+ * The OCI runtime for sandboxes under `setting` (the agents' by default), as a function
+ * asked at each new sandbox. The engine's word that it has runsc is asked once it says
+ * yes (~15 ms each time): an engine that lost it since refuses the container (the run
+ * fails, never under another runtime).
+ */
+export function sandboxRuntime(setting: SandboxSettings['runtime'], runtime: DockerRuntime): () => Promise<'runsc' | 'runc' | ToolFailure> {
+  let hasRunsc = false;
+  return async () => {
+    if (setting === 'runc') return 'runc';
+    if (setting === 'agents') return (await runtime.sandbox()).runtime;
+    if (hasRunsc) return 'runsc';
+    const info = (await runtime.docker.info().catch(() => null)) as { Runtimes?: Record<string, unknown> } | null;
+    hasRunsc = Boolean(info?.Runtimes?.runsc);
+    return hasRunsc ? 'runsc' : sandboxError('SANDBOX_UNAVAILABLE', 'sandbox.runtime is "runsc" in carapace.json, but the Docker engine has no runsc runtime', false);
+  };
 }
 
 export function sandboxRuns(options: SandboxRunsOptions): SandboxRuns {
@@ -40,7 +50,7 @@ export function sandboxRuns(options: SandboxRunsOptions): SandboxRuns {
     instance,
     limits: { memory_mb: settings.memory_mb, cpus: settings.cpus, pids: settings.pids },
     idleMs: settings.idle_minutes * 60_000,
-    runtime: () => sandboxRuntime(settings.runtime, runtime),
+    runtime: sandboxRuntime(settings.runtime, runtime),
     workspace: async (group) => {
       const mount = (await storage.mounts(group)).find((m) => m.target === '/workspace/group');
       if (!mount) throw new Error(`group ${group} has no workspace`);

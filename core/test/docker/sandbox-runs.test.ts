@@ -262,6 +262,17 @@ describe('the sandbox goes', () => {
     }
   }, 60_000);
 
+  it('is never made from a missing image: the run is refused, and says how to build it', async () => {
+    const missing = wireRuns(stack, manager, runtime, instance, { image: 'carapace-sandbox:no-such-tag' }, false);
+    try {
+      const r = await missing.sandboxes.lease(session, 'family');
+      expect(r).toMatchObject({ error: { code: 'SANDBOX_UNAVAILABLE', retriable: false, message: expect.stringContaining('make images') } });
+      expect(missing.sandboxes.containerOf(session)).toBeNull();
+    } finally {
+      await missing.sandboxes.stop();
+    }
+  }, 60_000);
+
   it('when the session ends (agent teardown), with its /out volume', async () => {
     const sandbox = programs.sandboxes.containerOf(session)!;
     const volume = (await runtime.inspect(sandbox)).Mounts.find((m) => m.Destination === '/out')!.Name!;
