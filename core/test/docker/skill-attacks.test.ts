@@ -151,4 +151,15 @@ describe("the agent's own container", () => {
     const mounts = (await runtime.inspect(agent)).Mounts.map((m) => `${m.Source} ${m.Destination}`).join('\n');
     expect(mounts).not.toMatch(/skill-relays|\/skills\//);
   }, 30_000);
+
+  it("reaches neither the person's documents nor their skills except by a proposal a person sees: nothing of them is mounted, and a proposal aimed out of its place is refused before anyone is asked", async () => {
+    const mounts = (await runtime.inspect(agent)).Mounts.map((m) => `${m.Source} ${m.Destination}`).join('\n');
+    expect(mounts).not.toContain(join(stack.dataDir, 'documents'));
+    expect(mounts).not.toContain(join(stack.dataDir, 'skills'));
+    for (const path of ['documents/../skills/evil/SKILL.md', 'documents/.ssh/authorized_keys', 'skills/probe/../../documents/x.md', '/app/volumes/data/documents/x.md']) {
+      const r = await invokeTool(runtime, agent, 'propose_write', { why: 'to help', files: [{ path, content: 'x' }] });
+      expect(r.error).toMatchObject({ code: 'VALIDATION_FAILED', stage: 3 });
+    }
+    expect(stack.core.confirmations.list('family')).toEqual([]);
+  }, 60_000);
 });
