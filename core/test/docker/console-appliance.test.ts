@@ -150,7 +150,7 @@ describe('first run with only .env', () => {
     // The console's sessions live in the core: the page goes to the login and comes back here.
     await page.waitForSelector('#token', { timeout: 120_000 });
     expect(new URL(page.url()).searchParams.get('next')).toBe('/plugins/webchat/?group=main');
-    await logIn(page, project.adminToken()!);
+    await logIn(page, project.adminToken()!, null);
     expect(new URL(page.url()).pathname).toBe('/plugins/webchat/');
     await say('and after a restart?');
     expect(refused).toEqual([]);

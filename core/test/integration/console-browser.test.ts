@@ -91,7 +91,6 @@ async function loggedIn(): Promise<Page> {
   await page.setViewport({ width: 1200, height: 760 });
   await page.goto(`${base}/`);
   await logIn(page, TOKEN);
-  await page.waitForSelector('nav .brand');
   return page;
 }
 

@@ -101,7 +101,6 @@ async function loggedIn(viewport: { width: number; height: number }, dark = fals
   if (dark) await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: 'dark' }]);
   await page.goto(`${base}/login`);
   await logIn(page, TOKEN);
-  await page.waitForSelector('nav .brand');
   return page;
 }
 

@@ -84,7 +84,6 @@ beforeAll(async () => {
   await page.setViewport({ width: 1200, height: 760 });
   await page.goto(`${base}/`);
   await logIn(page, TOKEN);
-  await page.waitForSelector('nav .brand');
 });
 
 afterAll(async () => {

@@ -70,8 +70,7 @@ describe('plugin sections checked at the core', () => {
       const base = `http://127.0.0.1:${(admin.server.address() as AddressInfo).port}`;
       const page = await browser.newPage();
       await page.goto(`${base}/`);
-      await logIn(page, TOKEN);
-      await page.waitForSelector('#config-problem .pointer', { timeout: 30_000 });
+      await logIn(page, TOKEN, '#config-problem .pointer');
       expect(await page.$eval('#config-problem .pointer', (e) => e.textContent)).toBe('/plugins/mapped/chats/c1');
       expect(await page.$eval('#config-problem', (e) => (e as HTMLElement).innerText)).toContain('line 9, column 9 (/plugins/mapped/chats/c1): the settings of plugin "mapped" do not fit its config_schema at /plugins/mapped/chats/c1: must be string');
       await page.goto(`${base}/#/checks`);

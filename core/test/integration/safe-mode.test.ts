@@ -116,8 +116,7 @@ describe('a broken carapace.json', () => {
       const page = await browser.newPage();
       await page.setViewport({ width: 1100, height: 600 });
       await page.goto(`${base}/`);
-      await logIn(page, TOKEN);
-      await page.waitForSelector('#safe-mode');
+      await logIn(page, TOKEN, '#safe-mode');
       expect(await page.$eval('#safe-mode', (e) => e.textContent)).toContain('line 4, column 5');
       await page.screenshot({ path: join(SHOTS, 'safe-mode.png') as `${string}.png` });
       await page.goto(`${base}/#/checks`);

@@ -50,7 +50,6 @@ describe('the Skills page', () => {
     await page.setViewport({ width: 1100, height: 700 });
     await page.goto(`${base}/`);
     await logIn(page, TOKEN);
-    await page.waitForSelector('nav .brand');
     await page.goto(`${base}/#/skills`);
     await page.waitForSelector('tr[data-skill="notes"]');
     const row = (name: string, cell: string) => page.$eval(`tr[data-skill="${name}"] ${cell}`, (e) => e.textContent ?? '');
