@@ -352,6 +352,11 @@ export class Core extends EventEmitter<CoreEvents> {
     return this.answers.revokeStanding(id, by);
   }
 
+  /** The person lets the messages held for `plugin` go: how many were dropped. */
+  discardHeld(plugin: string, by: string): number {
+    return this.intake.discard(plugin, by);
+  }
+
   answerConfirmation(id: string, approve: boolean, by: string, allowHours?: number, hash?: string): PersonAnswer {
     return this.answers.answerConfirmation(id, approve, by, allowHours, hash);
   }

@@ -12,7 +12,7 @@ import type { ToolCatalog } from '../plugins/catalog.js';
 import type { PublishedEvent } from '../plugins/host-protocol.js';
 import type { PluginPowers } from '../plugins/plugin-powers.js';
 import { PROTOCOL_VERSION, type EventEnvelope, type JsonObject } from '../protocol/envelope.js';
-import { HeldEvents, MAX_PER_PLUGIN, type HeldEvent } from './held-events.js';
+import { HeldEvents, MAX_HELD_DAYS, MAX_PER_PLUGIN, type HeldEvent } from './held-events.js';
 import type { SeenKeys } from './seen-keys.js';
 
 /** Topics a plugin may publish (if its manifest gives it the power: plugin-powers.ts); everything else on the bus is the core's to say. */
@@ -37,8 +37,11 @@ export class EventIntake {
   /** Events dropped because too many were held, per plugin, since the core started (said with the red state). */
   private readonly overflow = new Map<string, number>();
 
+  private readonly expiry: NodeJS.Timeout;
+
   constructor(private readonly deps: EventIntakeDeps) {
-    this.showHeld();
+    this.expire();
+    this.expiry = setInterval(() => this.expire(), 3_600_000).unref();
   }
 
   /** An event from the bus (the core is not stopping). */
@@ -77,6 +80,22 @@ export class EventIntake {
       if (this.accept(h.topic, h.event, h.name, `held event accepted (kept since ${h.at}): the configuration allows it now`)) continue;
       this.auditEvent(h.topic, h.event, 'dropped', `a held event that was accepted meanwhile (${h.name.slice(0, 64)})`);
     }
+    this.showHeld();
+  }
+
+  /** The person lets `plugin`'s held events go (the Overview): each dropped and audited; how many. */
+  discard(plugin: string, by: string): number {
+    const gone = this.deps.held.takeAll({ plugin });
+    for (const h of gone) this.auditEvent(h.topic, h.event, 'dropped', `held since ${h.at}: discarded by ${by}, never handled`);
+    this.overflow.delete(plugin);
+    this.showHeld();
+    return gone.length;
+  }
+
+  /** Held events kept past MAX_HELD_DAYS go, each audited. */
+  private expire(now = Date.now()): void {
+    const before = new Date(now - MAX_HELD_DAYS * 86_400_000).toISOString();
+    for (const h of this.deps.held.takeAll({ before })) this.auditEvent(h.topic, h.event, 'dropped', `held since ${h.at}: no configuration allowed it within ${MAX_HELD_DAYS} days, never handled`);
     this.showHeld();
   }
 
@@ -134,6 +153,7 @@ export class EventIntake {
   }
 
   close(): void {
+    clearInterval(this.expiry);
     this.deps.held.close();
   }
 

@@ -5,13 +5,16 @@
 // `MAX_BYTES_PER_PLUGIN` of them; what falls out is given back to be dropped with a
 // notice. In a small SQLite file, so that a restarted core still has them (in memory
 // without a file); one event per plugin and key, so a plugin that publishes it again
-// after a crash is not held twice.
+// after a crash is not held twice. Not for ever: the person may discard a plugin's held
+// events (the Overview), and those kept past MAX_HELD_DAYS go by themselves.
 import type Database from 'better-sqlite3';
 import type { PublishedEvent } from '../plugins/host-protocol.js';
 import { openSqliteFile, STAMP_VERSION, type StoreProblem } from '../state/sqlite-file.js';
 
 export const MAX_PER_PLUGIN = 100;
 export const MAX_BYTES_PER_PLUGIN = 4 * 1024 * 1024;
+/** A message nobody allowed in a month is not handled any more (it would answer something long past). */
+export const MAX_HELD_DAYS = 30;
 
 const SCHEMA = `CREATE TABLE IF NOT EXISTS held (
   seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -74,6 +77,16 @@ export class HeldEvents {
   byPlugin(): Map<string, { count: number; reason: string }> {
     const rows = this.db.prepare('SELECT plugin, COUNT(*) AS count, (SELECT reason FROM held h2 WHERE h2.plugin = held.plugin ORDER BY seq DESC LIMIT 1) AS reason FROM held GROUP BY plugin').all() as { plugin: string; count: number; reason: string }[];
     return new Map(rows.map((r) => [r.plugin, { count: r.count, reason: r.reason }]));
+  }
+
+  /** Removes and returns every held event of `plugin`, or every one kept before `before` (ISO 8601), oldest first. */
+  takeAll(which: { plugin: string } | { before: string }): HeldEvent[] {
+    const rows = ('plugin' in which
+      ? this.db.prepare('SELECT * FROM held WHERE plugin = ? ORDER BY seq').all(which.plugin)
+      : this.db.prepare('SELECT * FROM held WHERE at < ? ORDER BY seq').all(which.before)) as Row[];
+    const remove = this.db.prepare('DELETE FROM held WHERE seq = ?');
+    this.db.transaction(() => rows.forEach((row) => remove.run(row.seq)))();
+    return rows.map(parse);
   }
 
   /** Removes and returns one held event (it is being handled or dropped). */

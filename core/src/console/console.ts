@@ -120,6 +120,12 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       return revoked ? { revoked: revoked.id } : reply.code(404).send({ code: 'NOT_FOUND', message: 'no such standing approval' });
     });
 
+    // Messages held for a configuration that does not allow them: the person lets them go.
+    authed.post<{ Params: { plugin: string } }>('/api/held/:plugin/discard', async (request, reply) => {
+      const discarded = core.discardHeld(request.params.plugin, 'console');
+      return discarded > 0 ? { plugin: request.params.plugin, discarded } : reply.code(404).send({ code: 'NOT_FOUND', message: 'no messages are held for that plugin' });
+    });
+
     authed.get<{ Querystring: Record<string, string | undefined> }>('/api/audit', async (request, reply) => {
       const { group, tool, outcome, correlation, limit } = request.query;
       if (outcome !== undefined && !OUTCOMES.has(outcome as AuditOutcome)) return reply.code(400).send({ code: 'INVALID_INPUT', message: `outcome is one of ${[...OUTCOMES].join(', ')}` });

@@ -2,13 +2,17 @@
 // group its section does not map, or whose policy does not list it, is kept by the core,
 // the plugin turns red with the reason (the catalog the Overview and the Checks page show),
 // the plugin hears that nothing started, and once carapace.json allows it the message is
-// handled, once. A flood keeps the newest 100 and drops the rest with a notice.
+// handled, once. A flood keeps the newest 100 and drops the rest with a notice; the person
+// may discard them on the Overview instead (Chromium).
 // The real core, the real plugin host process, real files.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { AddressInfo } from 'node:net';
+import { startAdminApi } from '../../src/admin/http-api.js';
 import type { Session } from '../../src/boundary/session-table.js';
 import { pluginChecks } from '../../src/doctor/checks.js';
 import type { EventEnvelope } from '../../src/protocol/envelope.js';
 import { Stack, sleep, until } from '../harness.js';
+import { launchBrowser, logIn } from '../support/browser.js';
 
 const CONFIG = { groups: { family: {}, friends: {} }, plugins: { mapped: { chats: { c1: 'family' } } } };
 
@@ -79,4 +83,40 @@ describe('events refused for configuration', () => {
     expect(bodies('flood').map((e) => e.payload.body)).toEqual(Array.from({ length: 100 }, (_, i) => `flood ${i + 5}`));
     await until(() => mapped().refusing === null, 5000);
   }, 60_000);
+
+  it("the person discards them on the Overview: each dropped and said, the red state gone, and a configuration that allows them later handles none", async () => {
+    const since = new Date().toISOString();
+    await publish('neighbours', 'for neighbours', 3);
+    expect(mapped().refusing).toMatch(/^3 messages were not handled/);
+    const TOKEN = 'held-messages-token-0123456789';
+    const admin = await startAdminApi(stack.core, '127.0.0.1', 0, TOKEN, { console: { folders: [] } });
+    const browser = await launchBrowser();
+    try {
+      const page = await browser.newPage();
+      await page.goto(`http://127.0.0.1:${(admin.server.address() as AddressInfo).port}/`);
+      await logIn(page, TOKEN, '.refusing button.discard-held');
+      const asked: string[] = [];
+      page.on('dialog', (dialog) => {
+        asked.push(dialog.message());
+        void (asked.length === 1 ? dialog.dismiss() : dialog.accept());
+      });
+      // Cancelled first: nothing goes.
+      await page.click('.refusing button.discard-held');
+      await until(() => asked.length === 1, 5000);
+      await sleep(300);
+      expect(mapped().refusing).toMatch(/^3 messages were not handled/);
+      await page.click('.refusing button.discard-held');
+      await page.waitForFunction(() => document.querySelector('.refusing') === null && document.body.textContent?.includes('mapped'), { timeout: 15_000 });
+      expect(asked).toEqual(['Discard the messages held for mapped? They will never be handled.', 'Discard the messages held for mapped? They will never be handled.']);
+    } finally {
+      await browser.close();
+      await admin.close();
+    }
+    expect(mapped().refusing).toBeNull();
+    const discarded = stack.core.audit.query({ since }).filter((e) => e.source === 'mapped' && e.outcome === 'dropped');
+    expect(discarded.map((e) => e.reason)).toEqual(Array.from({ length: 3 }, () => expect.stringMatching(/: discarded by console, never handled$/)));
+    await stack.writeConfig({ groups: { ...CONFIG.groups, strangers: {}, neighbours: {} }, plugins: { mapped: { chats: { c1: 'family', c2: 'friends', c3: 'strangers', c4: 'neighbours' } } } });
+    await sleep(1000);
+    expect(bodies('for neighbours')).toEqual([]);
+  }, 90_000);
 });

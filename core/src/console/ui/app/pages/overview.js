@@ -1,5 +1,5 @@
-import { html, useEffect } from '/assets/vendor/preact-htm.js';
-import { bytes, dollars, when } from '/assets/api.js';
+import { html, useEffect, useState } from '/assets/vendor/preact-htm.js';
+import { bytes, dollars, post, when } from '/assets/api.js';
 import { useData } from '/assets/pages/use-data.js';
 
 const STATE_CLASS = { healthy: 'ok', starting: 'warn', failed: 'bad' };
@@ -27,7 +27,7 @@ export function Overview() {
     </div>
     <h2>Plugins</h2>
     <div class="scroll"><table><thead><tr><th>Plugin</th><th>State</th><th>Problem</th></tr></thead><tbody>
-      ${data.plugins.map((p) => html`<tr><td>${p.name}</td><td class=${p.refusing ? 'bad' : p.category === 'NOT_CONFIGURED' ? 'muted' : STATE_CLASS[p.state] ?? ''}>${p.refusing ? 'messages refused' : stateOf(p)}</td><td class="problem">${p.category === 'NOT_CONFIGURED' ? '' : p.category ?? ''}${p.refusing ? html`<div class="bad refusing">${p.refusing}</div>` : ''}${p.detail && p.category !== 'NOT_CONFIGURED' ? html`<div class="muted">${p.detail}</div>` : ''}</td></tr>`)}
+      ${data.plugins.map((p) => html`<tr><td>${p.name}</td><td class=${p.refusing ? 'bad' : p.category === 'NOT_CONFIGURED' ? 'muted' : STATE_CLASS[p.state] ?? ''}>${p.refusing ? 'messages refused' : stateOf(p)}</td><td class="problem">${p.category === 'NOT_CONFIGURED' ? '' : p.category ?? ''}${p.refusing ? html`<${Held} plugin=${p.name} why=${p.refusing} reload=${reload} />` : ''}${p.detail && p.category !== 'NOT_CONFIGURED' ? html`<div class="muted">${p.detail}</div>` : ''}</td></tr>`)}
     </tbody></table></div>
     <h2>Disk</h2>
     <div class="scroll"><table><thead><tr><th>Folder</th><th>Used</th><th>Free on its disk</th></tr></thead><tbody>
@@ -37,6 +37,16 @@ export function Overview() {
     <div class="scroll"><table><thead><tr><th>Group</th><th>Tokens used</th><th>Left today</th><th>Cost</th><th>Requests this minute</th></tr></thead><tbody>
       ${data.budgets.map((b) => html`<tr><td>${b.group}</td><td>${b.tokens}</td><td class=${b.tokens >= b.tokens_per_day ? 'bad' : ''}>${Math.max(0, b.tokens_per_day - b.tokens)}</td><td>${dollars(b.cost_micros)}${b.usd_per_day === undefined ? '' : ` of ${dollars(b.usd_per_day * 1e6)}`}</td><td>${b.requests_this_minute} / ${b.requests_per_minute}</td></tr>`)}
     </tbody></table></div>`;
+}
+
+/** Messages the configuration does not allow, kept for it: the person may let them go instead. */
+function Held({ plugin, why, reload }) {
+  const [error, setError] = useState(null);
+  const discard = () => {
+    if (!confirm(`Discard the messages held for ${plugin}? They will never be handled.`)) return;
+    post(`/api/held/${encodeURIComponent(plugin)}/discard`).then(reload, (err) => setError(err.message));
+  };
+  return html`<div class="bad refusing">${why} <button class="discard-held" onClick=${discard}>Discard them</button>${error && html`<div class="error">${error}</div>`}</div>`;
 }
 
 /** The last backup: when, and whether it worked (what failed and why); the schedule. */
