@@ -9,6 +9,7 @@ import type { PendingConfirmation } from '../confirm/confirmations.js';
 import type { StandingApproval } from '../confirm/standing-approvals.js';
 import type { PairingRequest } from '../pairing/pairing-requests.js';
 import type { Report } from '../doctor/checks.js';
+import { testConnections } from '../doctor/connection-lines.js';
 import { ADMIN_TOKEN_FILE, readToken } from '../console/admin-token.js';
 import { pathsFromEnv } from '../settings.js';
 import { TOKEN_WAIT_S, waitForToken } from './token-wait.js';
@@ -75,8 +76,12 @@ async function main(argv: string[]): Promise<void> {
       process.exit(1);
     }
     for (const c of report.checks) console.log(`${{ ok: '✓', warn: '!', fail: '✗' }[c.status]} ${c.title}: ${c.detail}${c.fix && c.status !== 'ok' ? `\n    Fix: ${c.fix}` : ''}`);
-    console.log(report.ok ? '\nEverything the appliance needs works.' : '\nSomething is broken: see the fixes above.');
-    process.exitCode = report.ok ? 0 : 1;
+    // The plugins' servers, logged in to now (each bounded to 15 s by the core).
+    const connections = await testConnections(call).catch((err: unknown) => ({ ok: false, lines: [`✗ Connections: not tested (${(err as Error).message}).`] }));
+    for (const line of connections.lines) console.log(line);
+    const ok = report.ok && connections.ok;
+    console.log(ok ? '\nEverything the appliance needs works.' : '\nSomething is broken: see the fixes above.');
+    process.exitCode = ok ? 0 : 1;
   } else if (command === 'health') {
     // The container's health check: non-zero unless the core answers and its audit log is writable.
     await call('GET', '/health');

@@ -9,6 +9,7 @@
 // TLS step, a name that does not resolve the DNS step.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { FastifyInstance } from 'fastify';
+import { execFile } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import type { Browser } from 'puppeteer-core';
 import { createServer, type AddressInfo } from 'node:net';
@@ -52,6 +53,14 @@ async function check(plugin: string): Promise<ConnectionReport> {
   return (await res.json()) as ConnectionReport;
 }
 
+/** `make doctor`'s command against this core: its exit code and what it printed. */
+const doctor = () =>
+  new Promise<{ code: number; out: string }>((resolve) => {
+    execFile(process.execPath, [join(ROOT, 'dist/core/src/admin/cli.js'), 'doctor'], { env: { PATH: process.env.PATH, CARAPACE_ADMIN_URL: base, CARAPACE_ADMIN_TOKEN: TOKEN } }, (err, stdout) =>
+      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, out: stdout }),
+    );
+  });
+
 const result = (report: ConnectionReport, prefix: string) => report.results.find((r) => r.name.startsWith(prefix));
 
 /** Writes carapace.json and waits until each named plugin has settled on it (healthy or failed). */
@@ -74,7 +83,7 @@ beforeAll(async () => {
     config: config(),
   });
   for (const p of ['email', 'calendar', 'reminders']) if (stack.core.catalog.state(p) !== 'healthy') throw new Error(`${p} not healthy:\n${stack.hostOutput}\n${mail.output}\n${radicale.output}`);
-  admin = await startAdminApi(stack.core, '127.0.0.1', 0, TOKEN, { console: {} });
+  admin = await startAdminApi(stack.core, '127.0.0.1', 0, TOKEN, { console: {}, checks: async () => ({ ok: true, checks: [] }) });
   base = `http://127.0.0.1:${(admin.server.address() as AddressInfo).port}`;
 }, 90_000);
 
@@ -113,6 +122,16 @@ describe('connection checks through the admin API', () => {
     expect(a).toEqual(b);
   }, 30_000);
 
+  it('make doctor logs in to each server too: a line per server, and "works" when all do', async () => {
+    const { code, out } = await doctor();
+    expect(out).toMatch(/^✓ Connection of email, IMAP .*: logged in as agent@example\.test; the server lists INBOX/m);
+    expect(out).toMatch(/^✓ Connection of email, SMTP .*: .*took the login of agent@example\.test \(no mail was sent\)/m);
+    expect(out).toContain(`✓ Connection of calendar, CalDAV http://127.0.0.1:${radicale.port}: logged in as carapace; the calendar home /carapace/ lists 1 calendar: "Family"`);
+    expect(out).toMatch(/^✓ Connection of reminders, /m);
+    expect(out).toContain('Everything the appliance needs works.');
+    expect(code).toBe(0);
+  }, 60_000);
+
   it('a wrong password: the plugin fails to start, and its check shows the login step in the server\'s own words, never the password', async () => {
     const server = (port: number) => ({ host: '127.0.0.1', port, secure: false, user: AGENT.address, password: WRONG });
     await reconfigure(config({ email: { imap: server(mail.imapPort), smtp: server(mail.smtpPort) }, calendar: { password: WRONG }, reminders: { password: WRONG } }), ['email', 'calendar', 'reminders']);
@@ -127,7 +146,15 @@ describe('connection checks through the admin API', () => {
     expect(calendar.results[0]).toMatchObject({ ok: false, step: 'login', message: 'the server refused the login of carapace: HTTP 401 Unauthorized: Access to the requested resource forbidden.' });
     expect(stack.core.catalog.state('calendar')).toBe('failed');
     expect(JSON.stringify([email, calendar, stack.core.audit.query({})])).not.toContain(WRONG);
-  }, 60_000);
+    // make doctor says the same, with the fix, and fails.
+    const { code, out } = await doctor();
+    expect(out).toMatch(/^✗ Connection of email, IMAP .*: failed at the login step: .*\[AUTHENTICATIONFAILED\] Authentication failed\./m);
+    expect(out).toContain('✗ Connection of calendar, CalDAV');
+    expect(out).toContain('Fix: check the server, port, user and password of "calendar"');
+    expect(out).toContain('Something is broken: see the fixes above.');
+    expect(out).not.toContain(WRONG);
+    expect(code).toBe(1);
+  }, 90_000);
 
   it('the Checks page: a row per plugin with a check; the button tests it now and shows the failed step and the server\'s words as text', async () => {
     mkdirSync(SHOTS, { recursive: true });
