@@ -166,7 +166,7 @@ export class Core extends EventEmitter<CoreEvents> {
       route: {
         catalog: this.catalog,
         hostLink: this.hostLink,
-        intrinsics: { audit: this.audit, catalog: this.catalog, authorizer: this.authorizer, places: new ProposedPlaces({ skills: options.skillsDir, documents: options.documentsDir }) },
+        intrinsics: { audit: this.audit, catalog: this.catalog, authorizer: this.authorizer, places: new ProposedPlaces({ skills: options.skillsDir, documents: options.documentsDir }), keptFile: (id) => this.deps.files?.store.read(id)?.bytes ?? null },
         timeoutMs: config.handler_timeout_ms,
         abortGraceMs: config.handler_abort_grace_ms,
       },

@@ -9,7 +9,7 @@ import type { Session } from '../boundary/session-table.js';
 import type { ToolEntry } from '../plugins/discovery.js';
 import { pipelineError, type ErrorPayload } from '../protocol/errors.js';
 import type { FileStore } from './file-store.js';
-import { fileKind } from './file-type.js';
+import { fileKind, type FileKind } from './file-type.js';
 
 export const WORKSPACE = '/workspace/group';
 export const MAX_FILE_BYTES = 10 * 1024 * 1024;
@@ -40,6 +40,18 @@ const WHY: Record<Exclude<FileRead, { ok: true }>['why'], string> = {
   unreadable: 'could not be read from the agent\'s container',
 };
 
+/** The file `given` names in the session's workspace, checked: its bytes and kind, or why not (for `field`). */
+export async function readWorkspaceFile(given: unknown, field: string, session: Session, deps: AttachDeps): Promise<{ path: string; bytes: Buffer; kind: FileKind } | { why: string; detail?: string }> {
+  const path = typeof given === 'string' ? workspacePath(given) : null;
+  if (path === null) return { why: `${field}: a file in ${WORKSPACE} (a path inside it, relative or absolute)` };
+  if (!session.container) return { why: 'files cannot be taken from this session' };
+  const read = await deps.read(session.container, path, MAX_FILE_BYTES);
+  if (!read.ok) return { why: `${field}: ${path}: ${WHY[read.why]}`, detail: read.detail };
+  const kind = fileKind(read.bytes);
+  if (!kind) return { why: `${field}: ${path}: not a kind of file that can be sent (PNG, JPEG, GIF, WebP, PDF or UTF-8 text)` };
+  return { path, bytes: read.bytes, kind };
+}
+
 /** The arguments with each file argument replaced by its FileRef, or the error to answer. */
 export async function attachFiles(tool: Pick<ToolEntry, 'file_arguments'>, args: Record<string, unknown>, session: Session, deps: AttachDeps | undefined): Promise<{ args: Record<string, unknown>; attached: string[] } | { error: ErrorPayload; detail?: string }> {
   const names = (tool.file_arguments ?? []).filter((name) => args[name] !== undefined);
@@ -49,15 +61,11 @@ export async function attachFiles(tool: Pick<ToolEntry, 'file_arguments'>, args:
   const out = { ...args };
   const attached: string[] = [];
   for (const name of names) {
-    const given = args[name];
-    const path = typeof given === 'string' ? workspacePath(given) : null;
-    if (path === null) return refuse(name, `${name}: a file in ${WORKSPACE} (a path inside it, relative or absolute)`);
-    const read = await deps.read(session.container, path, MAX_FILE_BYTES);
-    if (!read.ok) return refuse(name, `${name}: ${path}: ${WHY[read.why]}`, read.detail);
-    const kind = fileKind(read.bytes);
-    if (!kind) return refuse(name, `${name}: ${path}: not a kind of file that can be sent (PNG, JPEG, GIF, WebP, PDF or UTF-8 text)`);
+    const read = await readWorkspaceFile(args[name], name, session, deps);
+    if ('why' in read) return refuse(name, read.why, read.detail);
+    const { path, bytes, kind } = read;
     try {
-      const ref = deps.store.put(session.group, posix.basename(path), read.bytes, kind);
+      const ref = deps.store.put(session.group, posix.basename(path), bytes, kind);
       out[name] = ref;
       attached.push(`${path} as ${ref.id} (${ref.type}, ${ref.size} bytes)`);
     } catch (err) {

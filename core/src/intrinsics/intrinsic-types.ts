@@ -24,6 +24,8 @@ export interface IntrinsicDeps {
   /** Where propose_write writes after a yes: the person's skills and documents folders. */
   places: ProposedPlaces;
   skills?: SkillRunner;
+  /** The bytes of a file the core keeps (files/file-store.ts): what propose_write took from a workspace. */
+  keptFile?: (id: string) => Buffer | null;
   /** Find the skills again: one was written (propose_write). */
   skillsChanged?: () => void;
 }

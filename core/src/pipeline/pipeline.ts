@@ -11,7 +11,7 @@ import type { Metrics } from '../metrics/metrics.js';
 import type { ToolCatalog } from '../plugins/catalog.js';
 import type { ToolEntry } from '../plugins/discovery.js';
 import { TOOL_TOPIC_PREFIX, type JsonObject, type RequestEnvelope } from '../protocol/envelope.js';
-import { pipelineError, PLUGIN_ERROR_MESSAGE, type ErrorPayload } from '../protocol/errors.js';
+import { pipelineError, PLUGIN_ERROR_MESSAGE, ToolFailure, type ErrorPayload } from '../protocol/errors.js';
 import { buildResponse, type Answer, type ResponseContext } from '../response/respond.js';
 import type { Sanitizer } from '../response/sanitize.js';
 import type { GroupAuthorizer } from './authorize.js';
@@ -24,6 +24,8 @@ import { route, type RouteDeps } from './route.js';
 import { validatePayload } from './validate-payload.js';
 import { validateTopic } from './validate-topic.js';
 import { attachFiles, type AttachDeps } from '../files/attach-files.js';
+import { PROPOSE_WRITE_NAME } from '../proposed-writes/proposed-change.js';
+import { takeWorkspaceFiles } from '../proposed-writes/take-workspace-files.js';
 
 export interface PipelineDeps {
   metrics?: Pick<Metrics, 'request'>;
@@ -207,6 +209,12 @@ async function validateAndRoute(envelope: RequestEnvelope, session: Session, dep
   audit.proceed();
   const unaudited = auditUnavailable(tool, deps.audit);
   if (unaudited) return reject(audit, ctx, 'route', unaudited);
+  // Files a proposal takes from the workspace are read and kept now: the person is asked about those bytes.
+  if (tool.owner === 'core' && tool.name === PROPOSE_WRITE_NAME) {
+    const taken = await takeWorkspaceFiles(envelope.payload.arguments, session, deps.files);
+    if (taken instanceof ToolFailure) return reject(audit, ctx, 'confirm', taken.error);
+    envelope = { ...envelope, payload: { ...envelope.payload, arguments: taken as RequestEnvelope['payload']['arguments'] } };
+  }
 
   // Decided once: a person is asked (or not) for the risk the call had when it arrived.
   const risk = riskNow(tool, envelope, session, deps);

@@ -7,18 +7,15 @@ import type { CallState } from '../confirm/call-state.js';
 import type { IntrinsicDefinition, IntrinsicDeps } from '../intrinsics/intrinsic-types.js';
 import type { JsonObject } from '../protocol/envelope.js';
 import { ToolFailure } from '../protocol/errors.js';
-import { PROPOSE_WRITE_NAME, proposedChange, proposeWriteSchema } from './proposed-change.js';
+import { PROPOSE_WRITE_NAME, proposalProblem, proposedChange, proposeWriteSchema } from './proposed-change.js';
 
 export const PROPOSE_WRITE: IntrinsicDefinition = {
   name: PROPOSE_WRITE_NAME,
-  description: "Propose to add or change one of the person's skills (skills/<name>/: SKILL.md, skill.json, scripts) or files in their documents folder (documents/<path>): the person sees every file and the core writes them only after their yes",
+  description: "Propose to add or change one of the person's skills (skills/<name>/: SKILL.md, skill.json, scripts) or files in their documents folder (documents/<path>, text or a file of your workspace): the person sees every file and the core writes them only after their yes",
   schema: proposeWriteSchema,
   acts: true,
   risk: 'high',
-  check: (args) => {
-    const change = proposedChange(args);
-    return change instanceof ToolFailure ? change : null;
-  },
+  check: proposalProblem,
   describe(args: JsonObject, deps: IntrinsicDeps): CallState {
     const change = proposedChange(args);
     if (change instanceof ToolFailure) return { unavailable: change.error.message };
@@ -27,7 +24,7 @@ export const PROPOSE_WRITE: IntrinsicDefinition = {
   run(args, session, deps) {
     const change = proposedChange(args);
     if (change instanceof ToolFailure) return change;
-    const applied = deps.places.apply(change);
+    const applied = deps.places.apply(change, (id) => deps.keptFile?.(id) ?? null);
     if (applied instanceof ToolFailure) return applied;
     const files = applied.written.map((w) => `${w.path} (${w.bytes} bytes)`).join(', ');
     const what = change.place === 'skills' ? `skill "${change.skill}" ${applied.created ? 'created' : 'changed'}` : 'documents written';
@@ -50,9 +47,14 @@ export const PROPOSE_WRITE_GUIDE = [
   'over (STATE_CHANGED: look again, propose again). Paths are letters, digits, `.`, `_`, `-`; no hidden files; one',
   'skill, or documents, per proposal; at most 20 files, 64 KB each, 256 KB in all. Characters a person cannot see',
   'are refused or shown to them escaped: write plain text.',
+  'To save a file of your workspace there as it is (a chart a run made, a PDF), name it instead of content:',
+  '`{"path":"documents/charts/spending.png","from":"out/chart.png"}` (documents only; PNG, JPEG, GIF, WebP, PDF or',
+  'UTF-8 text, at most 10 MB each, 32 MB in all). The core takes its bytes before the person is asked: changing the',
+  'file afterwards changes nothing.',
   '',
   '```',
   `ipc tool.invoke.propose_write '{"why":"to check the weather","files":[{"path":"skills/weather/SKILL.md","content":"# Weather\\n..."}]}'`,
   `ipc tool.invoke.propose_write '{"why":"the list you asked for","files":[{"path":"documents/shopping.md","content":"- milk\\n"}]}'`,
+  `ipc tool.invoke.propose_write '{"why":"the chart you asked for","files":[{"path":"documents/spending.png","from":"out/chart.png"}]}'`,
   '```',
 ].join('\n');

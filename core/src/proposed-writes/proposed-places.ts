@@ -43,13 +43,24 @@ function refusal(path: string, want: 'dir' | 'file'): string | null {
 
 /** What a proposed file would do to the one there now. */
 function fileLine(target: string, file: ProposedFile): string {
-  const bytes = Buffer.byteLength(file.content);
+  const bytes = 'taken' in file ? file.taken.size : Buffer.byteLength(file.content);
+  const hash = 'taken' in file ? file.taken.sha256 : sha256(file.content);
+  // A file from the workspace is told by its kind and hash: the person sees it on the Approvals page.
+  const what = 'taken' in file ? `${bytes} bytes (${file.taken.type} from the workspace, sha256 ${hash.slice(0, 12)})` : `${bytes} bytes`;
   const stat = lstatSync(target, { throwIfNoEntry: false });
-  if (!stat) return `${file.path}: new file, ${bytes} bytes`;
-  if (stat.size > HASHED_UP_TO) return `${file.path}: replaces the current ${stat.size} bytes (last changed ${stat.mtime.toISOString()}) with ${bytes} bytes`;
+  if (!stat) return `${file.path}: new file, ${what}`;
+  if (stat.size > HASHED_UP_TO) return `${file.path}: replaces the current ${stat.size} bytes (last changed ${stat.mtime.toISOString()}) with ${what}`;
   const now = readFileSync(target);
-  if (sha256(now) === sha256(file.content)) return `${file.path}: unchanged`;
-  return `${file.path}: replaces the current ${now.length} bytes (sha256 ${sha256(now).slice(0, 12)}) with ${bytes} bytes`;
+  if (sha256(now) === hash) return `${file.path}: unchanged`;
+  return `${file.path}: replaces the current ${now.length} bytes (sha256 ${sha256(now).slice(0, 12)}) with ${what}`;
+}
+
+/** The bytes a proposed file writes, or why they cannot be had: a taken file's kept copy must still be what the person saw. */
+function bytesOf(file: ProposedFile, kept: (id: string) => Buffer | null): Buffer | string {
+  if (!('taken' in file)) return Buffer.from(file.content);
+  const bytes = kept(file.taken.id);
+  if (!bytes) return `the kept copy of ${file.path} is gone (the core keeps a bounded number of files): propose it again`;
+  return sha256(bytes) === file.taken.sha256 ? bytes : `the kept copy of ${file.path} is not what the person saw`;
 }
 
 export class ProposedPlaces {
@@ -76,20 +87,24 @@ export class ProposedPlaces {
     return { lines: [heading, ...change.files.map((f) => fileLine(join(where.folder, f.path), f))] };
   }
 
-  /** Writes the change (each file atomically); a link or a non-folder on the way refuses it whole, before anything is written. */
-  apply(change: ProposedChange): AppliedChange | ToolFailure {
+  /** Writes the change (each file atomically); a link or a non-folder on the way, or a kept copy gone, refuses it whole, before anything is written. */
+  apply(change: ProposedChange, kept: (id: string) => Buffer | null = () => null): AppliedChange | ToolFailure {
     const where = this.where(change);
     if (!where) return new ToolFailure({ code: 'WRITES_UNAVAILABLE', message: `this installation takes no proposed writes to ${change.place} (it has no ${change.place} folder)`, retriable: false, stage: 6 });
     const problem = this.obstacle(change.place, where.root, where.folder, change.files);
     if (problem) return new ToolFailure({ code: 'WRITE_REFUSED', message: `nothing was written: ${problem}`, retriable: false, stage: 6 });
+    const contents = change.files.map((f) => bytesOf(f, kept));
+    const missing = contents.find((c): c is string => typeof c === 'string');
+    if (missing) return new ToolFailure({ code: 'WRITE_REFUSED', message: `nothing was written: ${missing}`, retriable: false, stage: 6 });
     const created = !lstatSync(where.folder, { throwIfNoEntry: false });
     const written: AppliedChange['written'] = [];
-    for (const file of change.files) {
+    change.files.forEach((file, i) => {
       const path = join(where.folder, file.path);
+      const bytes = contents[i] as Buffer;
       mkdirSync(dirname(path), { recursive: true });
-      writeAtomically(path, file.content);
-      written.push({ path: file.path, bytes: Buffer.byteLength(file.content), sha256: sha256(file.content) });
-    }
+      writeAtomically(path, bytes);
+      written.push({ path: file.path, bytes: bytes.length, sha256: sha256(bytes) });
+    });
     return { folder: where.shown, created, written };
   }
 

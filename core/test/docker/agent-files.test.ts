@@ -5,6 +5,8 @@
 // serves it to a logged-in person as a download that no browser renders as a page.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { FastifyInstance } from 'fastify';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { AgentManager } from '../../src/agents/agent-manager.js';
@@ -14,6 +16,7 @@ import { FileStore } from '../../src/files/file-store.js';
 import { SOCKETS } from '../../src/plugins/host-protocol.js';
 import { ROOT, Stack } from '../harness.js';
 import { newAgentManager, sh as shIn, testRuntime } from '../support/agents.js';
+import { launchBrowser, logIn } from '../support/browser.js';
 import { AnthropicStandIn } from '../support/anthropic-standin.js';
 
 const TOKEN = 'agent-files-admin-token-0123456789';
@@ -127,5 +130,65 @@ describe('a file the agent sends', () => {
     const r = await sh(`ipc tool.invoke.send_webchat '${JSON.stringify({ recipient: 'console', body: 'x', file: { id: '00000000-0000-4000-8000-000000000000', name: 'a', size: 1, type: 'text/html', inline: true } })}'`);
     expect(r.code).not.toBe(0);
     expect(JSON.parse(r.err)).toMatchObject({ code: 'VALIDATION_FAILED', field: 'file' });
+  });
+});
+
+// propose_write's `from`: a file of the workspace saved into the person's documents folder.
+describe('a file the agent proposes for the documents folder', () => {
+  const documents = () => join(stack.dataDir, 'documents');
+  const propose = (files: Record<string, unknown>[]) => sh(`ipc tool.invoke.propose_write '${JSON.stringify({ why: 'the chart you asked for', files })}'`);
+  const other = Buffer.from(PNG_B64, 'base64');
+  other[other.length - 13] ^= 0xff; // another picture, same size
+
+  it('is taken before the person is asked: they see its kind, size and hash and the picture itself; the yes writes those bytes, whatever the agent did to its file meanwhile', async () => {
+    expect((await sh(`mkdir -p /workspace/group/out && echo ${PNG_B64} | base64 -d > /workspace/group/out/chart.png`)).code).toBe(0);
+    const call = propose([{ path: 'documents/charts/spending.png', from: 'out/chart.png' }]);
+    const pending = await stack.pendingConfirmation('family', (p) => p.tool === 'propose_write');
+    const [file] = pending.arguments.files as { path: string; taken: { id: string; type: string; size: number; sha256: string } }[];
+    const sha = createHash('sha256').update(Buffer.from(PNG_B64, 'base64')).digest('hex');
+    expect(file).toEqual({ path: 'documents/charts/spending.png', taken: { id: expect.any(String), type: 'image/png', size: 70, sha256: sha } });
+    expect(pending.description.state).toEqual(['into your documents folder (1 file)', `charts/spending.png: new file, 70 bytes (image/png from the workspace, sha256 ${sha.slice(0, 12)})`]);
+    // The picture the person looks at is the kept copy, on the Approvals page (Chromium).
+    const shown = await fetch(`${base}/api/files/${file.taken.id}`, { headers: { cookie } });
+    expect(Buffer.from(await shown.arrayBuffer()).equals(Buffer.from(PNG_B64, 'base64'))).toBe(true);
+    const browser = await launchBrowser();
+    try {
+      const page = await browser.newPage();
+      await page.goto(`${base}/`);
+      await logIn(page, TOKEN);
+      await page.goto(`${base}/#/approvals`);
+      const img = `.pending[data-id="${pending.id}"] .taken img`;
+      await page.waitForFunction((sel) => (document.querySelector(sel) as HTMLImageElement | null)?.complete && (document.querySelector(sel) as HTMLImageElement).naturalWidth === 1, { timeout: 30_000 }, img);
+      expect(await page.$eval(img, (e) => [e.getAttribute('src'), e.getAttribute('alt')])).toEqual([`/api/files/${file.taken.id}`, 'documents/charts/spending.png']);
+      expect(await page.$eval(`.pending[data-id="${pending.id}"] .taken .muted`, (e) => e.textContent)).toBe('documents/charts/spending.png: image/png, 70 bytes, the very bytes that would be written');
+    } finally {
+      await browser.close();
+    }
+    // The agent swaps its file while the person looks: what they approved is still what is written.
+    expect((await sh(`echo ${other.toString('base64')} | base64 -d > /workspace/group/out/chart.png`)).code).toBe(0);
+    expect(existsSync(join(documents(), 'charts/spending.png'))).toBe(false);
+    await stack.answerConfirmation('family', (p) => p.id === pending.id);
+    const r = await call;
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.out)).toEqual({ documents: true, written: [{ path: 'documents/charts/spending.png', bytes: 70 }] });
+    expect(readFileSync(join(documents(), 'charts/spending.png')).equals(Buffer.from(PNG_B64, 'base64'))).toBe(true);
+  }, 60_000);
+
+  const refused: [string, Record<string, unknown>[], number, string][] = [
+    ['a file outside the workspace', [{ path: 'documents/p.txt', from: '/etc/passwd' }], 5, 'a file in /workspace/group'],
+    ['a symbolic link out of it', [{ path: 'documents/p.txt', from: 'passwd-link' }], 5, 'not a regular file'],
+    ['a program', [{ path: 'documents/ls', from: 'tool' }], 5, 'not a kind of file that can be sent'],
+    ['a file for a skill (its files are read as text)', [{ path: 'skills/charts/chart.png', from: 'out/chart.png' }], 3, 'a skill\'s files are proposed as text'],
+    ['both content and from', [{ path: 'documents/a.txt', content: 'x', from: 'out/chart.png' }], 3, 'give its content, or'],
+    ['a kept copy of its own making', [{ path: 'documents/a.png', taken: { id: '00000000-0000-4000-8000-000000000000', type: 'image/png', size: 1, sha256: '0'.repeat(64) } }], 3, 'taken'],
+  ];
+  it.each(refused)('refuses %s, with nobody asked', async (_what, files, stage, says) => {
+    await sh('ln -sf /etc/passwd /workspace/group/passwd-link; cp /bin/ls /workspace/group/tool');
+    const asked = stack.core.confirmations.list().length;
+    const r = await propose(files);
+    expect(r.code).not.toBe(0);
+    expect(JSON.parse(r.err)).toMatchObject({ code: 'VALIDATION_FAILED', stage });
+    expect(r.err).toContain(says);
+    expect(stack.core.confirmations.list().length).toBe(asked);
   });
 });

@@ -29,6 +29,12 @@ export function Approvals() {
  * each text with lines (a proposed file) whole in a box of its own, escaped; the complete
  * escaped arguments folded away, in a box of bounded height.
  */
+/** A proposal's files the core took from the workspace (propose_write `from`): kept, shown as they are. */
+function takenFiles(p) {
+  const files = p.tool === 'propose_write' && Array.isArray(p.arguments?.files) ? p.arguments.files : [];
+  return files.filter((f) => f && typeof f.path === 'string' && typeof f.taken?.id === 'string' && typeof f.taken.type === 'string');
+}
+
 function Pending({ p, answer }) {
   const d = p.description ?? { warnings: [], summary: [], full: JSON.stringify(p.arguments, null, 2), summary_cut: true };
   return html`<div class="card pending" data-id=${p.id} data-hash=${d.hash ?? ''}>
@@ -37,6 +43,8 @@ function Pending({ p, answer }) {
     <pre class="args">${d.summary.length > 0 ? d.summary.join('\n') : '(no arguments)'}</pre>
     ${d.state && d.state.length > 0 && html`<div class="muted">What it refers to now:</div><pre class="args state">${d.state.join('\n')}</pre>`}
     ${(d.texts ?? []).map((t) => html`<div class="text"><div class="muted">${t.field}</div><pre class="args">${t.text}</pre></div>`)}
+    ${takenFiles(p).map((f) => html`<div class="taken"><div class="muted">${f.path}: ${f.taken.type}, ${f.taken.size.toLocaleString('en-US')} bytes, the very bytes that would be written</div>
+      ${f.taken.type.startsWith('image/') ? html`<img src=${`/api/files/${encodeURIComponent(f.taken.id)}`} alt=${f.path} />` : html`<a href=${`/api/files/${encodeURIComponent(f.taken.id)}`}>Download it to look at it</a>`}</div>`)}
     ${d.summary_cut && html`<details class="full"><summary>The complete arguments (${d.full.length.toLocaleString('en-US')} characters, escaped)</summary><pre>${d.full}</pre></details>`}
     <div class="row actions">
       <button class="primary approve" onClick=${() => answer(p, 'approve')}>Approve</button>
