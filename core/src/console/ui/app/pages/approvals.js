@@ -23,18 +23,18 @@ export function Approvals() {
     </tbody></table></div>`}`;
 }
 
-/**
- * One waiting call, from the core's description (core/src/confirm/describe-call.ts): the
- * warnings first, then tool, group and one escaped line per argument next to the buttons,
- * each text with lines (a proposed file) whole in a box of its own, escaped; the complete
- * escaped arguments folded away, in a box of bounded height.
- */
 /** A proposal's files the core took from the workspace (propose_write `from`): kept, shown as they are. */
 function takenFiles(p) {
   const files = p.tool === 'propose_write' && Array.isArray(p.arguments?.files) ? p.arguments.files : [];
   return files.filter((f) => f && typeof f.path === 'string' && typeof f.taken?.id === 'string' && typeof f.taken.type === 'string');
 }
 
+/**
+ * One waiting call, from the core's description (core/src/confirm/describe-call.ts): the
+ * warnings first, then tool, group and one escaped line per argument next to the buttons,
+ * each text with lines (a proposed file) whole in a box of its own, escaped; the complete
+ * escaped arguments folded away, in a box of bounded height.
+ */
 function Pending({ p, answer }) {
   const d = p.description ?? { warnings: [], summary: [], full: JSON.stringify(p.arguments, null, 2), summary_cut: true };
   return html`<div class="card pending" data-id=${p.id} data-hash=${d.hash ?? ''}>
