@@ -34,7 +34,7 @@ export async function takeWorkspaceFiles(args: JsonObject, session: Session, fil
     try {
       const ref = files.store.put(session.group, posix.basename(read.path), read.bytes, read.kind);
       const taken: TakenFile = { id: ref.id, type: ref.type, size: ref.size, sha256: createHash('sha256').update(read.bytes).digest('hex') };
-      out.push({ path: file.path, taken: { ...taken } });
+      out.push({ path: file.path, taken });
     } catch (err) {
       return new ToolFailure(pipelineError('PLUGIN_UNAVAILABLE', `the core could not keep "${file.path}" right now (${(err as NodeJS.ErrnoException).code ?? 'error'}); try again later`, true, { stage: 5, field: 'files' }));
     }
