@@ -5,8 +5,8 @@ import { hostname } from 'node:os';
 import { createInterface } from 'node:readline';
 import { PassThrough } from 'node:stream';
 import Docker from 'dockerode';
-import tar from 'tar-stream';
 import type { FileRead } from '../files/attach-files.js';
+import { readAgentFile } from './agent-file-reader.js';
 import { chooseSandbox, type Sandbox, type SandboxSetting } from './sandbox.js';
 import { LABELS, type AgentProcess, type AgentRuntime, type AgentSpec, type AttachedAgent } from './runtime.js';
 import { changedFilesCommand, type ChangedFiles } from './workspace-labels.js';
@@ -318,37 +318,9 @@ export class DockerRuntime implements AgentRuntime {
    * the container; paths resolve inside its own file system). At most `maxBytes`: the
    * read stops as soon as the archive's header says more. Folders and links are refused.
    */
-  async readFile(id: string, path: string, maxBytes: number): Promise<FileRead> {
-    let archive: NodeJS.ReadableStream;
-    try {
-      archive = (await this.docker.getContainer(id).getArchive({ path })) as NodeJS.ReadableStream;
-    } catch (err) {
-      const status = (err as { statusCode?: number }).statusCode;
-      return status === 404 ? { ok: false, why: 'not_found' } : { ok: false, why: 'unreadable', detail: (err as Error).message };
-    }
-    const extract = tar.extract();
-    archive.pipe(extract);
-    try {
-      for await (const entry of extract) {
-        const { type, size = 0 } = entry.header;
-        if (type !== 'file') return { ok: false, why: 'not_a_file', detail: `${type}` };
-        if (size > maxBytes) return { ok: false, why: 'too_large', detail: `${size} bytes` };
-        const chunks: Buffer[] = [];
-        let read = 0;
-        for await (const chunk of entry as AsyncIterable<Buffer>) {
-          read += chunk.length;
-          if (read > maxBytes) return { ok: false, why: 'too_large', detail: `over ${maxBytes} bytes` };
-          chunks.push(chunk);
-        }
-        return { ok: true, bytes: Buffer.concat(chunks) };
-      }
-      return { ok: false, why: 'not_found' };
-    } catch (err) {
-      return { ok: false, why: 'unreadable', detail: (err as Error).message };
-    } finally {
-      extract.destroy();
-      (archive as NodeJS.ReadableStream & { destroy?(): void }).destroy?.();
-    }
+  /** A regular file of the agent's workspace, read with the agent's own powers (agent-file-reader.ts). */
+  readFile(id: string, path: string, maxBytes: number): Promise<FileRead> {
+    return readAgentFile(this.docker, id, path, maxBytes);
   }
 
   async isRunning(id: string): Promise<boolean> {

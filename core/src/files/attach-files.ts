@@ -1,6 +1,6 @@
 // A tool's file arguments (manifest `file_arguments`): the agent names a file in its
 // workspace; just before the call is routed, the core reads that file from the agent's
-// own container (the engine's archive API: nothing runs inside it), checks it (a regular
+// own container (as the agent's own user: agents/agent-file-reader.ts), checks it (a regular
 // file in /workspace/group, at most MAX_FILE_BYTES, a kind a person can open: file-type.ts),
 // keeps it (file-store.ts) and hands the plugin a FileRef instead of the path. The plugin
 // never reads an agent's workspace, and the person never gets what the core did not check.
@@ -16,7 +16,7 @@ export const MAX_FILE_BYTES = 10 * 1024 * 1024;
 
 export type FileRead =
   | { ok: true; bytes: Buffer }
-  | { ok: false; why: 'not_found' | 'not_a_file' | 'too_large' | 'unreadable'; detail?: string };
+  | { ok: false; why: 'not_found' | 'not_a_file' | 'outside' | 'too_large' | 'unreadable'; detail?: string };
 
 /** Reads one regular file of a container, at most `maxBytes` (the runtime's readFile). */
 export type ReadAgentFile = (container: string, path: string, maxBytes: number) => Promise<FileRead>;
@@ -36,6 +36,7 @@ export function workspacePath(given: string): string | null {
 const WHY: Record<Exclude<FileRead, { ok: true }>['why'], string> = {
   not_found: 'no such file in the workspace',
   not_a_file: 'not a regular file (a folder or a symbolic link)',
+  outside: `leads out of ${WORKSPACE} (through a symbolic link)`,
   too_large: `larger than ${MAX_FILE_BYTES / 1024 / 1024} MB`,
   unreadable: 'could not be read from the agent\'s container',
 };

@@ -97,14 +97,22 @@ export class FileStore {
     }
   }
 
+  /** Forgets a kept file nobody will need (a proposal that wrote nothing); nothing for an id it does not have. */
+  remove(id: string): void {
+    const at = this.files.findIndex((f) => f.id === id);
+    if (at >= 0) this.drop(at);
+  }
+
   private add(stored: Stored): void {
     this.files.push(stored);
     this.bytes += stored.size;
-    while (this.files.length > this.limits.maxFiles || (this.bytes > this.limits.maxBytes && this.files.length > 1)) {
-      const oldest = this.files.shift()!;
-      this.bytes -= oldest.size;
-      rmSync(join(this.dir, oldest.id), { force: true });
-      rmSync(join(this.dir, `${oldest.id}.json`), { force: true });
-    }
+    while (this.files.length > this.limits.maxFiles || (this.bytes > this.limits.maxBytes && this.files.length > 1)) this.drop(0);
+  }
+
+  private drop(at: number): void {
+    const [gone] = this.files.splice(at, 1);
+    this.bytes -= gone.size;
+    rmSync(join(this.dir, gone.id), { force: true });
+    rmSync(join(this.dir, `${gone.id}.json`), { force: true });
   }
 }

@@ -25,7 +25,7 @@ import { validatePayload } from './validate-payload.js';
 import { validateTopic } from './validate-topic.js';
 import { attachFiles, type AttachDeps } from '../files/attach-files.js';
 import { PROPOSE_WRITE_NAME } from '../proposed-writes/proposed-change.js';
-import { takeWorkspaceFiles } from '../proposed-writes/take-workspace-files.js';
+import { forgetTaken, takeWorkspaceFiles } from '../proposed-writes/take-workspace-files.js';
 
 export interface PipelineDeps {
   metrics?: Pick<Metrics, 'request'>;
@@ -213,9 +213,23 @@ async function validateAndRoute(envelope: RequestEnvelope, session: Session, dep
   if (tool.owner === 'core' && tool.name === PROPOSE_WRITE_NAME) {
     const taken = await takeWorkspaceFiles(envelope.payload.arguments, session, deps.files);
     if (taken instanceof ToolFailure) return reject(audit, ctx, 'confirm', taken.error);
-    envelope = { ...envelope, payload: { ...envelope.payload, arguments: taken as RequestEnvelope['payload']['arguments'] } };
+    if (taken !== envelope.payload.arguments) {
+      const withTaken = { ...envelope, payload: { ...envelope.payload, arguments: taken as RequestEnvelope['payload']['arguments'] } };
+      let answer: Answer | undefined;
+      try {
+        answer = await askAndRoute(tool, withTaken, session, deps, ctx, audit, send);
+        return answer;
+      } finally {
+        // A proposal that wrote nothing (refused, answered no, expired, failed) keeps nothing.
+        if (!answer || 'error' in answer) forgetTaken(taken.files, deps.files);
+      }
+    }
   }
+  return askAndRoute(tool, envelope, session, deps, ctx, audit, send);
+}
 
+/** Stage 5 (a person, a standing approval, or nobody for a low-risk call), then stage 6. */
+async function askAndRoute(tool: ToolEntry, envelope: RequestEnvelope, session: Session, deps: PipelineDeps, ctx: ResponseContext, audit: RequestTrail, send?: Send): Promise<Answer> {
   // Decided once: a person is asked (or not) for the risk the call had when it arrived.
   const risk = riskNow(tool, envelope, session, deps);
   const high = risk === 'high';

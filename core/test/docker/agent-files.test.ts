@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { FastifyInstance } from 'fastify';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { AgentManager } from '../../src/agents/agent-manager.js';
@@ -14,7 +14,7 @@ import type { DockerRuntime } from '../../src/agents/docker-runtime.js';
 import { startAdminApi } from '../../src/admin/http-api.js';
 import { FileStore } from '../../src/files/file-store.js';
 import { SOCKETS } from '../../src/plugins/host-protocol.js';
-import { ROOT, Stack } from '../harness.js';
+import { ROOT, Stack, until } from '../harness.js';
 import { newAgentManager, sh as shIn, testRuntime } from '../support/agents.js';
 import { launchBrowser, logIn } from '../support/browser.js';
 import { AnthropicStandIn } from '../support/anthropic-standin.js';
@@ -30,6 +30,7 @@ let container: string;
 let admin: FastifyInstance;
 let base: string;
 let cookie: string;
+let files: FileStore;
 
 beforeAll(async () => {
   stack = await Stack.start({ plugins: [], extraPluginDirs: { webchat: join(ROOT, 'plugins/webchat') }, config: { groups: { family: {} } } });
@@ -40,7 +41,7 @@ beforeAll(async () => {
   await manager.removeOrphans();
   await manager.enqueue('family', 'warm up').catch(() => undefined);
   container = manager.live('family')!.container;
-  const files = new FileStore(join(stack.dir, 'files'));
+  files = new FileStore(join(stack.dir, 'files'));
   stack.core.acceptFiles({ read: (c, p, max) => runtime.readFile(c, p, max), store: files });
   admin = await startAdminApi(stack.core, '127.0.0.1', 0, TOKEN, {
     console: { files, panels: () => stack.core.catalog.panels().map((p) => ({ ...p, socket: join(stack.runDir, SOCKETS.panels, `${p.name}.sock`) })) },
@@ -111,13 +112,15 @@ describe('a file the agent sends', () => {
     ['a way out with ..', '../../etc/passwd', 'a file in /workspace/group'],
     ['the session socket', '/run/carapace/carapace.sock', 'a file in /workspace/group'],
     ['a symbolic link to a file outside', 'passwd-link', 'not a regular file'],
+    ['a path through a link to a folder outside (the engine would have followed it)', 'etc-link/passwd', 'leads out of /workspace/group'],
     ['a folder', 'charts', 'not a regular file'],
+    ['a fifo (read, it would never end)', 'pipe', 'not a regular file'],
     ['a file that is not there', 'nothing-here.png', 'no such file'],
     ['a program (not a kind a person can open)', 'tool', 'not a kind of file that can be sent'],
     ['a file over 10 MB', 'big.txt', 'larger than 10 MB'],
   ];
   it.each(refused)('refuses %s (%s) with a clear error, and sends nothing', async (_what, file, says) => {
-    await sh('ln -sf /etc/passwd /workspace/group/passwd-link; cp /bin/ls /workspace/group/tool; [ -f /workspace/group/big.txt ] || head -c 11000000 /dev/zero | tr "\\0" a > /workspace/group/big.txt');
+    await sh('ln -sf /etc/passwd /workspace/group/passwd-link; ln -sfn /etc /workspace/group/etc-link; [ -p /workspace/group/pipe ] || mkfifo /workspace/group/pipe; cp /bin/ls /workspace/group/tool; [ -f /workspace/group/big.txt ] || head -c 11000000 /dev/zero | tr "\\0" a > /workspace/group/big.txt');
     const before = await lastMessage();
     const r = await send(file);
     expect(r.code).not.toBe(0);
@@ -191,4 +194,61 @@ describe('a file the agent proposes for the documents folder', () => {
     expect(r.err).toContain(says);
     expect(stack.core.confirmations.list().length).toBe(asked);
   });
+
+  /** The files the core keeps (the store's folder: each file and its description). */
+  const kept = () => readdirSync(join(stack.dir, 'files')).length;
+  /** The call's answer, and whether a person was asked (then they say no, so that it ends). */
+  async function outcome(files: Record<string, unknown>[]): Promise<{ asked: boolean; code: number | null; err: string }> {
+    const call = propose(files);
+    const asked = await Promise.race([call.then(() => null), stack.pendingConfirmation('family', (p) => p.tool === 'propose_write').catch(() => null)]);
+    if (asked) stack.core.confirmations.resolve(asked.id, false, 'test');
+    const r = await call;
+    return { asked: asked !== null, code: r.code, err: r.err };
+  }
+
+  it('refuses a path through a symbolic link to a folder outside the workspace (the engine would follow it: /etc/shadow, which the agent itself cannot read)', async () => {
+    await sh('ln -sfn /etc /workspace/group/etc-link; ln -sfn / /workspace/group/root-link');
+    expect((await sh('cat /workspace/group/etc-link/shadow')).code).not.toBe(0);
+    for (const from of ['etc-link/shadow', 'root-link/etc/shadow', 'etc-link/passwd']) {
+      const r = await outcome([{ path: 'documents/shadow.txt', from }]);
+      expect(r.asked).toBe(false);
+      expect(JSON.parse(r.err)).toMatchObject({ code: 'VALIDATION_FAILED', stage: 5, message: expect.stringContaining('leads out of /workspace/group (through a symbolic link)') });
+    }
+  });
+
+  it('a proposal that writes nothing keeps nothing: refused half way, refused at the bound of waiting confirmations, or answered no', async () => {
+    await sh(`mkdir -p /workspace/group/out && echo ${PNG_B64} | base64 -d > /workspace/group/out/chart.png; cp /bin/ls /workspace/group/tool`);
+    const before = kept();
+    // Three pictures, then a program: refused at the fourth, after three were read.
+    const half = await outcome([1, 2, 3].map((n) => ({ path: `documents/c${n}.png`, from: 'out/chart.png' })).concat({ path: 'documents/ls', from: 'tool' }));
+    expect(half).toMatchObject({ asked: false });
+    expect(JSON.parse(half.err)).toMatchObject({ code: 'VALIDATION_FAILED', stage: 5 });
+    expect(kept()).toBe(before);
+    // Answered no.
+    const no = await outcome([{ path: 'documents/no.png', from: 'out/chart.png' }]);
+    expect(no).toMatchObject({ asked: true });
+    expect(JSON.parse(no.err)).toMatchObject({ code: 'CONFIRMATION_DENIED' });
+    expect(kept()).toBe(before);
+    // The group's waiting confirmations at their bound (3): one more is refused, and keeps nothing either.
+    const waiting = [1, 2, 3].map((n) => propose([{ path: `documents/w${n}.txt`, content: 'x' }]));
+    await until(() => stack.core.confirmations.list('family').length === 3, 10_000);
+    const over = await propose([{ path: 'documents/over.png', from: 'out/chart.png' }]);
+    expect(JSON.parse(over.err)).toMatchObject({ code: 'CONFIRMATION_LIMIT' });
+    expect(kept()).toBe(before);
+    for (const p of stack.core.confirmations.list('family')) stack.core.confirmations.resolve(p.id, false, 'test');
+    await Promise.all(waiting);
+  }, 60_000);
+
+  it('a kept copy gone before the yes (other files pushed it out of the bounded store): WRITE_REFUSED, nothing written', async () => {
+    await sh(`mkdir -p /workspace/group/out && echo ${PNG_B64} | base64 -d > /workspace/group/out/chart.png`);
+    const call = propose([{ path: 'documents/evicted.png', from: 'out/chart.png' }]);
+    const pending = await stack.pendingConfirmation('family', (p) => p.tool === 'propose_write');
+    // Another group's chat sends 500 files meanwhile (the store keeps 500).
+    for (let i = 0; i < 500; i++) files.put('other', 'a.txt', Buffer.from('a'), { type: 'text/plain; charset=utf-8', inline: false });
+    await stack.answerConfirmation('family', (p) => p.id === pending.id);
+    const r = await call;
+    expect(JSON.parse(r.err)).toMatchObject({ code: 'WRITE_REFUSED' });
+    expect(r.err).toContain('kept copy');
+    expect(existsSync(join(documents(), 'evicted.png'))).toBe(false);
+  }, 60_000);
 });
