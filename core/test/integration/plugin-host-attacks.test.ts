@@ -102,7 +102,9 @@ describe('a plugin that floods the host is throttled', () => {
     waits.sort((a, b) => a - b);
     expect(waits[2]).toBeLessThan(1000);
     expect(waits[4]).toBeLessThan(5000);
-    expect(hostMemory(s).peak - before.rss).toBeLessThan(64);
+    // Throttled, the host grew 10 (publish) and 52 MB (service) on a quiet machine, 68 in a
+    // CI run beside Docker work; with the throttle removed, 121 and 913 MB.
+    expect(hostMemory(s).peak - before.rss).toBeLessThan(96);
     const audit = await s.auditEntries();
     expect(audit.find((e) => e.source === 'saboteur' && e.severity === 'CRITICAL' && /sends more than 500 messages a second: throttled/.test(e.reason ?? ''))).toBeDefined();
     expect(s.host?.exitCode).toBeNull();

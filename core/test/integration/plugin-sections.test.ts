@@ -40,10 +40,15 @@ async function pid(): Promise<number> {
 const audited = (since: string, reason: RegExp) => stack.core.audit.query({ since }).find((e) => reason.test(e.reason ?? ''));
 
 /** Writes the file as a person would (pretty-printed) and waits until the core has said it is broken. */
-async function writeBroken(raw: Record<string, unknown>): Promise<void> {
+/**
+ * Writes a broken carapace.json and waits until the core says so at `pointer`: an earlier
+ * write's second file event (a write is a truncate and a write) may still be said after
+ * `since`, naming the earlier problem (a clean CI run saw it).
+ */
+async function writeBroken(raw: Record<string, unknown>, pointer: string): Promise<void> {
   const since = new Date().toISOString();
   writeFileSync(stack.configFile, JSON.stringify(raw, null, 2));
-  await until(() => audited(since, /^carapace\.json changed but is broken/), 10_000);
+  await until(() => audited(since, /^carapace\.json changed but is broken/) && stack.core.configStatus().problem?.pointer === pointer, 10_000);
 }
 
 describe('plugin sections checked at the core', () => {
@@ -51,7 +56,7 @@ describe('plugin sections checked at the core', () => {
     const before = await pid();
     const running = structuredClone(stack.core.config.plugins);
     // Line 9, column 9: "c1" in the pretty-printed file.
-    await writeBroken({ groups: { ...GROUPS, cousins: {} }, plugins: { mapped: { chats: { c1: 5 }, token: '${MAPPED_TOKEN}' } } });
+    await writeBroken({ groups: { ...GROUPS, cousins: {} }, plugins: { mapped: { chats: { c1: 5 }, token: '${MAPPED_TOKEN}' } } }, '/plugins/mapped/chats/c1');
     const problem = stack.core.configStatus().problem;
     expect(problem).toMatchObject({ pointer: '/plugins/mapped/chats/c1', field: 'plugins.mapped.chats.c1', line: 9, column: 9, message: 'the settings of plugin "mapped" do not fit its config_schema at /plugins/mapped/chats/c1: must be string' });
     expect(audited(new Date(Date.now() - 15_000).toISOString(), /^carapace\.json changed but is broken/)).toMatchObject({ code: 'CONFIG_INVALID', outcome: 'error' });
@@ -83,9 +88,9 @@ describe('plugin sections checked at the core', () => {
   }, 60_000);
 
   it('a ${VAR} reference passes where the schema asks for a pattern (the host checks the value), not where it asks for an integer; a literal that breaks the pattern is refused', async () => {
-    await writeBroken({ groups: GROUPS, plugins: { mapped: { ...GOOD.plugins.mapped, endpoint: 'ftp://files.example.org' } } });
+    await writeBroken({ groups: GROUPS, plugins: { mapped: { ...GOOD.plugins.mapped, endpoint: 'ftp://files.example.org' } } }, '/plugins/mapped/endpoint');
     expect(stack.core.configStatus().problem).toMatchObject({ pointer: '/plugins/mapped/endpoint', message: expect.stringContaining('must match pattern') });
-    await writeBroken({ groups: GROUPS, plugins: { mapped: { ...GOOD.plugins.mapped, retries: '${MAPPED_RETRIES}' } } });
+    await writeBroken({ groups: GROUPS, plugins: { mapped: { ...GOOD.plugins.mapped, retries: '${MAPPED_RETRIES}' } } }, '/plugins/mapped/retries');
     expect(stack.core.configStatus().problem).toMatchObject({ pointer: '/plugins/mapped/retries', message: expect.stringContaining('must be integer') });
     // The reference in a string with a pattern: taken, and the plugin started again on it.
     const before = await pid();
