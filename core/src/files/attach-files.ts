@@ -1,6 +1,6 @@
 // A tool's file arguments (manifest `file_arguments`): the agent names a file in its
 // workspace; just before the call is routed, the core reads that file from the agent's
-// own container (as the agent's own user: agents/agent-file-reader.ts), checks it (a regular
+// own container (the engine's archive API, no link on the way: agents/agent-file-reader.ts), checks it (a regular
 // file in /workspace/group, at most MAX_FILE_BYTES, a kind a person can open: file-type.ts),
 // keeps it (file-store.ts) and hands the plugin a FileRef instead of the path. The plugin
 // never reads an agent's workspace, and the person never gets what the core did not check.
@@ -36,7 +36,7 @@ export function workspacePath(given: string): string | null {
 const WHY: Record<Exclude<FileRead, { ok: true }>['why'], string> = {
   not_found: 'no such file in the workspace',
   not_a_file: 'not a regular file (a folder or a symbolic link)',
-  outside: `leads out of ${WORKSPACE} (through a symbolic link)`,
+  outside: 'goes through a symbolic link (a folder on the way): links are not followed',
   too_large: `larger than ${MAX_FILE_BYTES / 1024 / 1024} MB`,
   unreadable: 'could not be read from the agent\'s container',
 };
