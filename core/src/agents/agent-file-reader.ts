@@ -8,9 +8,8 @@
 // that way stopped the agent's Claude Code.)
 import type Docker from 'dockerode';
 import tar from 'tar-stream';
-import type { FileRead } from '../files/attach-files.js';
+import { WORKSPACE, type FileRead } from '../files/attach-files.js';
 
-const WORKSPACE = '/workspace/group';
 /** Go's os.FileMode type bits, in the engine's stat of a path: a link, and any kind but a regular file (folder, fifo, socket, device). */
 const MODE_SYMLINK = 27;
 const NOT_REGULAR = [31, 27, 26, 25, 24, 21, 19];

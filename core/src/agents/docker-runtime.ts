@@ -318,7 +318,7 @@ export class DockerRuntime implements AgentRuntime {
    * the container; paths resolve inside its own file system). At most `maxBytes`: the
    * read stops as soon as the archive's header says more. Folders and links are refused.
    */
-  /** A regular file of the agent's workspace, read with the agent's own powers (agent-file-reader.ts). */
+  /** A regular file of the agent's workspace, no link on its way (agent-file-reader.ts). */
   readFile(id: string, path: string, maxBytes: number): Promise<FileRead> {
     return readAgentFile(this.docker, id, path, maxBytes);
   }
