@@ -59,6 +59,12 @@ export class Stack {
   core!: Core;
   host: ChildProcess | null = null;
   hostOutput = '';
+  /** The host's output once it holds `pattern`: its log comes through a pipe, often after the answer that caused it. */
+  async hostSaid(pattern: RegExp | string, timeoutMs = 5000): Promise<string> {
+    const holds = (): boolean => (typeof pattern === 'string' ? this.hostOutput.includes(pattern) : pattern.test(this.hostOutput));
+    await until(holds, timeoutMs).catch(() => undefined);
+    return this.hostOutput;
+  }
   readonly dir = mkdtempSync(join(tmpdir(), 'cp-'));
   readonly runDir = join(this.dir, 'run');
   readonly pluginsDir = join(this.dir, 'plugins');

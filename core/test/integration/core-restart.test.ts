@@ -127,7 +127,7 @@ describe('a core restart under a running plugin host', () => {
     const host = stack.host!;
     const code = await new Promise((r) => host.once('exit', r));
     expect(code).toBe(1);
-    expect(stack.hostOutput).toContain('the core is gone: giving up');
+    expect(await stack.hostSaid('the core is gone: giving up')).toContain('the core is gone: giving up');
 
     await startBoth(stack);
     const accepted = await until(() => auditEntries(stack!).find((e) => e.stage === 'event' && e.source === 'telegram' && e.reason === 'event accepted'), 15_000);

@@ -108,7 +108,8 @@ describe('its network is its manifest', () => {
     expect(hits).toBe(1);
     expect(await snoop('fetch_url', { url: upstreamUrl })).toMatchObject({ ok: false });
     expect(hits).toBe(1);
-    expect(stack.hostOutput).toMatch(/"plugin":"snoop","target":"127\.0\.0\.1:\d+","reason":"not in its manifest's network","msg":"egress refused"/);
+    const refusal = /"plugin":"snoop","target":"127\.0\.0\.1:\d+","reason":"not in its manifest's network","msg":"egress refused"/;
+    expect(await stack.hostSaid(refusal)).toMatch(refusal);
   });
 
   it('a burst of 100 requests at once all go through: the relay caps tunnels, so the plugin queues instead of being refused', async () => {
