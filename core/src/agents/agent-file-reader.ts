@@ -1,14 +1,15 @@
 // A file of an agent's workspace, read for the core (a file sent to a chat, a document
-// proposed `from` the workspace) through the engine's archive API. The engine reads as
-// root, in its own view of the container, and follows a folder link anywhere on the path
-// (`etc-link/shadow` would be a file the agent itself cannot read): so each folder on the
-// way is first looked at (HEAD, the engine's stat without following the last part) and a
-// link refuses the read. A link swapped in between that look and the read is not caught:
-// README says so. (Not `head` run as the agent: under gVisor, reads of a few large files
-// that way stopped the agent's Claude Code.)
+// proposed `from` the workspace) through the engine's archive API, in a reader container
+// that holds only the workspace (workspace-reader.ts): the engine reads as root and
+// follows a folder link anywhere on the path, and there it finds nothing but the workspace
+// and an empty image. Each folder on the way is looked at first (HEAD, the engine's stat
+// without following the last part), so that a link is refused with its reason. (Not
+// `head` run as the agent: under gVisor, reads of a few large files that way stopped the
+// agent's Claude Code.)
 import type Docker from 'dockerode';
 import tar from 'tar-stream';
 import { WORKSPACE, type FileRead } from '../files/attach-files.js';
+import { withWorkspaceReader } from './workspace-reader.js';
 
 /** Go's os.FileMode type bits, in the engine's stat of a path: a link, and any kind but a regular file (folder, fifo, socket, device). */
 const MODE_SYMLINK = 27;
@@ -25,9 +26,15 @@ async function stat(container: Docker.Container, path: string): Promise<{ mode: 
   return header ? (JSON.parse(Buffer.from(header, 'base64').toString('utf8')) as { mode: number; linkTarget?: string }) : null;
 }
 
-
 export async function readAgentFile(docker: Docker, id: string, path: string, maxBytes: number): Promise<FileRead> {
-  const container = docker.getContainer(id);
+  try {
+    return await withWorkspaceReader(docker, id, (reader) => readFrom(reader, path, maxBytes));
+  } catch (err) {
+    return { ok: false, why: 'unreadable', detail: (err as Error).message };
+  }
+}
+
+async function readFrom(container: Docker.Container, path: string, maxBytes: number): Promise<FileRead> {
   const parts = path.slice(WORKSPACE.length + 1).split('/');
   let archive: NodeJS.ReadableStream;
   try {

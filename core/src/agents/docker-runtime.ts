@@ -313,12 +313,7 @@ export class DockerRuntime implements AgentRuntime {
     };
   }
 
-  /**
-   * One regular file of a container, through the engine's archive API (nothing runs in
-   * the container; paths resolve inside its own file system). At most `maxBytes`: the
-   * read stops as soon as the archive's header says more. Folders and links are refused.
-   */
-  /** A regular file of the agent's workspace, no link on its way (agent-file-reader.ts). */
+  /** A regular file of the agent's workspace, no link on its way, read from a container that holds only the workspace (agent-file-reader.ts). */
   readFile(id: string, path: string, maxBytes: number): Promise<FileRead> {
     return readAgentFile(this.docker, id, path, maxBytes);
   }

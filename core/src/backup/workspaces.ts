@@ -27,6 +27,7 @@ import * as tar from 'tar';
 import { LABELS } from '../agents/runtime.js';
 import { runDiskHelper, volumeMatches, volumeName, VOLUME_OPTIONS } from '../agents/disk-image.js';
 import type { Engine } from '../agents/storage.js';
+import { withUnstartedContainer } from '../agents/workspace-reader.js';
 import { fail } from './errors.js';
 import { mode, walkFiles } from './collect.js';
 import type { Skipped } from './manifest.js';
@@ -100,20 +101,11 @@ export function dockerImageReader(engine: Engine, settings: ImageReaderSettings)
   };
 
   async function archiveOf(group: string, volume: string, into: string, archived: string): Promise<Skipped[]> {
-    const container = await docker.createContainer({
-      Image: settings.helperImage,
-      Entrypoint: ['true'],
-      NetworkDisabled: true,
-      Labels: labels(group),
-      HostConfig: { Binds: [`${volume}:/w:ro,nocopy`], NetworkMode: 'none', ReadonlyRootfs: true, CapDrop: ['ALL'] },
-    });
     try {
-      const stream = (await container.getArchive({ path: '/w' })) as unknown as Readable;
-      return await extractFiles(stream, into, archived);
+      return await withUnstartedContainer(docker, { image: settings.helperImage, binds: [`${volume}:/w:ro,nocopy`], labels: labels(group) }, async (container) =>
+        extractFiles((await container.getArchive({ path: '/w' })) as unknown as Readable, into, archived));
     } catch (err) {
       return unreadable(group, (err as Error).message);
-    } finally {
-      await container.remove({ force: true }).catch(() => undefined);
     }
   }
 }

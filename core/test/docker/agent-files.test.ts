@@ -130,6 +130,25 @@ describe('a file the agent sends', () => {
     expect((await lastMessage())?.id).toBe(before?.id);
   });
 
+  it('a folder swapped for a link to /etc between the look and the read never makes the core read a file the agent cannot (/etc/shadow)', async () => {
+    // As the agent: `swap` is a folder holding `shadow`, a link to /etc, or absent, over and over, for 25 s.
+    const swapper = `const fs = require('fs'); const d = '/workspace/group/swap';
+      fs.rmSync(d, { recursive: true, force: true }); fs.mkdirSync(d + '-dir', { recursive: true }); fs.writeFileSync(d + '-dir/shadow', 'mine');
+      try { fs.symlinkSync('/etc', d + '-link'); } catch {}
+      for (const end = Date.now() + 25000; Date.now() < end;) for (const k of ['-dir', '-link']) try { fs.renameSync(d + k, d); fs.renameSync(d, d + k); } catch {}`;
+    await sh(`echo ${Buffer.from(swapper).toString('base64')} | base64 -d > /workspace/group/swap.js && (node /workspace/group/swap.js > /dev/null 2>&1 &)`);
+    const read = new Set<string>();
+    let refused = 0;
+    for (const end = Date.now() + 20_000; Date.now() < end;) {
+      const r = await runtime.readFile(container, '/workspace/group/swap/shadow', 1_000_000);
+      if (r.ok) read.add(r.bytes.toString('utf8').slice(0, 40));
+      else refused++;
+    }
+    // What the race gave: the agent's own file, or a refusal (not there, a link, the engine losing its way); never root's.
+    expect([...read.keys()]).toEqual(['mine']);
+    expect(refused).toBeGreaterThan(0);
+  }, 60_000);
+
   it('the agent cannot hand the plugin a reference of its own making', async () => {
     const r = await sh(`ipc tool.invoke.send_webchat '${JSON.stringify({ recipient: 'console', body: 'x', file: { id: '00000000-0000-4000-8000-000000000000', name: 'a', size: 1, type: 'text/html', inline: true } })}'`);
     expect(r.code).not.toBe(0);
