@@ -1,7 +1,8 @@
 // Files the core took from agents' workspaces for a person (a chart, a report): kept in
 // the core's data folder, never in a plugin's, served by the console to a logged-in
-// person. Bounded in count and bytes (the oldest go first); each file is written whole
-// or not at all, with its description beside it.
+// person. Bounded in count and bytes: when full, the group that holds the most gives up
+// its oldest file, so that an agent that floods the store pushes out its own group's files
+// and not another's. Each file is written whole or not at all, with its description beside it.
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -106,7 +107,23 @@ export class FileStore {
   private add(stored: Stored): void {
     this.files.push(stored);
     this.bytes += stored.size;
-    while (this.files.length > this.limits.maxFiles || (this.bytes > this.limits.maxBytes && this.files.length > 1)) this.drop(0);
+    for (;;) {
+      const byCount = this.files.length > this.limits.maxFiles;
+      if (!byCount && this.bytes <= this.limits.maxBytes) return;
+      const at = this.oldestOfLargestHolder(byCount);
+      if (at < 0) return;
+      this.drop(at);
+    }
+  }
+
+  /** The oldest file of the group that holds the most files (`byCount`) or bytes, the newest file never; -1 when there is only that. */
+  private oldestOfLargestHolder(byCount: boolean): number {
+    const held = new Map<string, number>();
+    for (const f of this.files) held.set(f.group, (held.get(f.group) ?? 0) + (byCount ? 1 : f.size));
+    const candidates = this.files.slice(0, -1);
+    let largest: string | null = null;
+    for (const f of candidates) if (largest === null || held.get(f.group)! > held.get(largest)!) largest = f.group;
+    return largest === null ? -1 : candidates.findIndex((f) => f.group === largest);
   }
 
   private drop(at: number): void {

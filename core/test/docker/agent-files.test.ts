@@ -271,12 +271,18 @@ describe('a file the agent proposes for the documents folder', () => {
     expect(await runtime.isRunning(container)).toBe(true);
   }, 90_000);
 
-  it('a kept copy gone before the yes (other files pushed it out of the bounded store): WRITE_REFUSED, nothing written', async () => {
+  it("a kept copy gone before the yes (its own group's files pushed it out of the bounded store; another group's cannot): WRITE_REFUSED, nothing written", async () => {
     await sh(`mkdir -p /workspace/group/out && echo ${PNG_B64} | base64 -d > /workspace/group/out/chart.png`);
     const call = propose([{ path: 'documents/evicted.png', from: 'out/chart.png' }]);
     const pending = await stack.pendingConfirmation('family', (p) => p.tool === 'propose_write');
-    // Another group's chat sends 500 files meanwhile (the store keeps 500).
-    for (let i = 0; i < 500; i++) files.put('other', 'a.txt', Buffer.from('a'), { type: 'text/plain; charset=utf-8', inline: false });
+    const copy = (JSON.parse(JSON.stringify(pending.arguments)) as { files: { taken: { id: string } }[] }).files[0].taken.id;
+    const text = { type: 'text/plain; charset=utf-8', inline: false };
+    // Another group's chat sends 500 files meanwhile (the store keeps 500): they push out their own.
+    for (let i = 0; i < 500; i++) files.put('other', 'a.txt', Buffer.from('a'), text);
+    expect(files.get(copy)?.group).toBe('family');
+    // The group's own chat sends 500: now the copy goes.
+    for (let i = 0; i < 500; i++) files.put('family', 'a.txt', Buffer.from('a'), text);
+    expect(files.get(copy)).toBeNull();
     await stack.answerConfirmation('family', (p) => p.id === pending.id);
     const r = await call;
     expect(JSON.parse(r.err)).toMatchObject({ code: 'WRITE_REFUSED' });

@@ -55,6 +55,30 @@ describe('FileStore', () => {
     }
   });
 
+  it('when full, the group holding the most gives up its oldest: a group that floods it pushes out its own files, not another\'s', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cp-files-'));
+    try {
+      const kind = { type: 'text/plain; charset=utf-8', inline: false };
+      const store = new FileStore(dir, { maxFiles: 10, maxBytes: 1000 });
+      const quiet = [1, 2, 3].map((n) => store.put('family', `${n}.txt`, Buffer.alloc(10), kind));
+      const flood = Array.from({ length: 50 }, (_, n) => store.put('work', `${n}.txt`, Buffer.alloc(10), kind));
+      expect(quiet.map((r) => store.get(r.id)?.group)).toEqual(['family', 'family', 'family']);
+      expect(flood.slice(-7).map((r) => store.get(r.id)?.group)).toEqual(Array(7).fill('work'));
+      expect(store.get(flood[42].id)).toBeNull();
+      // By bytes: work holds 960 of 1000 when family adds 80, so work's files go (its large one too), not family's.
+      const big = store.put('work', 'big.bin', Buffer.alloc(900), kind);
+      const fourth = store.put('family', '4.txt', Buffer.alloc(80), kind);
+      expect([...quiet, fourth].map((r) => store.get(r.id)?.group)).toEqual(['family', 'family', 'family', 'family']);
+      expect(store.get(big.id)).toBeNull();
+      // The one file just kept stays, even when its group holds the most.
+      const huge = store.put('family', 'huge.bin', Buffer.alloc(990), kind);
+      expect(store.get(huge.id)?.group).toBe('family');
+      expect(store.get(fourth.id)).toBeNull();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('is private without making the folders above it private (plugins\' folders sit beside it)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'cp-files-'));
     try {
