@@ -9,15 +9,15 @@ import tar from 'tar-stream';
 import { WORKSPACE } from '../files/attach-files.js';
 import { LABELS } from './runtime.js';
 
-export const READER_IMAGE = 'carapace-reader:1';
+const READER_IMAGE = 'carapace-reader:1';
 const ROLE_LABEL = 'carapace.role';
 
-let imageReady: Promise<void> | null = null;
+let building: Promise<void> | null = null;
 
-/** The empty image, built once from a one-line Dockerfile (no layers, no files). */
-function readerImage(docker: Docker): Promise<void> {
-  imageReady ??= (async () => {
-    if (await docker.getImage(READER_IMAGE).inspect().then(() => true, () => false)) return;
+/** The empty image (no layers, no files), built from a two-line Dockerfile when the engine lacks it (first use, or pruned). */
+async function readerImage(docker: Docker): Promise<void> {
+  if (await docker.getImage(READER_IMAGE).inspect().then(() => true, () => false)) return;
+  building ??= (async () => {
     const dockerfile = Buffer.from(`FROM scratch\nLABEL ${ROLE_LABEL}=reader\n`);
     const pack = tar.pack();
     pack.entry({ name: 'Dockerfile', size: dockerfile.length }, dockerfile);
@@ -29,11 +29,8 @@ function readerImage(docker: Docker): Promise<void> {
         if (event.error) failed = event.error;
       });
     });
-  })().catch((err: unknown) => {
-    imageReady = null;
-    throw err;
-  });
-  return imageReady;
+  })().finally(() => (building = null));
+  return building;
 }
 
 /** The agent's workspace mount as a Binds entry, read-only; null when it has none. */
