@@ -56,6 +56,13 @@ export class Watcher {
   private stopping = false;
   private client: ImapFlow | null = null;
   private wake: (() => void) | null = null;
+  /**
+   * New mail or a closed connection since the last sync began. The server may report new
+   * mail in the answer to any command (a fetch of the mail before it), not only in IDLE:
+   * such a report must not be lost while nothing waits for it, or that mail would wait
+   * for the next poll.
+   */
+  private woken = false;
   private loop: Promise<void> | null = null;
 
   constructor(
@@ -92,8 +99,12 @@ export class Watcher {
   private async connect(): Promise<ImapFlow> {
     const client = imapClient(this.settings.imap, this.proxy);
     client.on('error', (err: Error) => log.warn({ err: err.message }, 'IMAP connection error'));
-    client.on('exists', () => this.wake?.());
-    client.on('close', () => this.wake?.());
+    const poke = (): void => {
+      this.woken = true;
+      this.wake?.();
+    };
+    client.on('exists', poke);
+    client.on('close', poke);
     await client.connect();
     return client;
   }
@@ -109,6 +120,7 @@ export class Watcher {
         }
         // The first folder last: it stays selected, and imapflow IDLEs on it.
         const folders = watchedFolders(this.settings);
+        this.woken = false;
         let more = false;
         for (const folder of [...folders.slice(1), ...folders.slice(0, 1)]) {
           if (this.stopping) return;
@@ -124,6 +136,7 @@ export class Watcher {
         if (this.stopping) return;
         log.warn({ err: (err as Error).message, retry_in_ms: backoffMs }, 'mail sync failed; trying again');
         this.client?.close();
+        this.woken = false; // the close just made: the back-off still holds
         await this.idle(backoffMs);
         backoffMs = Math.min(backoffMs * 2, 60_000);
       }
@@ -140,7 +153,7 @@ export class Watcher {
       };
       const timer = setTimeout(done, ms);
       this.wake = done;
-      if (this.stopping) done();
+      if (this.stopping || this.woken) done();
     });
   }
 

@@ -204,3 +204,28 @@ describe('the email page in a browser', () => {
     await page.screenshot({ path: join(SHOTS, 'email-panel-styles.png') as `${string}.png`, fullPage: true });
   }, 60_000);
 });
+
+describe('IMAP IDLE while the watcher is busy', () => {
+  it('a mail that arrives while the one before it is handled is not left for the next poll (600 s): the server reported it in a fetch\'s answer, not in IDLE', async () => {
+    // Two of Alice's mails whose DKIM keys the resolver answers slowly (3 s): while the
+    // watcher waits on the first, the second and a stranger's arrive (one sync finds both);
+    // while it waits on the second, another stranger's arrives, and the fetch of the mail
+    // after it is where the server says so.
+    const keys = ['w1', 'w2'].map((selector) => {
+      mail.dns.slow.set(`${selector}._domainkey.example.test`, 3000);
+      return mail.dns.dkimKey('example.test', selector, null);
+    });
+    const asked = (selector: string) => mail.dns.asked.includes(`${selector}._domainkey.example.test`);
+    await mail.deliver(AGENT.address, { envelopeFrom: ALICE.address, subject: 'Busy one', text: 'first', sign: keys[0] });
+    await until(() => asked('w1'), 30_000);
+    await mail.deliver(AGENT.address, { envelopeFrom: ALICE.address, subject: 'Busy two', text: 'second', sign: keys[1] });
+    await mail.deliver(AGENT.address, { envelopeFrom: BOB.address, subject: 'Busy three', text: 'a stranger' });
+    await until(() => asked('w2'), 30_000);
+    await mail.deliver(AGENT.address, { envelopeFrom: CAROL.address, subject: 'Busy four', text: 'another stranger' });
+    let last = 0;
+    for (const end = Date.now() + 10_000; !last && Date.now() < end;) last = await uidOf('Busy four').catch(() => 0);
+    const noAgent = new RegExp(`"uid":${last},"reason":"[^"]*","msg":"mail starts no agent"`);
+    expect(await stack.hostSaid(noAgent, 30_000)).toMatch(noAgent);
+    expect(inbound('Busy two')).toBeTruthy();
+  }, 90_000);
+});

@@ -13,6 +13,8 @@ export class DnsStandIn {
   private readonly records = new Map<string, string[]>();
   /** Names that answer SERVFAIL (a resolver that cannot reach the domain's servers). */
   readonly failing = new Set<string>();
+  /** Names answered only after this many ms (a slow resolver), by name. */
+  readonly slow = new Map<string, number>();
   /** Every name asked, in order. */
   readonly asked: string[] = [];
   private constructor(
@@ -29,8 +31,10 @@ export class DnsStandIn {
       const name = (url.searchParams.get('name') ?? '').toLowerCase().replace(/\.$/, '');
       dns.asked.push(name);
       const reply = (body: unknown): void => {
-        res.writeHead(200, { 'content-type': 'application/dns-json' });
-        res.end(JSON.stringify(body));
+        setTimeout(() => {
+          res.writeHead(200, { 'content-type': 'application/dns-json' });
+          res.end(JSON.stringify(body));
+        }, dns.slow.get(name) ?? 0);
       };
       if (url.pathname !== '/dns-query' || url.searchParams.get('type') !== 'TXT') return reply({ Status: 4 });
       if (dns.failing.has(name)) return reply({ Status: 2, Question: [{ name, type: 16 }] });
