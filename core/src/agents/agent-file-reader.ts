@@ -9,22 +9,13 @@
 import type Docker from 'dockerode';
 import tar from 'tar-stream';
 import { WORKSPACE, type FileRead } from '../files/attach-files.js';
+import { enginePathStat } from './engine-path-stat.js';
 import { withWorkspaceReader } from './workspace-reader.js';
 
 /** Go's os.FileMode type bits, in the engine's stat of a path: a link, and any kind but a regular file (folder, fifo, socket, device). */
 const MODE_SYMLINK = 27;
 const NOT_REGULAR = [31, 27, 26, 25, 24, 21, 19];
 const bit = (mode: number, n: number): boolean => Math.floor(mode / 2 ** n) % 2 === 1;
-
-/** The engine's stat of `path` (its last part not followed), or null where there is none. */
-async function stat(container: Docker.Container, path: string): Promise<{ mode: number; linkTarget?: string } | null> {
-  const res = (await container.infoArchive({ path }).catch((err: { statusCode?: number }) => {
-    if (err.statusCode === 404) return null;
-    throw err;
-  })) as { headers?: Record<string, string | undefined> } | null;
-  const header = res?.headers?.['x-docker-container-path-stat'];
-  return header ? (JSON.parse(Buffer.from(header, 'base64').toString('utf8')) as { mode: number; linkTarget?: string }) : null;
-}
 
 export async function readAgentFile(docker: Docker, id: string, path: string, maxBytes: number): Promise<FileRead> {
   try {
@@ -39,7 +30,7 @@ async function readFrom(container: Docker.Container, path: string, maxBytes: num
   let archive: NodeJS.ReadableStream;
   try {
     for (let i = 1; i <= parts.length; i++) {
-      const found = await stat(container, `${WORKSPACE}/${parts.slice(0, i).join('/')}`);
+      const found = await enginePathStat(container, `${WORKSPACE}/${parts.slice(0, i).join('/')}`);
       if (!found) return { ok: false, why: 'not_found' };
       if (i < parts.length && (bit(found.mode, MODE_SYMLINK) || found.linkTarget)) return { ok: false, why: 'outside' };
       if (i === parts.length && NOT_REGULAR.some((n) => bit(found.mode, n))) return { ok: false, why: 'not_a_file' };

@@ -1,6 +1,6 @@
 // A tool's file arguments (manifest `file_arguments`): the agent names a file in its
 // workspace; just before the call is routed, the core reads that file from the agent's
-// own container (the engine's archive API, no link on the way: agents/agent-file-reader.ts), checks it (a regular
+// workspace (a container holding only it, no link on the way: agents/agent-file-reader.ts), checks it (a regular
 // file in /workspace/group, at most MAX_FILE_BYTES, a kind a person can open: file-type.ts),
 // keeps it (file-store.ts) and hands the plugin a FileRef instead of the path. The plugin
 // never reads an agent's workspace, and the person never gets what the core did not check.

@@ -32,7 +32,7 @@ export interface TakenFile {
 export type ProposedFile = { path: string; content: string } | { path: string; taken: TakenFile };
 
 /** As the agent sends it: the text, or (documents only) a file of its workspace to take (`from`). */
-type GivenFile = { path: string; content?: string; from?: string; taken?: TakenFile };
+export type GivenFile = { path: string; content?: string; from?: string; taken?: TakenFile };
 
 /** One proposal writes into one place: a skill's folder, or the documents folder. */
 export type ProposedChange = { place: 'skills'; skill: string; files: ProposedFile[] } | { place: 'documents'; files: ProposedFile[] };

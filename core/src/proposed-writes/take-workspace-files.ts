@@ -1,5 +1,5 @@
 // propose_write's files `from` the agent's workspace (a chart a run made, a PDF): read from
-// the agent's own container and kept by the core before the person is asked (the same
+// the workspace and kept by the core before the person is asked (the same
 // reader and checks as a file sent to a chat: files/attach-files.ts), so that what they
 // approve is the very bytes written, whatever the agent does to its workspace meanwhile.
 // The arguments then name the kept copy (`taken`: its id, kind, size and sha256), which
@@ -11,19 +11,17 @@ import { readWorkspaceFile, type AttachDeps } from '../files/attach-files.js';
 import type { FileKind } from '../files/file-type.js';
 import type { JsonObject } from '../protocol/envelope.js';
 import { pipelineError, ToolFailure } from '../protocol/errors.js';
-import { MAX_TAKEN_BYTES, type TakenFile } from './proposed-change.js';
-
-type Given = { path: string; content?: string; from?: string };
+import { MAX_TAKEN_BYTES, type GivenFile, type TakenFile } from './proposed-change.js';
 
 /** propose_write's `args` with each `from` replaced by its kept copy (`args` itself when it has none). */
 export async function takeWorkspaceFiles(args: JsonObject, session: Session, files: AttachDeps | undefined): Promise<JsonObject | ToolFailure> {
-  const given = args.files as Given[];
+  const given = args.files as GivenFile[];
   if (!given.some((f) => f.from !== undefined)) return args;
   const refuse = (message: string) => new ToolFailure(pipelineError('VALIDATION_FAILED', message, false, { stage: 5, field: 'files' }));
   if (!files) return refuse('files cannot be taken from the workspace here');
   // Every file is read and checked before any is kept: a proposal refused half way keeps nothing.
   let bytes = 0;
-  const reads = new Map<Given, { path: string; bytes: Buffer; kind: FileKind }>();
+  const reads = new Map<GivenFile, { path: string; bytes: Buffer; kind: FileKind }>();
   for (const file of given) {
     if (file.from === undefined) continue;
     const read = await readWorkspaceFile(file.from, `"${file.path}" from`, session, files);

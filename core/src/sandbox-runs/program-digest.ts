@@ -8,6 +8,7 @@
 import { createHash } from 'node:crypto';
 import type Docker from 'dockerode';
 import tar from 'tar-stream';
+import { enginePathStat } from '../agents/engine-path-stat.js';
 import { WORKSPACE_DIR } from './container-spec.js';
 
 /** A program larger than this is still run; its digest is not taken. */
@@ -21,17 +22,6 @@ export interface ProgramDigest {
   sha256: string | null;
   /** Taken before an earlier run in this sandbox, the file unchanged since by its stat. */
   reused: boolean;
-}
-
-/** The engine's stat of a path in a container (HEAD on the archive API), or null. */
-async function stat(docker: Docker, container: string, path: string): Promise<{ size: number; mtime: string; mode: number } | null> {
-  try {
-    const res = (await docker.getContainer(container).infoArchive({ path })) as { headers?: Record<string, string | undefined> };
-    const header = res.headers?.['x-docker-container-path-stat'];
-    return header ? (JSON.parse(Buffer.from(header, 'base64').toString('utf8')) as { size: number; mtime: string; mode: number }) : null;
-  } catch {
-    return null;
-  }
 }
 
 async function sha256(docker: Docker, container: string, path: string): Promise<string | null> {
@@ -70,7 +60,8 @@ export class ProgramDigests {
   /** The program as the sandbox has it now; null when it is not there (the run then says so itself). */
   async of(sandbox: string, program: string, dir = WORKSPACE_DIR): Promise<ProgramDigest | null> {
     const path = `${dir}/${program}`;
-    const now = await stat(this.docker, sandbox, path);
+    // Any failure of the engine counts as not there: the run then says so itself.
+    const now = await enginePathStat(this.docker.getContainer(sandbox), path).catch(() => null);
     if (!now) return null;
     const key = `${sandbox} ${program}`;
     const before = this.known.get(key);
