@@ -255,7 +255,9 @@ describe('a poison mail', () => {
       for (const pid of pluginPids()) process.kill(pid, 'SIGKILL');
     }
     await deliverAll(ALICE.address, [head(ALICE.address, 'After the kills', 'Content-Type: text/plain\r\n\r\nhello\r\n')]);
-    await until(() => inbound('After the kills')[0], 60_000);
+    await until(() => inbound('After the kills')[0], 60_000).catch((err: unknown) => {
+      throw new Error(`${String(err)}: the plugin is ${stack.core.catalog.state('email')}, its sync state says ${JSON.stringify(handling())}; the host said:\n${stack.hostOutput.slice(-6000)}`);
+    });
     expect(inbound('Killed on')).toEqual([]);
     const skipped = new RegExp(`"uid":${uid},"reason":"the plugin ended 2 times while handling it".*mail skipped`);
     expect(await stack.hostSaid(skipped)).toMatch(skipped);
