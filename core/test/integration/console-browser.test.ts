@@ -191,7 +191,7 @@ describe('console in a browser', () => {
     const r = await call;
     expect(r.code).not.toBe(0);
     expect(JSON.parse(r.stderr)).toMatchObject({ code: 'STATE_CHANGED' });
-    await page.waitForFunction(() => document.querySelector('main')?.textContent?.includes('while it refers to:'), { timeout: 5000 });
+    await page.waitForFunction(() => document.querySelector('main')?.textContent?.includes('while it refers to:'), { timeout: 15_000 });
     expect(await page.$eval('pre.state', (e) => e.textContent)).toBe('The note "Pay the rent (do not delete)"');
     for (const a of stack.core.standing.list('family').filter((x) => x.tool === 'forget_note')) stack.core.revokeStanding(a.id, 'test');
     expect((await stack.ipc(session, 'tool.invoke.rename_note', { note_id: '60ce838e-rent', title: 'Pay the rent (do not delete)' })).code).toBe(0);
@@ -202,7 +202,7 @@ describe('console in a browser', () => {
   it('the Overview shows what each group\'s model use cost today against its money budget', async () => {
     const page = await loggedIn();
     await page.goto(`${base}/#/`);
-    await page.waitForFunction(() => document.querySelector('main')?.textContent?.includes('$0.15 of $1.00'), { timeout: 5000 });
+    await page.waitForFunction(() => document.querySelector('main')?.textContent?.includes('$0.15 of $1.00'), { timeout: 15_000 });
     await page.browserContext().close();
   });
 
@@ -222,11 +222,11 @@ describe('console in a browser', () => {
     await shot(page, 'overview-model-not-asked');
     model = { ok: true, problem: null, last_ok: new Date().toISOString() };
     await page.reload();
-    await page.waitForFunction(() => document.querySelector('#model')?.getAttribute('data-state') === 'answering', { timeout: 5000 });
+    await page.waitForFunction(() => document.querySelector('#model')?.getAttribute('data-state') === 'answering', { timeout: 15_000 });
     expect((await card()).classes).toContain('ok');
     model = { ok: false, problem: { kind: 'key_refused', message: 'the model API refuses the key in ANTHROPIC_API_KEY', status: 401, upstream: 'invalid x-api-key', since: new Date().toISOString() }, last_ok: null };
     await page.reload();
-    await page.waitForFunction(() => document.querySelector('#model')?.getAttribute('data-state') === 'refused', { timeout: 5000 });
+    await page.waitForFunction(() => document.querySelector('#model')?.getAttribute('data-state') === 'refused', { timeout: 15_000 });
     expect((await card()).classes).toContain('bad');
     model = { ok: true, problem: null, last_ok: null };
     await page.browserContext().close();
@@ -235,7 +235,7 @@ describe('console in a browser', () => {
   it('the Overview says why a plugin failed, and when new workspaces may claim more than the disk has', async () => {
     const page = await loggedIn();
     await page.goto(`${base}/#/`);
-    await page.waitForFunction(() => document.querySelector('main')?.textContent?.includes('crashinit'), { timeout: 5000 });
+    await page.waitForFunction(() => document.querySelector('main')?.textContent?.includes('crashinit'), { timeout: 15_000 });
     const row = await page.$$eval('tr', (rows) => rows.map((r) => r.textContent ?? '').find((t) => t.startsWith('crashinit')));
     expect(row).toContain('failed');
     expect(row).toContain("Cannot read properties of undefined (reading 'value')");
@@ -253,7 +253,7 @@ describe('console in a browser', () => {
     expect((await stack.ipc(session, 'tool.invoke.delete_everything', { target: 'tmp-files' })).code).toBe(0);
     const page = await loggedIn();
     await page.goto(`${base}/#/approvals`);
-    await page.waitForFunction(() => document.querySelector('main')?.textContent?.includes('3 an hour (1 in the last hour)'), { timeout: 5000 });
+    await page.waitForFunction(() => document.querySelector('main')?.textContent?.includes('3 an hour (1 in the last hour)'), { timeout: 15_000 });
     if ('id' in granted) stack.core.revokeStanding(granted.id, 'test');
     await stack.core.closeSession(session.id);
     await page.browserContext().close();
@@ -308,7 +308,7 @@ describe('console in a browser', () => {
     const page = await loggedIn();
     for (const [name, marker] of [['agents', 'family'], ['usage', '32000 tokens in all, $0.15 at the prices'], ['usage', 'the cost of 1000 tokens spent before this version priced usage was not recorded'], ['usage', '400not recorded2'], ['checks', 'Check again']]) {
       await page.goto(`${base}/#/${name}`);
-      await page.waitForFunction((m) => document.querySelector('main')?.textContent?.includes(m), { timeout: 5000 }, marker);
+      await page.waitForFunction((m) => document.querySelector('main')?.textContent?.includes(m), { timeout: 15_000 }, marker);
       await shot(page, name);
     }
     await page.browserContext().close();
