@@ -145,7 +145,8 @@ describe('a file the agent sends', () => {
       else refused++;
     }
     // What the race gave: the agent's own file, or a refusal (not there, a link, the engine losing its way); never root's.
-    expect([...read.keys()]).toEqual(['mine']);
+    // (Refusals show the swapping ran; under load a CI run saw no read land on the folder at all.)
+    expect([...read].filter((k) => k !== 'mine')).toEqual([]);
     expect(refused).toBeGreaterThan(0);
   }, 60_000);
 
